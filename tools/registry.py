@@ -1,0 +1,252 @@
+"""Tool declaration and dispatch.
+
+A tool is a plain typed function with a docstring; :func:`tool` derives its name,
+description and JSON schema once, so prompts, native tool-calling schemas and the UI all
+read from the same declaration. :meth:`ToolRegistry.call` is the only way the agent loops
+touch a tool, and it never raises: every failure comes back as ``ToolResult(is_error=True)``
+with a one-line reason the model can read.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+ToolInput = str | dict
+
+DEFAULT_TIMEOUT_S = 15.0
+DEFAULT_CACHE_TTL_S = 600.0
+MAX_OUTPUT_CHARS = 4000
+TRUNCATION_MARKER = "\n…[truncated {n} more characters]"
+
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call produced, as the agent loop and the trace see it."""
+
+    output: str
+    is_error: bool = False
+    elapsed_s: float = 0.0
+    cached: bool = False
+
+
+class ToolFailure(Exception):
+    """Raised by a tool for an expected failure; its message becomes the observation."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A declared tool: metadata derived from a typed function, plus call policy."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., str]
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    cache_ttl_s: float | None = None  # None: never cached (local tools); network tools set a TTL
+    summary: str = ""  # first paragraph of the docstring: what prompts show
+    web: bool = False  # output is web text: HTML is stripped before the model or the page sees it
+
+    @property
+    def param_names(self) -> list[str]:
+        return list(self.parameters.get("properties", {}))
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI/HF ``tools=`` entry for native function calling."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+def tool(
+    fn: Callable[..., str] | None = None,
+    *,
+    name: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    cache_ttl_s: float | None = None,
+    web: bool = False,
+) -> Any:
+    """Declare ``fn`` as a tool. Usable bare (``@tool``) or with options (``@tool(cache_ttl_s=600, web=True)``)."""
+
+    def build(f: Callable[..., str]) -> Tool:
+        doc = inspect.cleandoc(f.__doc__ or "").strip()
+        if not doc:
+            raise ValueError(f"tool {f.__name__} needs a docstring: it is the description the model reads")
+        return Tool(
+            name=name or f.__name__,
+            description=doc,
+            parameters=_schema_from_signature(f),
+            fn=f,
+            timeout_s=timeout_s,
+            cache_ttl_s=cache_ttl_s,
+            web=web,
+            summary=doc.split("\n\n")[0].replace("\n", " "),
+        )
+
+    return build(fn) if fn is not None else build
+
+
+def _schema_from_signature(f: Callable[..., Any]) -> dict[str, Any]:
+    hints = get_type_hints(f)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for pname, param in inspect.signature(f).parameters.items():
+        props[pname] = {"type": _JSON_TYPES.get(hints.get(pname, str), "string")}
+        if param.default is inspect.Parameter.empty:
+            required.append(pname)
+    return {"type": "object", "properties": props, "required": required}
+
+
+def normalize_name(name: str) -> str:
+    """Case-insensitive, ignoring spaces, underscores and hyphens: 'Wikipedia Search' → 'wikipediasearch'."""
+    return re.sub(r"[\s_\-]+", "", name).lower()
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters with a visible marker saying how much was dropped."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return text[:limit] + TRUNCATION_MARKER.format(n=len(text) - limit)
+
+
+class _TTLCache:
+    """A small thread-safe in-memory cache; network tools reuse answers for ~10 minutes."""
+
+    def __init__(self) -> None:
+        self._data: dict[tuple[str, str], tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str], ttl: float) -> str | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit and time.monotonic() - hit[0] < ttl:
+                return hit[1]
+            return None
+
+    def put(self, key: tuple[str, str], value: str) -> None:
+        with self._lock:
+            self._data[key] = (time.monotonic(), value)
+
+
+# Tools that time out keep running in these daemon threads; the agent loop moves on.
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tool")
+
+
+@dataclass
+class ToolRegistry:
+    """An ordered set of tools; :meth:`call` dispatches by (fuzzy) name and never raises."""
+
+    tools: list[Tool] = field(default_factory=list)
+    max_output_chars: int = MAX_OUTPUT_CHARS
+    _cache: _TTLCache = field(default_factory=_TTLCache, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_key = {normalize_name(t.name): t for t in self.tools}
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    def resolve(self, name: str) -> Tool | None:
+        """Find a tool by a model-written name: 'Wikipedia Search' and 'WIKIPEDIA-search' both resolve."""
+        return self._by_key.get(normalize_name(name or ""))
+
+    def subset(self, names: Iterable[str] | None) -> ToolRegistry:
+        """A registry with only ``names`` enabled (None keeps all); shares this registry's cache."""
+        if names is None:
+            return self
+        wanted = {normalize_name(n) for n in names}
+        return ToolRegistry(
+            [t for t in self.tools if normalize_name(t.name) in wanted], self.max_output_chars, self._cache
+        )
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools]
+
+    def unknown_tool_message(self, name: str) -> str:
+        available = ", ".join(self.names) or "none"
+        return f"Unknown tool '{name}'. Available tools: {available}."
+
+    def call(self, name: str, tool_input: ToolInput) -> ToolResult:
+        """Run a tool by name. Unknown names, bad input, exceptions and timeouts become error results."""
+        start = time.perf_counter()
+        t = self.resolve(name)
+        if t is None:
+            return ToolResult(self.unknown_tool_message(name), is_error=True)
+        try:
+            kwargs = _bind_input(t, tool_input)
+        except ValueError as exc:
+            return ToolResult(f"{t.name}: {exc}", is_error=True, elapsed_s=time.perf_counter() - start)
+        key = (t.name, json.dumps(kwargs, sort_keys=True, ensure_ascii=False).strip().lower())
+        if t.cache_ttl_s:
+            hit = self._cache.get(key, t.cache_ttl_s)
+            if hit is not None:
+                return ToolResult(hit, elapsed_s=time.perf_counter() - start, cached=True)
+        output, is_error = _run_with_timeout(t, kwargs)
+        output = truncate(strip_html(output) if t.web else output, self.max_output_chars)
+        if t.cache_ttl_s and not is_error:
+            self._cache.put(key, output)
+        return ToolResult(output, is_error=is_error, elapsed_s=time.perf_counter() - start)
+
+
+def _run_with_timeout(t: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
+    future = _EXECUTOR.submit(t.fn, **kwargs)
+    try:
+        return str(future.result(timeout=t.timeout_s)), False
+    except concurrent.futures.TimeoutError:
+        return f"{t.name} timed out after {t.timeout_s:g} s.", True
+    except ToolFailure as exc:
+        return str(exc), True
+    except Exception as exc:  # noqa: BLE001 - any tool bug is an observation, not a crash
+        return f"{t.name} failed: {type(exc).__name__}: {exc}".strip(), True
+
+
+def _bind_input(t: Tool, tool_input: ToolInput) -> dict[str, Any]:
+    """Map a model-written input onto the tool's parameters.
+
+    A dict is taken as keyword arguments (a one-parameter tool also accepts a dict with one
+    differently named key: models often write ``{"query": ...}`` for ``location``). A string
+    that is a JSON object is unwrapped the same way; any other string is the single argument.
+    """
+    params = t.param_names
+    if isinstance(tool_input, str):
+        stripped = tool_input.strip()
+        if stripped.startswith("{"):
+            try:
+                decoded = json.loads(stripped)
+            except json.JSONDecodeError:
+                decoded = None
+            if isinstance(decoded, dict):
+                tool_input = decoded
+    if isinstance(tool_input, dict):
+        if set(tool_input) <= set(params):
+            missing = [p for p in t.parameters.get("required", []) if p not in tool_input]
+            if missing:
+                raise ValueError(f"missing argument(s): {', '.join(missing)}")
+            return dict(tool_input)
+        if len(params) == 1 and len(tool_input) == 1:
+            return {params[0]: next(iter(tool_input.values()))}
+        raise ValueError(f"unexpected argument(s) {sorted(set(tool_input) - set(params))}; expected {params}")
+    if len(params) != 1:
+        raise ValueError(f"expects a JSON object with {params}")
+    return {params[0]: tool_input}
+
+
+_TAG = re.compile(r"<[^>]{0,2000}>")
+
+
+def strip_html(text: str) -> str:
+    """Drop HTML tags and unescape entities so web text reaches the model (and the page) as plain text."""
+    import html
+
+    return html.unescape(_TAG.sub("", text))
