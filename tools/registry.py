@@ -56,6 +56,10 @@ class Tool:
     summary: str = ""  # first paragraph of the docstring: what prompts show
     web: bool = False  # output is web text: HTML is stripped before the model or the page sees it
 
+    def __call__(self, *args: Any, **kwargs: Any) -> str:
+        """Call the underlying function directly (no timeout, cache or error wrapping): handy in tests."""
+        return self.fn(*args, **kwargs)
+
     @property
     def param_names(self) -> list[str]:
         return list(self.parameters.get("properties", {}))
@@ -187,7 +191,7 @@ class ToolRegistry:
             kwargs = _bind_input(t, tool_input)
         except ValueError as exc:
             return ToolResult(f"{t.name}: {exc}", is_error=True, elapsed_s=time.perf_counter() - start)
-        key = (t.name, json.dumps(kwargs, sort_keys=True, ensure_ascii=False).strip().lower())
+        key = (t.name, _cache_key(kwargs))
         if t.cache_ttl_s:
             hit = self._cache.get(key, t.cache_ttl_s)
             if hit is not None:
@@ -199,16 +203,35 @@ class ToolRegistry:
         return ToolResult(output, is_error=is_error, elapsed_s=time.perf_counter() - start)
 
 
+def _cache_key(kwargs: dict[str, Any]) -> str:
+    """Tool input normalised for caching: case and runs of whitespace inside string values do not matter."""
+    norm = {k: " ".join(v.split()).lower() if isinstance(v, str) else v for k, v in kwargs.items()}
+    return json.dumps(norm, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def _run_with_timeout(t: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
     future = _EXECUTOR.submit(t.fn, **kwargs)
     try:
         return str(future.result(timeout=t.timeout_s)), False
-    except concurrent.futures.TimeoutError:
-        return f"{t.name} timed out after {t.timeout_s:g} s.", True
     except ToolFailure as exc:
-        return str(exc), True
+        return str(exc) or f"{t.name} failed.", True
+    except concurrent.futures.TimeoutError as exc:
+        # Since 3.11 this is the builtin TimeoutError: a tool may raise it itself (socket timeouts).
+        if not future.done():
+            return f"{t.name} timed out after {t.timeout_s:g} s.", True
+        return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
     except Exception as exc:  # noqa: BLE001 - any tool bug is an observation, not a crash
-        return f"{t.name} failed: {type(exc).__name__}: {exc}".strip(), True
+        return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
+    except BaseException as exc:
+        # SystemExit / GeneratorExit raised inside the tool thread travel through the future;
+        # a KeyboardInterrupt while *waiting* is the caller's and must propagate.
+        if not future.done():
+            raise
+        return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
 
 
 def _bind_input(t: Tool, tool_input: ToolInput) -> dict[str, Any]:
@@ -227,26 +250,51 @@ def _bind_input(t: Tool, tool_input: ToolInput) -> dict[str, Any]:
             except json.JSONDecodeError:
                 decoded = None
             if isinstance(decoded, dict):
-                tool_input = decoded
+                try:
+                    return _bind_dict(t, decoded)
+                except ValueError:
+                    # A one-parameter tool gets the raw text: '{"a": 1}' is a valid python_repl program.
+                    if len(params) != 1:
+                        raise
+                    return {params[0]: tool_input}
     if isinstance(tool_input, dict):
-        if set(tool_input) <= set(params):
-            missing = [p for p in t.parameters.get("required", []) if p not in tool_input]
-            if missing:
-                raise ValueError(f"missing argument(s): {', '.join(missing)}")
-            return dict(tool_input)
-        if len(params) == 1 and len(tool_input) == 1:
-            return {params[0]: next(iter(tool_input.values()))}
-        raise ValueError(f"unexpected argument(s) {sorted(set(tool_input) - set(params))}; expected {params}")
+        return _bind_dict(t, tool_input)
     if len(params) != 1:
         raise ValueError(f"expects a JSON object with {params}")
-    return {params[0]: tool_input}
+    return _coerce(t, {params[0]: tool_input})
 
 
-_TAG = re.compile(r"<[^>]{0,2000}>")
+def _bind_dict(t: Tool, tool_input: dict) -> dict[str, Any]:
+    params = t.param_names
+    if set(tool_input) <= set(params):
+        missing = [p for p in t.parameters.get("required", []) if p not in tool_input]
+        if missing:
+            raise ValueError(f"missing argument(s): {', '.join(missing)}")
+        return _coerce(t, dict(tool_input))
+    if len(params) == 1 and len(tool_input) == 1:
+        return _coerce(t, {params[0]: next(iter(tool_input.values()))})
+    raise ValueError(f"unexpected argument(s) {sorted(set(tool_input) - set(params))}; expected {params}")
+
+
+def _coerce(t: Tool, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Models write ``{"expression": 2}`` for a string parameter: pass scalars on as text."""
+    props = t.parameters.get("properties", {})
+    for k, v in kwargs.items():
+        if props.get(k, {}).get("type") == "string" and isinstance(v, (int, float)) and not isinstance(v, bool):
+            kwargs[k] = str(v)
+        elif props.get(k, {}).get("type") == "string" and v is None:
+            kwargs[k] = ""
+    return kwargs
+
+
+# Only things that look like tags: "<b>", "</span>", "<!-- x -->", "<br/>". A bare "<" in text
+# ("x < 5 and y > 3") is not a tag and must survive.
+_TAG = re.compile(r"<(?:!--.*?--|[a-zA-Z/!?][^<>]{0,2000})>", re.DOTALL)
+_SCRIPT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 
 
 def strip_html(text: str) -> str:
     """Drop HTML tags and unescape entities so web text reaches the model (and the page) as plain text."""
     import html
 
-    return html.unescape(_TAG.sub("", text))
+    return html.unescape(_TAG.sub("", _SCRIPT.sub("", text)))

@@ -1,0 +1,1 @@
+"""Think · Act · ReAct engine: events, parsing, LLM clients, modes, comparison, CLI."""

@@ -1,0 +1,118 @@
+"""The typed event stream: everything a mode does, as small frozen dataclasses.
+
+Modes yield these; the trace collects them; the UI, the CLI and the export only render
+them. One type per kind, each with a ``kind`` tag so a trace serialises to JSON and back
+without guessing. The parser returns three of them (``Action``, ``FinalAnswer``,
+``ParseError``) directly, so a parsed step *is* the event the panel shows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+Channel = Literal["thought", "answer", "reasoning"]
+ToolInput = str | dict
+
+
+@dataclass(frozen=True)
+class TokenDelta:
+    """A streamed piece of model text, tagged with what it is becoming."""
+
+    text: str
+    channel: Channel = "thought"
+    kind: ClassVar[str] = "token"
+
+
+@dataclass(frozen=True)
+class Thought:
+    """A complete thought (ReAct reasoning, or a whole chain of thought in Think mode)."""
+
+    text: str
+    kind: ClassVar[str] = "thought"
+
+
+@dataclass(frozen=True)
+class Action:
+    """A tool call chosen by the model; ``thought`` is the text that preceded it, if any."""
+
+    tool: str
+    input: ToolInput
+    thought: str = ""
+    kind: ClassVar[str] = "action"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a tool returned (or why it could not), as the model will read it."""
+
+    tool: str
+    output: str
+    is_error: bool = False
+    elapsed_s: float = 0.0
+    cached: bool = False
+    kind: ClassVar[str] = "observation"
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """The run's answer; ``forced`` when the budget ran out or loops forced it."""
+
+    text: str
+    forced: bool = False
+    kind: ClassVar[str] = "answer"
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """Model output that fit no known format; ``message`` is sent back to the model."""
+
+    message: str
+    text: str = ""
+    kind: ClassVar[str] = "parse_error"
+
+
+@dataclass(frozen=True)
+class LLMError:
+    """A failed model call, as one human line (never a traceback)."""
+
+    message: str
+    kind: ClassVar[str] = "llm_error"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One finished LLM call: token counts and wall time.
+
+    ``estimated`` is set when the server reported no usage and the counts were
+    approximated from text length, so metrics never pass off a guess as a measurement.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    elapsed_s: float = 0.0
+    estimated: bool = False
+    kind: ClassVar[str] = "usage"
+
+
+Event = TokenDelta | Thought | Action | Observation | FinalAnswer | ParseError | LLMError | Usage
+
+EVENT_TYPES: dict[str, type] = {
+    cls.kind: cls
+    for cls in (TokenDelta, Thought, Action, Observation, FinalAnswer, ParseError, LLMError, Usage)
+}
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """Serialise an event as ``{"kind": ..., **fields}`` (JSON-safe)."""
+    return {"kind": event.kind, **dataclasses.asdict(event)}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Inverse of :func:`event_to_dict`; unknown keys are ignored, unknown kinds raise ValueError."""
+    cls = EVENT_TYPES.get(data.get("kind", ""))
+    if cls is None:
+        raise ValueError(f"unknown event kind: {data.get('kind')!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})

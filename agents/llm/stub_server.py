@@ -1,0 +1,291 @@
+"""A local OpenAI-compatible server for tests, benchmarks and offline demos.
+
+The real ``InferenceClient`` is pointed at it with ``base_url``, so every test exercises
+the real HTTP, SSE and error paths. Replies are scripted (a FIFO of :class:`StubReply`)
+or produced by a responder function; latency and faults (HTTP errors with
+``Retry-After``, rejecting ``stop``, a mid-stream disconnect, a hung request) are
+injectable per reply. Bodies use chunked transfer encoding, so a dropped connection is
+visible to the client as an error, as it is in production.
+
+Run standalone (``python -m agents.llm.stub_server --port 8800``) to try the app or CLI
+with the :func:`toy_policy` model, which uses the calculator for arithmetic questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class StubReply:
+    """What the server sends for one request."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[tuple[str, Any]] = field(default_factory=list)
+    usage: tuple[int, int] | None = None  # (prompt, completion); None: estimated from lengths
+    status: int = 200
+    error_body: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    reject_stop: bool = False  # answer 400 when the request carries `stop`
+    disconnect_after: int | None = None  # drop the connection after this many SSE events
+    hang: bool = False  # accept, then never answer
+    first_token_delay: float | None = None  # overrides the server's latency
+    token_delay: float | None = None
+
+
+Responder = Callable[[dict[str, Any]], StubReply]
+
+
+@dataclass
+class RecordedRequest:
+    body: dict[str, Any]
+    headers: dict[str, str]
+    started: float
+    first_byte: float | None = None
+    finished: float | None = None
+
+
+class StubLLMServer:
+    """Threaded SSE server on 127.0.0.1; use as a context manager. ``url`` ends in ``/v1``."""
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        latency: float = 0.0,
+        token_delay: float = 0.0,
+        chunk_chars: int = 8,
+        port: int = 0,
+    ) -> None:
+        self.responder = responder or toy_policy
+        self.latency, self.token_delay, self.chunk_chars = latency, token_delay, chunk_chars
+        self.requests: list[RecordedRequest] = []
+        self._script: collections.deque[StubReply] = collections.deque()
+        self._lock = threading.Lock()
+        self._shutdown = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def script(self, *replies: StubReply | str) -> StubLLMServer:
+        """Queue replies served before the responder is consulted (strings become text replies)."""
+        with self._lock:
+            self._script.extend(StubReply(text=r) if isinstance(r, str) else r for r in replies)
+        return self
+
+    def next_reply(self, body: dict[str, Any]) -> StubReply:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        return self.responder(body)
+
+    def start(self) -> StubLLMServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="stub-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._shutdown.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> StubLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def server_seconds(self) -> float:
+        """Total time the server spent on requests (first byte of request → end of body)."""
+        return sum((r.finished or r.started) - r.started for r in self.requests)
+
+
+def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_GET(self) -> None:  # /v1/models, for clients that probe it
+            self._send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            record = RecordedRequest(body, {k.lower(): v for k, v in self.headers.items()}, time.perf_counter())
+            with server._lock:
+                server.requests.append(record)
+            reply = server.next_reply(body)
+            try:
+                self._serve(reply, body, record)
+            finally:
+                record.finished = time.perf_counter()
+
+        def _serve(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest) -> None:
+            if reply.hang:
+                server._shutdown.wait(300)
+                return
+            if reply.reject_stop and body.get("stop"):
+                with server._lock:  # the client's retry without `stop` gets this same reply
+                    server._script.appendleft(reply)
+                return self._send_json(400, {"error": {"message": "Unsupported parameter: 'stop' is not supported"}})
+            if reply.status != 200:
+                message = reply.error_body or f"stub error {reply.status}"
+                return self._send_json(reply.status, {"error": {"message": message}}, reply.headers)
+            delay = server.latency if reply.first_token_delay is None else reply.first_token_delay
+            if delay:
+                time.sleep(delay)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            events = _sse_events(reply, body, server.chunk_chars)
+            token_delay = server.token_delay if reply.token_delay is None else reply.token_delay
+            for i, event in enumerate(events):
+                if reply.disconnect_after is not None and i >= reply.disconnect_after:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # abrupt: no terminating chunk
+                    return
+                if i and token_delay:
+                    time.sleep(token_delay)
+                self._chunk(f"data: {event}\n\n".encode())
+                if record.first_byte is None:
+                    record.first_byte = time.perf_counter()
+            self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def _sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:
+    """The chunk objects of one streamed reply, in OpenAI's shape."""
+    model = body.get("model") or "stub"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": {"role": "assistant", **delta}, "finish_reason": finish}
+        return json.dumps({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
+                           "model": model, "choices": [choice]})
+
+    text = _apply_stop(reply.text, body.get("stop"))
+    events = [chunk({"reasoning": reply.reasoning[i : i + size]}) for i in range(0, len(reply.reasoning), size)]
+    events += [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
+    for n, (name, args) in enumerate(reply.tool_calls):
+        arguments = args if isinstance(args, str) else json.dumps(args)
+        call = {"index": n, "id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": ""}}
+        events.append(chunk({"tool_calls": [call]}))
+        for i in range(0, len(arguments), size):
+            part = {"index": n, "id": f"call_{n}", "type": "function", "function": {"arguments": arguments[i : i + size]}}
+            events.append(chunk({"tool_calls": [part]}))
+    events.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        prompt, completion = reply.usage or (
+            sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4,
+            max(1, len(reply.text + reply.reasoning) // 4),
+        )
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        events.append(json.dumps({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
+                                  "model": model, "choices": [], "usage": usage}))
+    return events
+
+
+def _apply_stop(text: str, stop: list[str] | str | None) -> str:
+    """Cut at the first stop sequence, as real servers do (the client must still cut too)."""
+    stops = [stop] if isinstance(stop, str) else (stop or [])
+    cuts = [text.find(s) for s in stops if s and s in text]
+    return text[: min(cuts)] if cuts else text
+
+
+_ARITH = re.compile(r"[-+*/×÷^().\d\s]{3,}")
+
+
+def toy_policy(body: dict[str, Any]) -> StubReply:
+    """A tiny deterministic 'model' for demos and end-to-end tests.
+
+    It follows whatever protocol the request uses: with ``tools=`` it makes a native
+    ``calculate`` call for the arithmetic in the question; with the text protocol it writes
+    ``Action: calculate``; once it sees an observation it answers with it. Without tools it
+    can only guess, as a model doing mental arithmetic might. It never knows the answer in
+    advance: the number comes from the calculator's observation.
+    """
+    messages = body.get("messages") or []
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    question = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
+    last = messages[-1] if messages else {}
+    expression = max(_ARITH.findall(question), key=len, default="").strip(" .?")
+    wants_thoughts = "Thought" in system
+    if body.get("tools"):
+        if last.get("role") == "tool":
+            return StubReply(text=f"The calculator says {last.get('content')}.")
+        if expression:
+            return StubReply(text="I should compute this exactly." if wants_thoughts else "",
+                             tool_calls=[("calculate", {"expression": expression})])
+        return StubReply(text="I cannot answer that without a suitable tool.")
+    observation = _last_observation(last)
+    if "Action Input" in system:
+        thought = "Thought: The calculator answered.\n" if wants_thoughts else ""
+        if observation is not None:
+            return StubReply(text=f"{thought}Final Answer: {observation}")
+        if expression:
+            thought = "Thought: I need to compute this exactly.\n" if wants_thoughts else ""
+            return StubReply(text=f"{thought}Action: calculate\nAction Input: {expression}\nObservation: 42")
+        return StubReply(text=f"{thought}Final Answer: I do not know.")
+    guess = f"roughly {expression}, I cannot compute it exactly" if expression else "I do not know"
+    return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
+
+
+def _last_observation(message: dict[str, Any]) -> str | None:
+    content = str(message.get("content") or "")
+    match = re.search(r"Observation[^:\n]*:\s*(.*)", content, re.S)
+    if message.get("role") == "user" and match:
+        return match.group(1).strip() or None
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve the toy OpenAI-compatible model on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8800)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before the first token")
+    parser.add_argument("--token-delay", type=float, default=0.0, help="seconds between streamed chunks")
+    args = parser.parse_args()
+    server = StubLLMServer(latency=args.latency, token_delay=args.token_delay, port=args.port).start()
+    print(f"stub model at {server.url} — set LLM_BASE_URL={server.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""What the three modes share: run settings, one streamed model call, tool calls, the forced answer.
+
+Each helper is a generator that yields events and *returns* its result, so a mode's loop
+reads ``reply = yield from complete(...)`` and stays one screen long.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Generator
+from dataclasses import dataclass, field
+
+import json_repair
+
+from agents import prompts
+from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Usage
+from agents.llm.base import ChatModel, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
+from agents.parsing import cut_observation, parse_step
+from tools.registry import ToolRegistry, normalize_name, truncate
+
+STOP = ["Observation:"]
+_FINAL = re.compile(r"final\s*answer\s*\**\s*:", re.I)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Per-run settings shared by all modes (the UI's settings panel maps onto this)."""
+
+    protocol: str = "text"  # "text": the paper's Thought/Action format; "tools": native function calling
+    max_steps: int = 5
+    temperature: float | None = 0.2
+    max_tokens: int | None = 2048  # reasoning models spend part of it on hidden reasoning
+    observation_chars: int = 1500
+    cancel: threading.Event = field(default_factory=threading.Event, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.protocol not in prompts.PROTOCOLS:
+            raise ValueError(f"protocol must be one of {prompts.PROTOCOLS}, not {self.protocol!r}")
+        if not 1 <= self.max_steps <= 50:
+            raise ValueError("max_steps must be between 1 and 50")
+
+
+@dataclass
+class Reply:
+    """A finished model call: visible text (cut at any hallucinated Observation), reasoning, tool calls."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+class Stopped(Exception):
+    """The run was cancelled between steps."""
+
+
+def complete(
+    model: ChatModel,
+    messages: list[Message],
+    config: RunConfig,
+    *,
+    stop: list[str] | None = None,
+    tools: list[dict] | None = None,
+    answer_only: bool = False,
+) -> Generator[Event, None, Reply | None]:
+    """Stream one model call as token events; return the :class:`Reply`, or None after an LLMError.
+
+    The text is cut client-side at the first ``Observation`` line even when the server
+    honoured ``stop`` (many ignore it), and the stream is abandoned there.
+    """
+    if config.cancel.is_set():
+        raise Stopped
+    start, text, reasoning = time.perf_counter(), "", ""
+    deltas: list[ToolCallDelta] = []
+    usage: tuple[int | None, int | None] = (None, None)
+    try:
+        for chunk in model.stream(messages, stop=stop, max_tokens=config.max_tokens,
+                                  temperature=config.temperature, tools=tools):
+            if chunk.reasoning:
+                reasoning += chunk.reasoning
+                yield TokenDelta(chunk.reasoning, "reasoning")
+            if chunk.text:
+                shown = len(text)
+                text += chunk.text
+                cut = cut_observation(text) if stop else text
+                if len(cut) > shown:
+                    channel = "answer" if answer_only or _FINAL.search(cut) else "thought"
+                    yield TokenDelta(cut[shown:], channel)
+                if len(cut) < len(text):
+                    text = cut
+                    break
+            deltas.extend(chunk.tool_calls)
+            if chunk.has_usage:
+                usage = (chunk.prompt_tokens, chunk.completion_tokens)
+    except LLMFailure as exc:
+        yield LLMError(str(exc))
+        return None
+    yield _usage(usage, messages, text + reasoning, time.perf_counter() - start)
+    reply = Reply(text=cut_observation(text) if stop else text, reasoning=reasoning,
+                  tool_calls=assemble_tool_calls(deltas))
+    if not reply.text.strip() and not reply.tool_calls:
+        why = " (reasoning used the whole token budget)" if reasoning else ""
+        yield LLMError(f"the model returned an empty answer{why}")
+        return None
+    return reply
+
+
+def _usage(usage: tuple[int | None, int | None], messages: list[Message], output: str, elapsed: float) -> Usage:
+    """Server-reported counts when present; otherwise ~4 characters per token, marked estimated."""
+    prompt, completion = usage
+    if prompt is not None and completion is not None:
+        return Usage(prompt, completion, elapsed)
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    return Usage(prompt if prompt is not None else chars // 4,
+                 completion if completion is not None else len(output) // 4, elapsed, estimated=True)
+
+
+class ToolRunner:
+    """Runs actions for one run: repeats are answered from memory, and a third repeat asks to stop."""
+
+    def __init__(self, registry: ToolRegistry, config: RunConfig) -> None:
+        self.registry, self.config = registry, config
+        self.seen: Counter[str] = Counter()
+        self.results: dict[str, str] = {}
+
+    def key(self, action: Action) -> str:
+        value = json.dumps(action.input, sort_keys=True) if isinstance(action.input, dict) else action.input
+        return f"{normalize_name(action.tool)}\x00{' '.join(str(value).split()).lower()}"
+
+    def repeats(self, action: Action) -> int:
+        """How many times this exact call was made before (0 for a new one)."""
+        return self.seen[self.key(action)]
+
+    def run(self, action: Action) -> Observation:
+        key = self.key(action)
+        self.seen[key] += 1
+        name = (self.registry.resolve(action.tool).name if self.registry.resolve(action.tool) else action.tool)
+        if self.seen[key] > 1:
+            previous = self.results.get(key, "")
+            return Observation(name, prompts.repeat_call_message(name, previous), is_error=True)
+        result = self.registry.call(action.tool, action.input)
+        output = truncate(result.output, self.config.observation_chars)
+        self.results[key] = output
+        return Observation(name, output, result.is_error, result.elapsed_s, result.cached)
+
+
+def parse_arguments(arguments: str) -> dict | str:
+    """Native tool-call arguments: JSON (repaired if sloppy) → dict; anything else stays text."""
+    text = (arguments or "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = json_repair.repair_json(text, return_objects=True)
+    return value if isinstance(value, dict) else text
+
+
+def forced_answer(
+    model: ChatModel, messages: list[Message], config: RunConfig
+) -> Generator[Event, None, None]:
+    """One last call without tools asking for the best answer now; the answer is marked ``forced``."""
+    messages = [*messages, {"role": "user", "content": prompts.forced_answer_message()}]
+    reply = yield from complete(model, messages, config, stop=STOP, answer_only=True)
+    if reply is None:
+        return
+    parsed = parse_step(reply.text)
+    text = parsed.text if isinstance(parsed, FinalAnswer) else reply.text.strip()
+    yield FinalAnswer(text, forced=True)
+
+
+_THOUGHT_LABEL = re.compile(r"^\W*thought\s*\d*\s*\W*:\W*", re.I | re.M)
+
+
+def split_final_answer(text: str) -> tuple[str, str | None]:
+    """Split a reply at its last ``Final Answer:`` label → (reasoning before it, answer or None).
+
+    The reasoning loses its ``Thought:`` labels and markdown; the answer loses surrounding bold.
+    """
+    matches = list(_FINAL.finditer(text or ""))
+    if not matches:
+        return (text or "").strip(), None
+    last = matches[-1]
+    before = _THOUGHT_LABEL.sub("", text[: last.start()]).strip().rstrip("*").strip()
+    answer = text[last.end() :].strip().strip("*").strip()
+    return before, answer

@@ -1,0 +1,54 @@
+"""Act and ReAct over the paper's text protocol: Thought / Action / Action Input / Observation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+from agents import prompts
+from agents.events import Event, FinalAnswer, Observation, ParseError, Thought
+from agents.llm.base import ChatModel
+from agents.modes.base import STOP, RunConfig, ToolRunner, complete, forced_answer, split_final_answer
+from agents.parsing import parse_step
+from tools.registry import ToolRegistry
+
+THIRD_REPEAT = "Same call a third time: stopping the loop and asking for the final answer."
+
+
+def text_loop(
+    question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool
+) -> Iterator[Event]:
+    """One action per model call until a Final Answer, the step budget, or a third identical call."""
+    mode = "react" if thoughts else "act"
+    messages = [
+        {"role": "system", "content": prompts.system_prompt(mode, registry, max_steps=config.max_steps)},
+        {"role": "user", "content": prompts.question_message(question)},
+    ]
+    runner = ToolRunner(registry, config)
+    for _ in range(config.max_steps):
+        reply = yield from complete(model, messages, config, stop=STOP)
+        if reply is None:
+            return
+        messages.append({"role": "assistant", "content": reply.text})
+        step = parse_step(reply.text, registry.names)
+        if isinstance(step, ParseError):
+            yield step
+            messages.append({"role": "user", "content": step.message})
+            continue
+        if isinstance(step, FinalAnswer):
+            thought, _ = split_final_answer(reply.text)
+            if thoughts and thought:
+                yield Thought(thought)
+            yield step
+            return
+        action = step if thoughts else replace(step, thought="")  # Act keeps no thoughts, even if written
+        if action.thought:
+            yield Thought(action.thought)
+        yield action
+        if runner.repeats(action) >= 2:
+            yield Observation(action.tool, THIRD_REPEAT, is_error=True)
+            break
+        observation = runner.run(action)
+        yield observation
+        messages.append({"role": "user", "content": prompts.observation_message(observation.output)})
+    yield from forced_answer(model, messages, config)

@@ -1,0 +1,217 @@
+"""One mode's run, as the events it produced: the single source for metrics, export and replay.
+
+A :class:`Trace` stores every event with its time offset from the start of the run, and
+derives everything else (answer, steps, token counts, flags) from them, so the numbers
+shown under a panel, printed by the CLI and saved in an export cannot disagree.
+``from_dict(to_dict())`` rebuilds the same trace exactly, which is what replay relies on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.events import (
+    Action,
+    Event,
+    FinalAnswer,
+    LLMError,
+    Observation,
+    ParseError,
+    Thought,
+    TokenDelta,
+    Usage,
+    event_from_dict,
+    event_to_dict,
+)
+
+MODE_TITLES = {"think": "Think-only", "act": "Act-only", "react": "ReAct"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One Action → Observation round, with the thought that led to it."""
+
+    thought: str
+    action: str
+    input: str | dict
+    observation: str
+    elapsed_s: float
+    is_error: bool = False
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"thought": self.thought, "action": self.action, "input": self.input,
+                "observation": self.observation, "elapsed_s": round(self.elapsed_s, 4)}
+
+
+@dataclass
+class Trace:
+    """Events of one mode's run, each with its offset in seconds from the start."""
+
+    mode: str
+    question: str = ""
+    events: list[tuple[float, Event]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    _t0: float = field(default_factory=time.perf_counter, repr=False, compare=False)
+
+    def add(self, event: Event, t: float | None = None) -> Event:
+        """Record an event now (or at offset ``t``) and return it, so loops can ``yield trace.add(e)``."""
+        offset = time.perf_counter() - self._t0 if t is None else t
+        self.events.append((offset, event))
+        self.elapsed_s = max(self.elapsed_s, offset)
+        return event
+
+    def finish(self) -> None:
+        """Mark the end of the run (the wall time includes work after the last event)."""
+        self.elapsed_s = max(self.elapsed_s, time.perf_counter() - self._t0)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for _, e in self.events if isinstance(e, kind)]
+
+    @property
+    def answer(self) -> str | None:
+        answers = self.of(FinalAnswer)
+        return answers[-1].text if answers else None
+
+    @property
+    def forced(self) -> bool:
+        return any(a.forced for a in self.of(FinalAnswer))
+
+    @property
+    def error(self) -> str | None:
+        errors = self.of(LLMError)
+        return errors[-1].message if errors else None
+
+    @property
+    def parse_errors(self) -> int:
+        return len(self.of(ParseError))
+
+    @property
+    def llm_calls(self) -> int:
+        return len(self.of(Usage))
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.of(Observation))
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(u.prompt_tokens for u in self.of(Usage))
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(u.completion_tokens for u in self.of(Usage))
+
+    @property
+    def tokens_estimated(self) -> bool:
+        return any(u.estimated for u in self.of(Usage))
+
+    @property
+    def llm_seconds(self) -> float:
+        return sum(u.elapsed_s for u in self.of(Usage))
+
+    @property
+    def steps(self) -> list[Step]:
+        """Action → Observation pairs; an action still waiting for its observation is left out."""
+        steps: list[Step] = []
+        thought, pending = "", None
+        for _, event in self.events:
+            if isinstance(event, Thought):
+                thought = event.text
+            elif isinstance(event, Action):
+                pending = event
+            elif isinstance(event, Observation) and pending is not None:
+                steps.append(Step(pending.thought or thought, pending.tool, pending.input, event.output,
+                                  event.elapsed_s, event.is_error, event.cached))
+                thought, pending = "", None
+        return steps
+
+    def summary(self) -> dict[str, Any]:
+        """The CLI's per-run JSON object (see README: ``python -m agents ask --json``)."""
+        return {
+            "answer": self.answer,
+            "forced": self.forced,
+            "error": self.error,
+            "steps": [s.to_dict() for s in self.steps],
+            "llm_calls": self.llm_calls,
+            "tool_calls": self.tool_calls,
+            "parse_errors": self.parse_errors,
+            "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                      "estimated": self.tokens_estimated},
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything needed to replay the run, plus the derived summary for readers of the file."""
+        return {
+            "mode": self.mode,
+            "question": self.question,
+            "elapsed_s": self.elapsed_s,
+            "events": [{"t": t, **event_to_dict(e)} for t, e in self.events],
+            "summary": self.summary(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
+        """Rebuild a trace saved by :meth:`to_dict` (the ``summary`` is derived again, not trusted)."""
+        trace = cls(mode=str(data.get("mode", "")), question=str(data.get("question", "")))
+        for item in data.get("events", []):
+            trace.events.append((float(item.get("t", 0.0)), event_from_dict(item)))
+        trace.elapsed_s = float(data.get("elapsed_s", trace.events[-1][0] if trace.events else 0.0))
+        return trace
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
+
+    def to_markdown(self) -> str:
+        """A readable transcript: question, numbered thought/action/observation steps, answer, metrics."""
+        title = MODE_TITLES.get(self.mode, self.mode)
+        lines = [f"### {title}", "", f"**Question:** {self.question}", ""]
+        n = 0
+        for _, event in self.events:
+            if isinstance(event, TokenDelta | Usage):
+                continue
+            if isinstance(event, Thought):
+                lines.append(f"**Thought:** {event.text}")
+            elif isinstance(event, Action):
+                n += 1
+                lines.append(f"**Action {n}:** `{event.tool}` ← {_fmt_input(event.input)}")
+            elif isinstance(event, Observation):
+                flag = " (error)" if event.is_error else (" (cached)" if event.cached else "")
+                lines.append(f"**Observation {n}**{flag} _{event.elapsed_s:.2f} s_:\n\n```text\n{event.output}\n```")
+            elif isinstance(event, ParseError):
+                lines.append(f"**Format error, re-prompted:** {event.message}")
+            elif isinstance(event, LLMError):
+                lines.append(f"**Model error:** {event.message}")
+            elif isinstance(event, FinalAnswer):
+                lines.append(f"**Final answer{' (forced)' if event.forced else ''}:** {event.text}")
+            lines.append("")
+        lines.append(f"_{metrics_line(self)}_")
+        return "\n".join(lines).strip() + "\n"
+
+
+def _fmt_input(value: str | dict) -> str:
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value
+    return f"`{text}`" if "\n" not in text else f"\n\n```text\n{text}\n```"
+
+
+def metrics_line(trace: Trace) -> str:
+    """One line of honest numbers for under a panel and the CLI; estimated tokens say so."""
+    est = "~" if trace.tokens_estimated else ""
+    parts = [
+        f"{len(trace.steps)} steps",
+        f"{trace.llm_calls} LLM calls",
+        f"{trace.tool_calls} tool calls",
+        f"tokens {est}{trace.prompt_tokens} in / {est}{trace.completion_tokens} out",
+        f"{trace.elapsed_s:.1f} s",
+    ]
+    if trace.forced:
+        parts.append("forced answer")
+    if trace.parse_errors:
+        parts.append(f"{trace.parse_errors} format retr{'y' if trace.parse_errors == 1 else 'ies'}")
+    if trace.error:
+        parts.append("error")
+    return " · ".join(parts)
