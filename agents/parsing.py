@@ -1,0 +1,429 @@
+"""Turn one model reply into the step it asks for: an Action, a Final Answer, or a ParseError.
+
+Why so lenient: small open models rarely follow the ReAct format to the letter. They bold or
+number the labels, write ``Search[x]`` like the paper, ``calculate(2+2)`` like code or a JSON
+blob like a function-calling model, fence and quote their inputs, and run past the stop
+sequence into an invented Observation. Each of those is a step the model plainly meant, so
+rejecting it would only burn a turn. What is really missing (a tool, its input, the answer)
+becomes a :class:`ParseError` whose message can be sent back verbatim so the model can fix it.
+
+Everything here is linear in the input: the regexes use bounded quantifiers next to each other
+and JSON repair only ever sees a capped slice, so a 100 KB reply parses in milliseconds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import json
+import re
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from agents.events import Action, FinalAnswer, ParseError
+
+try:
+    import json_repair
+except ImportError:  # pragma: no cover - it is a pinned requirement; strict JSON still works without it
+    json_repair = None
+
+__all__ = ["Step", "canonical_tool", "cut_observation", "format_instructions", "parse_step"]
+
+Step = Action | FinalAnswer | ParseError
+
+# Indentation (matched atomically via a look-ahead + back-reference, so it is never backtracked), then
+# bullets, headings, bold/italics. Every later quantifier is bounded: no regex here can go quadratic.
+_INDENT = r"(?=(?P<ind>[ \t]*))(?P=ind)"
+_MARKS = _INDENT + r"(?:[-+>#][ \t]{0,3}){0,6}(?:[*_]{1,3}[ \t]{0,2})?"
+_AFTER = r"[ \t]{0,3}(?:\d{1,4}[ \t]{0,3})?[*_]{0,3}[ \t]{0,3}"  # "Thought 3", "**Action**"
+_LABEL_RE = re.compile(
+    r"^" + _MARKS + r"(?P<label>(?P<fin>final[ \t_-]{0,3}answer)|action[ \t_-]{0,3}input|tool[ \t_-]{0,3}input"
+    r"|action|act|thoughts?|answer)" + _AFTER + r"(?(fin)(?::|(?=\r?$))|:)(?:[*_]{1,3}(?=[ \t\r]|$))?[ \t]{0,3}",
+    re.IGNORECASE | re.MULTILINE,
+)
+_OBS_RE = re.compile(r"^" + _MARKS + r"observation" + _AFTER + r"(?::|\r?$)", re.IGNORECASE | re.MULTILINE)
+_INLINE_FINAL_RE = re.compile(r"final[ \t]{0,3}answer(?:[ \t]{1,3}is)?[ \t]{0,3}[*_]{0,3}[ \t]{0,3}:", re.IGNORECASE)
+_BOXED_RE = re.compile(r"\\boxed\{([^{}\n]{1,200})\}")
+_BLOB_RE = re.compile(r"\{\s{0,20}[\"']?(?:action|name|tool|tool_name|function)[\"']?\s{0,5}:", re.IGNORECASE)
+_BARE_RE = re.compile(
+    r"^" + _INDENT + r"[`*]{0,2}(?P<call>(?P<name>[A-Za-z_][\w.-]{0,40})(?P<open>[\[(])[^\n]*[\])])[`*]{0,2}[ \t\r]*$",
+    re.M,
+)
+_CALL_RE = re.compile(r"(?P<name>[^\[\](){}:\n]{1,80}?)[ \t]{0,3}(?P<open>[\[(])(?P<args>.*)(?P<close>[\])])", re.S)
+_COLON_RE = re.compile(r"(?P<name>[A-Za-z_][\w.-]{0,60}(?: [\w.-]{1,40}){0,2})[ \t]{0,3}:[ \t]{0,3}(?P<args>.+)", re.S)
+_WRAPPER_RE = re.compile(r"```[\w+#.-]{0,20}|</?[\w-]{1,30}>")
+_KWARG_RE = re.compile(r"[A-Za-z_]\w{0,40}[ \t]{0,3}=(?!=)")
+_KWARG_SPLIT_RE = re.compile(r",[ \t]{0,3}(?=[A-Za-z_]\w{0,40}[ \t]{0,3}=(?!=))")
+
+_NAME_KEYS = ("action", "name", "tool", "tool_name", "function")
+_INPUT_KEYS = ("action_input", "arguments", "tool_input", "input", "parameters", "args")
+_FINAL_NAMES = {"finalanswer", "finish", "final", "answer"}
+_NOOP_NAMES = {"none", "na", "n/a", "nothing", "noaction"}
+_PAPER_NAMES = {"search", "lookup", "finish"}
+_ALIASES = {"search": "wikipediasearch"}  # the paper's Search[] was a Wikipedia search
+_QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’"}
+_REPAIR_CAP = 4000  # json_repair is pure Python (~2 µs/char): never feed it more than this
+_DECODER = json.JSONDecoder()
+_IGNORED = str.maketrans("", "", " \t\n\r\f\v\u00a0_-")
+
+
+class _Seg(NamedTuple):
+    """One labelled stretch of the reply: ``kind`` from ``start`` (label) / ``body`` (content) to ``end``."""
+
+    kind: str
+    start: int
+    body: int
+    end: int
+
+
+def parse_step(text: str, tools: Iterable[str] | None = None) -> Step:
+    """Read one model reply as the step it asks for. Never raises: anything unreadable is a ParseError."""
+    raw = ""
+    try:
+        raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else "" if text is None else str(text)
+        return _parse(raw, _names(tools))
+    except Exception:  # noqa: BLE001 - a parser bug must cost the model one turn, never the run
+        return _error("Your reply could not be read.", None, raw)
+
+
+def canonical_tool(name: str, tools: Iterable[str] | None) -> str:
+    """The registered spelling of ``name`` (case, spaces, ``_`` and ``-`` ignored), else ``name`` as written.
+
+    An unknown name is returned unchanged on purpose: the loop answers it with an observation
+    listing the real tools, which teaches the model more than a format error would.
+    """
+    names = _names(tools)
+    return (_lookup(name, names) or name) if names else name
+
+
+def format_instructions(tools: Iterable[str] | None = None) -> str:
+    """The reply format, spelled out for corrective messages (and usable in prompts)."""
+    names = _names(tools)
+    action = f"<one of: {', '.join(names)}>" if names else "<tool name>"
+    return (
+        f"Thought: <your reasoning>\nAction: {action}\nAction Input: <the input for that tool>\n"
+        "or\nThought: <your reasoning>\nFinal Answer: <your answer>"
+    )
+
+
+def cut_observation(text: str, *, partial: bool = True) -> str:
+    """Drop a hallucinated continuation: everything from the first line that starts an Observation.
+
+    Models often keep writing past the stop sequence and invent the tool's result. Returns
+    ``text`` itself when nothing is cut, so ``len(cut) < len(text)`` means "the model began an
+    Observation". With ``partial`` a last line that is a bare prefix of it (``Obs``, ``Observ``,
+    as a stop sequence leaves it) is cut too; streaming callers may pass ``partial=False`` since
+    more tokens could still turn ``Obs`` into ``Obscure``.
+    """
+    if not isinstance(text, str):
+        return ""
+    match = _OBS_RE.search(text)
+    if match:
+        return text[: match.start()]
+    if partial:
+        start = text.rfind("\n") + 1
+        word = text[start:].strip().strip("*_`#>- \t\r").lower()
+        if len(word) >= 3 and "observation".startswith(word):
+            return text[:start]
+    return text
+
+
+def _parse(raw: str, names: list[str] | None) -> Step:
+    """Find the first action-like and the first answer-like thing; whichever comes first wins."""
+    body = cut_observation(raw.replace("\r\n", "\n").replace("\r", "\n"))
+    if not body.strip():
+        return _error("Your reply was empty.", names, raw)
+    segs = _segments(body, fence_aware=True)
+    if not any(s.kind in ("action", "final") for s in segs):
+        segs = _segments(body, fence_aware=False)  # the whole reply may sit inside one code fence
+    act = next((s for s in segs if s.kind == "action" and not _is_noop(body, s)), None)
+    fin = next((s for s in segs if s.kind == "final"), None)
+    limit = min([s.start for s in (act, fin) if s is not None] + [len(body)])
+    blob = _find_blob(body, limit)
+    bare = _find_bare(body, blob[0] if blob else limit, names)
+    if bare:  # found before the blob, the labels and everything else
+        return _spec_step(bare[1], None, "", _thought(body, segs, bare[0]), names, raw)
+    if blob:
+        return _blob_step(blob[1], _thought(body, segs, blob[0]), names, raw)
+    if act is not None and (fin is None or act.start < fin.start):
+        content = body[act.body : act.end].strip()
+        given = _given_input(body, segs, segs.index(act))
+        return _action_step(content, given, _thought(body, segs, act.start), names, raw)
+    if fin is not None:
+        return _answer_step(body[fin.body : fin.end], names, raw)
+    inline = _INLINE_FINAL_RE.search(body)
+    if inline:
+        return _answer_step(body[inline.end() :], names, raw)
+    boxed = list(_BOXED_RE.finditer(body))  # math-tuned models answer in \boxed{...}: the last one counts
+    if boxed:
+        return _answer_step(boxed[-1].group(1), names, raw)
+    return _error("Your reply had no Action or Final Answer.", names, raw)
+
+
+def _segments(body: str, *, fence_aware: bool) -> list[_Seg]:
+    """Split the reply at its labels; labels inside a ``` fence are content (e.g. ``answer: int = 1``)."""
+    fences = [m.start() for m in re.finditer("```", body)] if fence_aware else []
+    labels = [m for m in _LABEL_RE.finditer(body) if bisect.bisect_left(fences, m.start()) % 2 == 0]
+    segs = [_Seg("text", 0, 0, labels[0].start() if labels else len(body))]
+    for i, m in enumerate(labels):
+        end = labels[i + 1].start() if i + 1 < len(labels) else len(body)
+        segs.append(_Seg(_kind(m.group("label")), m.start(), m.end(), end))
+    return segs
+
+
+@functools.lru_cache(maxsize=256)
+def _kind(label: str) -> str:
+    """Map a label as written (``Final_Answer``, ``Act``, ``Thoughts``…) to one of four kinds."""
+    key = _norm(label)
+    if key in ("finalanswer", "answer"):
+        return "final"
+    if key.endswith("input"):
+        return "input"
+    return "action" if key.startswith("act") else "thought"
+
+
+def _is_noop(body: str, seg: _Seg) -> bool:
+    """``Action: None`` before a Final Answer means "no action", not a tool called None."""
+    return _norm(_clean_name(body[seg.body : seg.end].strip().partition("\n")[0])) in _NOOP_NAMES
+
+
+def _given_input(body: str, segs: list[_Seg], i: int) -> str | None:
+    """The Action Input after action ``segs[i]`` (before the next action or answer), if one was written."""
+    for seg in segs[i + 1 :]:
+        if seg.kind == "input":
+            return body[seg.body : seg.end].strip()
+        if seg.kind in ("action", "final"):
+            break
+    return None
+
+
+def _thought(body: str, segs: list[_Seg], pos: int) -> str:
+    """The reasoning before ``pos``: Thought sections plus unlabelled prose (prompts often end in "Thought:")."""
+    parts = [body[s.body : min(s.end, pos)].strip() for s in segs if s.kind in ("thought", "text") and s.start < pos]
+    lines = "\n".join(p for p in parts if p).strip().split("\n")
+    while lines and _WRAPPER_RE.fullmatch(lines[-1].strip()):  # the opener of a fenced JSON action, <tool_call>
+        lines.pop()
+    while lines and _WRAPPER_RE.fullmatch(lines[0].strip()):  # a reply wrapped whole in a fence
+        lines.pop(0)
+    return _strip_md("\n".join(lines))
+
+
+def _action_step(content: str, given: str | None, thought: str, names: list[str] | None, raw: str) -> Step:
+    """An ``Action:`` section: a JSON blob, or a spec line (name, call, bracket, ``name: input``) plus input."""
+    if content.startswith(("{", "```")):
+        blob = _find_blob(content, len(content))
+        if blob:
+            return _blob_step(blob[1], thought, names, raw)
+    spec, _, rest = content.partition("\n")  # the spec may sit on the line after "Action 3:"
+    return _spec_step(spec, given, rest.strip(), thought, names, raw)
+
+
+def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: list[str] | None, raw: str) -> Step:
+    """Resolve one action spec; ``given`` is the Action Input, ``rest`` any unlabelled lines below the spec."""
+    name, args, form = _split_spec(_strip_md(spec).strip("`"))
+    tool = canonical_tool(_clean_name(name), names)
+    if not tool:
+        return _error("Your Action did not name a tool.", names, raw)
+    if form == "bracket" and not args.strip() and given is None:
+        empty = f"Your action {_clean_name(name)}[] had an empty input."
+        return _error("Your Final Answer was empty." if _is_final(tool, names) else empty, names, raw)
+    value: str | dict | None
+    if form == "bracket" and args.strip():
+        value = args
+    elif given is not None:
+        value = given  # a parenthesis next to the name was a description, a colon part a note
+    elif form in ("paren", "colon", "bracket"):
+        value = _call_args(args) if form == "paren" else args
+    else:
+        value = rest or None
+    if _is_final(tool, names):
+        return _answer_step(value or "", names, raw)
+    if value is None:
+        return _error(f"Your Action '{tool}' had no Action Input.", names, raw)
+    return Action(tool=tool, input=_clean_input(value) if isinstance(value, str) else value, thought=thought)
+
+
+def _split_spec(spec: str) -> tuple[str, str, str]:
+    """``Search[x]`` → bracket, ``calculate(2+2)`` → paren, ``wikipedia: England`` → colon, else plain."""
+    call = _CALL_RE.fullmatch(spec.strip())
+    if call and {"[": "]", "(": ")"}[call.group("open")] == call.group("close"):
+        return call.group("name"), call.group("args"), "bracket" if call.group("open") == "[" else "paren"
+    colon = _COLON_RE.fullmatch(spec.strip())
+    if colon:
+        return colon.group("name"), colon.group("args"), "colon"
+    return spec, "", "plain"
+
+
+def _call_args(args: str) -> str | dict:
+    """Arguments written like code: ``"2+2"`` → ``2+2``, ``query="Paris", n=3`` → ``{"query": "Paris", "n": 3}``."""
+    args = args.strip()
+    if not _KWARG_RE.match(args):
+        return args
+    pairs = (part.partition("=") for part in _KWARG_SPLIT_RE.split(args))
+    return {key.strip(): _scalar(value.strip()) for key, _, value in pairs}
+
+
+def _scalar(text: str) -> Any:
+    """A keyword argument's value: JSON when it is JSON (numbers, "strings"), else the text unquoted."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _unquote(text)
+
+
+def _find_blob(text: str, limit: int) -> tuple[int, dict] | None:
+    """The first JSON object (starting before ``limit``) that names a tool and carries its input."""
+    for tries, match in enumerate(_BLOB_RE.finditer(text, 0, limit)):
+        data = _lowered(_load_dict(text, match.start()))
+        if data and isinstance(data.get("function"), dict):
+            data = _lowered(data["function"])
+        if data and any(isinstance(data.get(k), str) for k in _NAME_KEYS) and any(k in data for k in _INPUT_KEYS):
+            return match.start(), data
+        if tries >= 3:
+            break
+    return None
+
+
+def _blob_step(data: dict, thought: str, names: list[str] | None, raw: str) -> Step:
+    """``{"action": ..., "action_input": ...}`` and its spellings (``name``/``arguments``, ``tool``/``tool_input``)."""
+    name = next(data[k] for k in _NAME_KEYS if isinstance(data.get(k), str))
+    value = data[next(k for k in _INPUT_KEYS if k in data)]
+    tool = canonical_tool(_clean_name(name), names)
+    if _is_final(tool, names):
+        return _answer_step(value, names, raw)
+    if not tool:
+        return _error("Your Action did not name a tool.", names, raw)
+    if isinstance(value, str):
+        value = _clean_input(value)
+    elif not isinstance(value, dict):
+        value = "" if value is None else json.dumps(value, ensure_ascii=False)
+    return Action(tool=tool, input=value, thought=thought)
+
+
+def _find_bare(body: str, limit: int, names: list[str] | None) -> tuple[int, str] | None:
+    """A line that is only a call: the paper's ``Search[x]``, or ``tool(args)`` for a known tool.
+
+    Without a tool list any ``name(args)`` line counts; with one, the name must resolve, so prose
+    such as ``f(x)`` in a thought is not mistaken for an action.
+    """
+    known = {_norm(n) for n in names or ()}
+    for match in _BARE_RE.finditer(body, 0, limit):
+        key, paren = _norm(match.group("name")), match.group("open") == "("
+        allowed = (key in _PAPER_NAMES and not paren) or (names is None and paren)
+        if allowed or key in known or _ALIASES.get(key) in known:
+            return match.start(), match.group("call")
+    return None
+
+
+def _answer_step(value: Any, names: list[str] | None, raw: str) -> Step:
+    """A Final Answer, trimmed of whitespace and the bold models put around it; empty is an error."""
+    if isinstance(value, dict):
+        value = next(iter(value.values())) if len(value) == 1 else json.dumps(value, ensure_ascii=False)
+    text = _unquote(_strip_md(_drop_stray_fence(str(value).strip()))) if value is not None else ""
+    if not text:
+        return _error("Your Final Answer was empty.", names, raw)
+    return FinalAnswer(text=text)
+
+
+def _clean_input(text: str) -> str | dict:
+    """Drop a code fence and matching quotes; a JSON object (even sloppy JSON) becomes a dict."""
+    text = _unquote(_unfence(text.strip()))
+    if text.startswith("{"):
+        data = _load_dict(text, 0)
+        if data is not None:
+            return data
+    return text
+
+
+def _load_dict(text: str, start: int) -> dict | None:
+    """Strict JSON first; else ``json_repair`` on a capped slice, kept only when it yields a dict."""
+    try:
+        data = _DECODER.raw_decode(text, start)[0]
+    except (ValueError, RecursionError):
+        chunk = text[start : start + _REPAIR_CAP].split("```")[0]
+        if json_repair is None or ":" not in chunk:
+            return None
+        try:
+            data = json_repair.repair_json(chunk, return_objects=True)
+        except Exception:  # noqa: BLE001 - the repairer raises on deep nesting and other pathologies
+            return None
+    return data if isinstance(data, dict) else None
+
+
+def _lowered(data: dict | None) -> dict | None:
+    """Keys lower-cased, so ``{"Action": ..., "Action_Input": ...}`` reads like the documented spelling."""
+    return {str(k).lower(): v for k, v in data.items()} if data else data
+
+
+def _unfence(text: str) -> str:
+    """The inside of a ``` fence (any language tag, closed or not); other text unchanged but a stray closer."""
+    if not text.startswith("```"):
+        return _drop_stray_fence(text)
+    inner = text[3:].split("```")[0]
+    first, newline, rest = inner.partition("\n")
+    if newline and re.fullmatch(r"[\w+#.-]{0,20}", first.strip()):
+        inner = rest
+    return inner.strip()
+
+
+def _drop_stray_fence(text: str) -> str:
+    """Drop an unpaired closing ``` left when the reply as a whole was fenced."""
+    return text.removesuffix("```").rstrip() if text.count("```") % 2 and text.endswith("```") else text
+
+
+def _unquote(text: str) -> str:
+    """Remove one pair of surrounding quotes, unless the same quote also occurs inside."""
+    text = text.strip()
+    if len(text) >= 2 and _QUOTES.get(text[0]) == text[-1] and text[-1] not in text[1:-1]:
+        return text[1:-1].strip()
+    return text
+
+
+def _strip_md(text: str) -> str:
+    """Remove bold/italics around text, and a dangling ``**`` left by ``**Final Answer: 42**``."""
+    text = text.strip()
+    for mark in ("**", "__", "*"):
+        inner = text[len(mark) : -len(mark)]
+        if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark):
+            if not (mark == "__" and inner.isidentifier()):  # keep __init__
+                text = inner.strip()
+    for mark in ("**", "__"):
+        if text.count(mark) % 2:
+            text = text[len(mark) :] if text.startswith(mark) else text.removesuffix(mark)
+    return text.strip()
+
+
+def _clean_name(name: str) -> str:
+    """A tool name without markdown, backticks, quotes, angle brackets or trailing punctuation."""
+    return _strip_md(name).strip("`'\"“”‘’<> \t").rstrip(".,;:").strip()
+
+
+def _is_final(tool: str, names: list[str] | None) -> bool:
+    """``final_answer``/``Finish``/``Final Answer`` as a tool means "answer", unless really registered."""
+    return _norm(tool) in _FINAL_NAMES and not (names and tool in names)
+
+
+def _lookup(name: str, names: list[str]) -> str | None:
+    """The registered name matching ``name`` loosely, or via the paper alias (Search → wikipedia_search)."""
+    key = _norm(name)
+    by_key = {_norm(n): n for n in names}
+    return by_key.get(key) or by_key.get(_ALIASES.get(key, "\0"))
+
+
+def _names(tools: Iterable[Any] | None) -> list[str] | None:
+    """Tool names from names, Tool objects or a registry; ``None`` when no tool list was given."""
+    if tools is None:
+        return None
+    if isinstance(tools, str):
+        return [tools]
+    return [str(getattr(t, "name", t)) for t in tools]
+
+
+def _norm(name: str) -> str:
+    """Case-insensitive, ignoring spaces, underscores and hyphens: 'Wikipedia Search' → 'wikipediasearch'."""
+    return name.translate(_IGNORED).lower()
+
+
+def _error(problem: str, names: list[str] | None, raw: str) -> ParseError:
+    """A ParseError whose message says what was wrong and the exact format, ready to send back."""
+    return ParseError(message=f"{problem} Reply in exactly this format:\n{format_instructions(names)}", text=raw)
