@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
@@ -86,7 +87,7 @@ def run_comparison(
             events.put((mode, LLMError(str(exc))))
         except Stopped:
             pass
-        except Exception as exc:  # noqa: BLE001 - one mode's bug must not take the others down
+        except Exception as exc:
             log.exception("mode %s failed", mode)
             events.put((mode, LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}")))
         finally:
@@ -110,8 +111,9 @@ def run_comparison(
         with lock:
             for model in models:
                 model.close()
+        deadline = time.monotonic() + JOIN_TIMEOUT_S  # one budget for all threads, not one each
         for t in threads:
-            t.join(JOIN_TIMEOUT_S)
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 def compare(

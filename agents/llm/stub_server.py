@@ -73,7 +73,7 @@ class StubLLMServer:
         self._script: collections.deque[StubReply] = collections.deque()
         self._lock = threading.Lock()
         self._shutdown = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
+        self._httpd = _QuietServer(("127.0.0.1", port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -112,6 +112,16 @@ class StubLLMServer:
     def server_seconds(self) -> float:
         """Total time the server spent on requests (first byte of request → end of body)."""
         return sum((r.finished or r.started) - r.started for r in self.requests)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Clients abandon streams on purpose (the cut at ``Observation``, Stop): not worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
@@ -272,12 +282,13 @@ def _last_observation(message: dict[str, Any]) -> str | None:
     return None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Serve the toy OpenAI-compatible model on 127.0.0.1.")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m agents stub",
+                                     description="Serve the toy OpenAI-compatible model on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=8800)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before the first token")
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds between streamed chunks")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     server = StubLLMServer(latency=args.latency, token_delay=args.token_delay, port=args.port).start()
     print(f"stub model at {server.url} — set LLM_BASE_URL={server.url}", flush=True)
     try:

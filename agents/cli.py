@@ -1,0 +1,123 @@
+"""``python -m agents ask "QUESTION"``: the engine in a terminal, rendering the same events as the app.
+
+A single mode streams token by token; several modes run concurrently and print whole
+events tagged with their mode, so the interleaving stays readable. ``--json`` prints one
+object (see README). The exit status is non-zero only for usage errors: a failed model
+call is a run with ``error`` set, as it is in the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from agents.comparison import ALL_MODES, compare, default_model_factory, validate_question
+from agents.events import Action, Event, FinalAnswer, LLMError, Observation, ParseError, Thought, TokenDelta
+from agents.llm.settings import LLMSettings
+from agents.modes import RunConfig
+from agents.trace import MODE_TITLES, Trace, metrics_line
+
+USAGE_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m agents ask", description="Ask one question in one or all modes.")
+    parser.add_argument("question")
+    parser.add_argument("--mode", choices=[*ALL_MODES, "all"], default="all")
+    parser.add_argument("--protocol", choices=["text", "tools"], default="text",
+                        help="text: the paper's Thought/Action format (any model); tools: native function calling")
+    parser.add_argument("--max-steps", type=int, default=5, help="actions per run before a forced answer (1-50)")
+    parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
+    parser.add_argument("--temperature", type=float, default=0.2)
+    parser.add_argument("--tools", help="comma-separated tools to enable (default: all)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a readable trace")
+    return parser
+
+
+def ask_main(argv: list[str], out: TextIO = sys.stdout) -> int:
+    """Run the ``ask`` command; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    problem = validate_question(args.question)
+    if problem:
+        parser.error(problem)
+    if not 1 <= args.max_steps <= 50:
+        parser.error("--max-steps must be between 1 and 50")
+    from tools import default_registry
+
+    registry = default_registry()
+    if args.tools:
+        wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
+        unknown = [t for t in wanted if registry.resolve(t) is None]
+        if unknown:
+            parser.error(f"unknown tool(s) {unknown}; available: {', '.join(registry.names)}")
+        registry = registry.subset(wanted)
+    settings = LLMSettings.from_env().with_overrides(model=args.model)
+    modes = list(ALL_MODES) if args.mode == "all" else [args.mode]
+    config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, temperature=args.temperature)
+    printer = None if args.json else _Printer(out, live=len(modes) == 1)
+    if printer:
+        print(f"Model: {settings.describe()}  ·  protocol: {args.protocol}\n", file=out)
+    # Not configured → every run fails with the "three ways" message, shown like any other LLM error.
+    traces = compare(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,
+                     on_event=printer.on_event if printer else None)
+    if args.json:
+        print(json.dumps(to_json(args.question, traces, settings), ensure_ascii=False, indent=2), file=out)
+    else:
+        _print_summary(traces, out)
+    return 0
+
+
+def to_json(question: str, traces: dict[str, Trace], settings: LLMSettings) -> dict:
+    """The documented ``--json`` object: question, model, and one summary per mode."""
+    return {"question": question, "model": settings.describe(),
+            "runs": {mode: trace.summary() for mode, trace in traces.items()}}
+
+
+class _Printer:
+    """Renders events as readable lines; with one mode, tokens are streamed live as they arrive."""
+
+    def __init__(self, out: TextIO, *, live: bool) -> None:
+        self.out, self.live, self.streaming = out, live, False
+
+    def on_event(self, mode: str, event: Event) -> None:
+        tag = "" if self.live else f"[{MODE_TITLES[mode]}] "
+        if isinstance(event, TokenDelta):
+            if self.live and event.channel != "reasoning":
+                self.out.write(event.text)
+                self.out.flush()
+                self.streaming = True
+            return
+        if self.streaming:  # the streamed draft is complete; print the parsed step below it
+            self.out.write("\n" + "-" * 40 + "\n")
+            self.streaming = False
+        line = _describe(event)
+        if line:
+            print(f"{tag}{line}", file=self.out, flush=True)
+
+
+def _describe(event: Event) -> str | None:
+    if isinstance(event, Thought):
+        return f"Thought: {event.text}"
+    if isinstance(event, Action):
+        value = json.dumps(event.input, ensure_ascii=False) if isinstance(event.input, dict) else event.input
+        return f"Action: {event.tool}[{value}]"
+    if isinstance(event, Observation):
+        flag = " (error)" if event.is_error else (" (cached)" if event.cached else "")
+        return f"Observation{flag} [{event.elapsed_s:.2f} s]: {event.output}"
+    if isinstance(event, ParseError):
+        return f"Format error, re-prompting: {event.message.splitlines()[0]}"
+    if isinstance(event, LLMError):
+        return f"Model error: {event.message}"
+    if isinstance(event, FinalAnswer):
+        return f"Final Answer{' (forced)' if event.forced else ''}: {event.text}"
+    return None
+
+
+def _print_summary(traces: dict[str, Trace], out: TextIO) -> None:
+    print("\n" + "=" * 60, file=out)
+    for mode, trace in traces.items():
+        answer = trace.answer if trace.answer is not None else f"(no answer: {trace.error})"
+        print(f"{MODE_TITLES[mode]:>10}: {answer}\n{'':>12}{metrics_line(trace)}", file=out)

@@ -1,0 +1,89 @@
+"""Engine benchmark: parallel modes cost no more than the slowest one, and the engine adds ~nothing per LLM call.
+
+Runs the real ``HFInferenceModel`` against the local stub server with injected latency:
+
+1. wall(all three modes at once) ÷ wall(slowest mode alone)  — goal ≤ 1.15
+2. orchestration overhead per LLM call = (run wall − server time − tool time) ÷ LLM calls — goal ≤ 5 ms
+
+Usage: ``python bench/bench_engine.py [--latency 0.2] [--token-delay 0.005] [--repeats 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agents.comparison import compare
+from agents.llm.hf import HFInferenceModel
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer, StubReply
+from agents.modes import RunConfig
+from tools.calculator import calculate
+from tools.registry import ToolRegistry
+
+ACTIONS = 4  # Act and ReAct make 4 calculator calls, then answer: 5 LLM calls each; Think makes 1
+
+
+def responder(body: dict) -> StubReply:
+    """A model that takes ACTIONS steps, with a Thought when the prompt asks for one."""
+    messages = body["messages"]
+    done = sum(1 for m in messages if m["role"] == "user" and str(m["content"]).startswith("Observation"))
+    system = messages[0]["content"]
+    thought = "Thought: one more step to be sure of the sum.\n" if "Thought" in system else ""
+    if "Action Input" not in system:
+        return StubReply(text="Thought: I will estimate.\nFinal Answer: 10")
+    if done < ACTIONS:
+        return StubReply(text=f"{thought}Action: calculate\nAction Input: {done} + 1")
+    return StubReply(text=f"{thought}Final Answer: {done}")
+
+
+def timed(server: StubLLMServer, modes: list[str]) -> tuple[float, dict]:
+    settings = LLMSettings(base_url=server.url, model="stub", timeout_s=30)
+    start = time.perf_counter()
+    traces = compare("Count to four with the calculator.", modes, model_factory=lambda: HFInferenceModel(settings),
+                     registry=ToolRegistry([calculate]), config=RunConfig(max_steps=ACTIONS + 1))
+    wall = time.perf_counter() - start
+    for trace in traces.values():
+        assert trace.error is None and trace.answer is not None, trace.to_markdown()
+    return wall, traces
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=0.2, help="server seconds before the first token")
+    parser.add_argument("--token-delay", type=float, default=0.005, help="server seconds between chunks")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with StubLLMServer(responder, latency=args.latency, token_delay=args.token_delay) as server:
+        timed(server, ["react"])  # warm-up: imports, first connection
+        alone = {m: [] for m in ("think", "act", "react")}
+        together, overheads = [], []
+        for _ in range(args.repeats):
+            for mode in alone:
+                alone[mode].append(timed(server, [mode])[0])
+            for mode in ("act", "react"):  # sequential calls: overhead is measurable per call
+                before = len(server.requests)
+                wall, traces = timed(server, [mode])
+                server_s = sum(r.finished - r.started for r in server.requests[before:])
+                tool_s = sum(s.elapsed_s for s in traces[mode].steps)
+                overheads.append((wall - server_s - tool_s) / traces[mode].llm_calls)
+            together.append(timed(server, ["think", "act", "react"])[0])
+    med = {m: statistics.median(v) for m, v in alone.items()}
+    slowest = max(med.values())
+    ratio = statistics.median(together) / slowest
+    overhead_ms = statistics.median(overheads) * 1000
+    print(f"stub latency {args.latency:g} s first token, {args.token_delay:g} s per chunk; median of {args.repeats} runs")
+    print("alone: " + ", ".join(f"{m} {v:.3f} s" for m, v in med.items()))
+    print(f"all three together: {statistics.median(together):.3f} s")
+    print(f"wall(all three) / wall(slowest alone) = {ratio:.3f}  (goal <= 1.15: {'PASS' if ratio <= 1.15 else 'FAIL'})")
+    print(f"orchestration overhead per LLM call = {overhead_ms:.2f} ms  "
+          f"(goal <= 5 ms: {'PASS' if overhead_ms <= 5 else 'FAIL'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""All three modes through the real InferenceClient, over real HTTP, against the local stub server.
+
+Nothing is monkeypatched: the stub speaks OpenAI's SSE format on 127.0.0.1 and injects
+the faults real providers produce (429 with Retry-After, a rejected `stop`, a dropped
+connection, a hung request).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.comparison import compare, run_comparison
+from agents.events import Action, TokenDelta
+from agents.llm.hf import HFInferenceModel
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from agents.modes import RunConfig
+from tools.calculator import calculate
+from tools.registry import ToolRegistry
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "What is 17 * 23 + 5?"
+REGISTRY = ToolRegistry([calculate])
+
+
+@pytest.fixture
+def server():
+    with StubLLMServer() as srv:
+        yield srv
+
+
+def factory(srv: StubLLMServer, **kw):
+    settings = LLMSettings(base_url=srv.url, model="stub", timeout_s=kw.pop("timeout_s", 10), **kw)
+    return lambda: HFInferenceModel(settings)
+
+
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+def test_all_modes_answer_through_the_calculator(server, protocol):
+    traces = compare(QUESTION, model_factory=factory(server), registry=REGISTRY, config=RunConfig(protocol=protocol))
+    for mode in ("act", "react"):
+        trace = traces[mode]
+        assert trace.error is None and trace.answer is not None and "396" in trace.answer, trace.to_markdown()
+        assert [s.action for s in trace.steps] == ["calculate"] and trace.steps[0].observation == "396"
+        assert trace.llm_calls == 2 and trace.prompt_tokens > 0 and not trace.tokens_estimated
+    assert traces["think"].answer is not None and traces["think"].tool_calls == 0
+    assert traces["react"].steps[0].thought and not traces["act"].steps[0].thought
+    bodies = [r.body for r in server.requests]
+    if protocol == "tools":
+        assert all("stop" not in b or b["stop"] is None for b in bodies)
+        assert any(b.get("tools") for b in bodies)
+    else:
+        assert any(b.get("stop") == ["Observation:"] for b in bodies)
+    assert all(r.body["stream"] and r.body["stream_options"] == {"include_usage": True} for r in server.requests)
+    assert all("authorization" not in r.headers for r in server.requests)
+
+
+def test_hallucinated_observation_from_server_is_cut(server):
+    """The toy model writes a fake 'Observation: 42' when the server does not apply `stop`."""
+    server.script(StubReply(text="Thought: t\nAction: calculate\nAction Input: 2*21\nObservation: 41", reject_stop=True))
+    trace = compare("What is 2*21?", ["react"], model_factory=factory(server), registry=REGISTRY)["react"]
+    assert trace.steps[0].observation == "42" and "42" in trace.answer
+    assert "stop" not in server.requests[1].body or server.requests[1].body["stop"] is None
+    assert "Observation: 41" not in "".join(e.text for _, e in trace.events if isinstance(e, TokenDelta))
+
+
+def test_rate_limited_then_success(server):
+    server.script(StubReply(status=429, headers={"Retry-After": "0.1"}))
+    trace = compare(QUESTION, ["react"], model_factory=factory(server), registry=REGISTRY)["react"]
+    assert trace.error is None and "396" in trace.answer
+    assert len(server.requests) == 3
+
+
+def test_rate_limited_three_times_is_one_human_line(server):
+    server.script(*[StubReply(status=429, headers={"Retry-After": "0"})] * 3)
+    trace = compare(QUESTION, ["react"], model_factory=factory(server), registry=REGISTRY)["react"]
+    assert trace.error == "rate-limited by the provider after 3 tries — wait a minute or pick another model"
+
+
+def test_mid_stream_disconnect(server):
+    server.script(StubReply(text="Thought: this is a long thought that will be cut" * 3, disconnect_after=2))
+    trace = compare(QUESTION, ["react"], model_factory=factory(server), registry=REGISTRY)["react"]
+    assert trace.error == "the connection to the model server dropped mid-reply" and trace.answer is None
+
+
+def test_hung_request_ends_at_the_wall_clock_limit(server):
+    server.script(StubReply(hang=True))
+    start = time.perf_counter()
+    trace = compare(QUESTION, ["react"], model_factory=factory(server, timeout_s=1), registry=REGISTRY)["react"]
+    assert trace.error == "no complete reply within 1 s (LLM_TIMEOUT)"
+    assert time.perf_counter() - start < 4
+
+
+def test_provider_errors_are_one_line_without_token(server):
+    secret = "hf_secret_canary_123456"
+    server.script(StubReply(status=400, error_body=f"Model stub is not supported by any provider you have enabled {secret}"))
+    trace = compare(QUESTION, ["think"], model_factory=factory(server, token=secret), registry=REGISTRY)["think"]
+    assert trace.error == "model stub is not served by any enabled provider — pick another model"
+    assert server.requests[0].headers["authorization"] == f"Bearer {secret}"
+    assert secret not in trace.to_json()
+
+
+def test_modes_overlap_and_take_as_long_as_the_slowest():
+    with StubLLMServer(latency=0.3) as srv:
+        start = time.perf_counter()
+        traces = compare(QUESTION, model_factory=factory(srv), registry=REGISTRY)
+        wall = time.perf_counter() - start
+        assert all(t.answer for t in traces.values())
+        firsts = sorted(srv.requests, key=lambda r: r.started)[:3]
+        assert max(r.started for r in firsts) < min(r.finished for r in firsts), "first calls did not overlap"
+        assert wall < 0.3 * 2 + 0.5  # react and act make two calls each: ~0.6 s, not 1.5 s
+
+
+def test_closing_the_comparison_stops_all_streams_promptly():
+    with StubLLMServer(token_delay=0.05) as srv:
+        srv.responder = lambda body: StubReply(text="Thought: " + "slow words " * 200)
+        stream = run_comparison(QUESTION, model_factory=factory(srv), registry=REGISTRY)
+        seen = {mode for mode, event in _take(stream, 30)}
+        start = time.perf_counter()
+        stream.close()
+        assert time.perf_counter() - start < 2.5
+        assert seen
+        time.sleep(0.2)
+        assert not [t for t in threading.enumerate() if t.name.startswith("mode-")]
+
+
+def _take(stream, n):
+    for i, item in enumerate(stream):
+        yield item
+        if i + 1 >= n:
+            return
+
+
+def test_unconfigured_model_is_an_error_in_every_panel():
+    traces = compare(QUESTION, model_factory=lambda: HFInferenceModel(LLMSettings()), registry=REGISTRY)
+    assert all(t.error and "HF_TOKEN" in t.error and "LLM_BASE_URL" in t.error for t in traces.values())
+
+
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+def test_cli_json_done_when(protocol):
+    """The issue's acceptance check, run as a user would: a subprocess with LLM_BASE_URL set."""
+    with StubLLMServer(responder=toy_policy) as srv:
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "LLM_API_KEY", "HF_HUB_OFFLINE")}
+        env.update(LLM_BASE_URL=srv.url, LLM_MODEL="stub", PYTHONPATH=str(ROOT))
+        done = subprocess.run(
+            [sys.executable, "-m", "agents", "ask", QUESTION, "--mode", "all", "--json", "--protocol", protocol,
+             "--tools", "calculate"],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["question"] == QUESTION and set(data["runs"]) == {"think", "act", "react"}
+    for mode in ("act", "react"):
+        run = data["runs"][mode]
+        assert "396" in run["answer"] and run["error"] is None and run["forced"] is False
+        assert run["steps"][0]["action"] == "calculate" and run["steps"][0]["observation"] == "396"
+        assert set(run["steps"][0]) == {"thought", "action", "input", "observation", "elapsed_s"}
+        assert run["llm_calls"] == 2 and run["tool_calls"] == 1
+        assert set(run["usage"]) >= {"prompt_tokens", "completion_tokens"} and run["elapsed_s"] > 0
+
+
+def test_cli_usage_errors_exit_nonzero():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for args in (["ask", "   "], ["ask", "q", "--mode", "nope"], ["ask", "q", "--max-steps", "0"], ["bogus"]):
+        done = subprocess.run([sys.executable, "-m", "agents", *args], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=60)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_native_tool_call_arguments_reach_the_tool(server):
+    trace = compare(QUESTION, ["act"], model_factory=factory(server), registry=REGISTRY,
+                    config=RunConfig(protocol="tools"))["act"]
+    assert trace.of(Action)[0].input == {"expression": "17 * 23 + 5"}

@@ -1,0 +1,150 @@
+"""Trace: derived metrics, exact JSON round trip (replay depends on it), markdown; and mode isolation."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from agents.comparison import compare, run_comparison, validate_question
+from agents.events import (
+    Action,
+    FinalAnswer,
+    LLMError,
+    Observation,
+    ParseError,
+    Thought,
+    TokenDelta,
+    Usage,
+    event_from_dict,
+    event_to_dict,
+)
+from agents.llm.base import LLMFailure
+from agents.llm.scripted import ScriptedModel
+from agents.trace import Trace, metrics_line
+from tools.registry import ToolRegistry, tool
+
+EVENTS = [
+    TokenDelta("Thought: look", "thought"),
+    TokenDelta("hidden", "reasoning"),
+    Usage(100, 20, 0.5),
+    Thought("look it up"),
+    Action("wikipedia_search", "Paris", "look it up"),
+    Observation("wikipedia_search", "Paris is the capital of France.", False, 0.25, True),
+    ParseError("Your reply had no Action", "garbage"),
+    Usage(150, 10, 0.4, estimated=True),
+    Action("calculate", {"expression": "2+2"}),
+    Observation("calculate", "4", False, 0.001),
+    Usage(160, 5, 0.3),
+    FinalAnswer("Paris", forced=True),
+]
+
+
+def make_trace() -> Trace:
+    trace = Trace("react", "Capital of France?")
+    for i, event in enumerate(EVENTS):
+        trace.add(event, t=i * 0.1)
+    return trace
+
+
+def test_derived_metrics():
+    trace = make_trace()
+    assert trace.answer == "Paris" and trace.forced and trace.error is None
+    assert trace.llm_calls == 3 and trace.tool_calls == 2 and trace.parse_errors == 1
+    assert (trace.prompt_tokens, trace.completion_tokens) == (410, 35) and trace.tokens_estimated
+    steps = trace.steps
+    assert [s.action for s in steps] == ["wikipedia_search", "calculate"]
+    assert steps[0].thought == "look it up" and steps[0].cached and steps[1].input == {"expression": "2+2"}
+    assert trace.elapsed_s == pytest.approx(1.1)
+    line = metrics_line(trace)
+    assert "2 steps" in line and "3 LLM calls" in line and "~410 in" in line and "forced answer" in line
+    assert "1 format retry" in line
+
+
+def test_json_round_trip_is_exact():
+    trace = make_trace()
+    data = json.loads(trace.to_json())
+    again = Trace.from_dict(data)
+    assert again.events == trace.events and again.to_dict() == trace.to_dict()
+    assert data["summary"]["steps"][0] == {"thought": "look it up", "action": "wikipedia_search", "input": "Paris",
+                                           "observation": "Paris is the capital of France.", "elapsed_s": 0.25}
+
+
+def test_every_event_kind_round_trips():
+    for event in [*EVENTS, LLMError("boom")]:
+        assert event_from_dict(json.loads(json.dumps(event_to_dict(event)))) == event
+    with pytest.raises(ValueError):
+        event_from_dict({"kind": "nope"})
+
+
+def test_markdown_shows_steps_and_answer():
+    md = make_trace().to_markdown()
+    assert "### ReAct" in md and "**Action 1:** `wikipedia_search`" in md
+    assert "(cached)" in md and "**Final answer (forced):** Paris" in md and "hidden" not in md
+
+
+def test_error_trace():
+    trace = Trace("think", "q")
+    trace.add(LLMError("rate-limited"))
+    assert trace.error == "rate-limited" and trace.answer is None and "error" in metrics_line(trace)
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo."""
+    return text
+
+
+def test_one_failing_mode_leaves_the_others_running():
+    replies = {"think": ["Final Answer: a"], "act": [LLMFailure("provider down")],
+               "react": ["Action: echo\nAction Input: hi", "Final Answer: hi"]}
+    made: list[ScriptedModel] = []
+    lock = threading.Lock()
+
+    def factory():
+        with lock:  # one scripted model per run, in the order threads ask; route by the system prompt
+            model = _RoutingModel(replies)
+            made.append(model)
+            return model
+
+    traces = compare("q", model_factory=factory, registry=ToolRegistry([echo]))
+    assert traces["think"].answer == "a" and traces["react"].answer == "hi"
+    assert traces["act"].error == "provider down" and traces["act"].answer is None
+    assert all(m.closed for m in made)
+
+
+def test_factory_failure_and_internal_bug_are_contained():
+    def factory():
+        raise LLMFailure("No model is configured.")
+
+    traces = compare("q", ["think", "react"], model_factory=factory, registry=ToolRegistry([]))
+    assert all(t.error == "No model is configured." for t in traces.values())
+
+    def buggy():
+        return ScriptedModel([lambda request: 1 / 0])
+
+    traces = compare("q", ["think"], model_factory=buggy, registry=ToolRegistry([]))
+    assert traces["think"].error.startswith("internal error in think: ZeroDivisionError")
+
+
+def test_bad_modes_and_questions():
+    with pytest.raises(ValueError):
+        list(run_comparison("q", ["nope"], model_factory=lambda: ScriptedModel([])))
+    assert validate_question("  ") == "Please type a question first."
+    assert "2,000" in validate_question("x" * 2001) and validate_question("ok?") is None
+
+
+class _RoutingModel(ScriptedModel):
+    """A ScriptedModel that picks its script from the mode's system prompt on the first call."""
+
+    def __init__(self, replies: dict[str, list]) -> None:
+        super().__init__(steps=[])
+        self._replies = replies
+
+    def stream(self, messages, **kwargs):
+        if not self.steps:
+            system = messages[0]["content"]
+            mode = "think" if "without any tools" in system else ("act" if "no Thought" in system else "react")
+            self.steps = list(self._replies[mode])
+        return super().stream(messages, **kwargs)
