@@ -73,7 +73,7 @@ def complete(
     """
     if config.cancel.is_set():
         raise Stopped
-    start, text, reasoning = time.perf_counter(), "", ""
+    start, text, reasoning, shown = time.perf_counter(), "", "", 0
     deltas: list[ToolCallDelta] = []
     usage: tuple[int | None, int | None] = (None, None)
     try:
@@ -83,14 +83,17 @@ def complete(
                 reasoning += chunk.reasoning
                 yield TokenDelta(chunk.reasoning, "reasoning")
             if chunk.text:
-                shown = len(text)
                 text += chunk.text
-                cut = cut_observation(text) if stop else text
-                if len(cut) > shown:
-                    channel = "answer" if answer_only or _FINAL.search(cut) else "thought"
-                    yield TokenDelta(cut[shown:], channel)
-                if len(cut) < len(text):
-                    text = cut
+                # Break only on a whole "Observation" line; a trailing "Obs" may yet become "Obsidian",
+                # so it is held back from the screen but does not end the stream.
+                done = cut_observation(text, partial=False) if stop else text
+                visible = cut_observation(done) if stop else done
+                if len(visible) > shown:
+                    channel = "answer" if answer_only or _FINAL.search(visible) else "thought"
+                    yield TokenDelta(visible[shown:], channel)
+                    shown = len(visible)
+                if len(done) < len(text):
+                    text = done
                     break
             deltas.extend(chunk.tool_calls)
             if chunk.has_usage:

@@ -202,3 +202,11 @@ def test_scripted_model_fails_on_unexpected_and_unused_calls():
 def test_answer_event_types():
     trace = run(react, ScriptedModel(["Final Answer: yes"]))
     assert isinstance(trace.of(FinalAnswer)[0], FinalAnswer) and not trace.of(LLMError)
+
+
+def test_a_line_starting_with_obs_does_not_end_the_stream():
+    model = ScriptedModel(["Thought: the gem is\nObsidian is volcanic glass.\nFinal Answer: obsidian"], chunk_size=3)
+    trace = run(react, model)
+    assert trace.answer == "obsidian"
+    streamed = "".join(e.text for e in trace.of(TokenDelta))
+    assert streamed == model.steps[0]
