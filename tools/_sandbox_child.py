@@ -1,0 +1,254 @@
+"""The program that runs *inside* the sandbox process (``python -I -S -B -c <this file's text> ...``).
+
+It is not imported by the app. :mod:`tools.sandbox` passes its text with ``-c``, the user's code on
+stdin and the settings in ``argv``:
+
+    cpu_s mem_bytes nofile out_chars restrict(0/1) drop_uid preload allowed allowed_sub blocked_names blocked_attrs
+
+(lists comma-separated). Order of events: read the code; import the modules it needs (``preload``,
+from the policy check) while the stdlib is still readable; build read-only module proxies; drop to
+``drop_uid`` when started as root; set the resource limits; run the code with restricted builtins
+and an allow-list importer; echo the last expression like a REPL. User output goes to fd 1 through
+a capped writer; errors (tracebacks trimmed to ``<repl>`` frames) go to fd 2. Exit codes: 0 ok,
+1 exception, 3 memory limit, 4 bad sandbox setup. It imports nothing beyond sys/os/resource/_ast
+so that a trivial call stays fast.
+"""
+
+import _ast
+import os
+import resource
+import sys
+
+STDOUT, STDERR = 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_MEMORY, EXIT_SETUP = 0, 1, 3, 4
+_MEMORY_MSG = b"MemoryError: memory limit exceeded"
+
+
+def _write_all(fd, data):
+    while data:
+        try:
+            n = os.write(fd, data)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        data = data[n:]
+
+
+class _CappedOut:
+    """sys.stdout / sys.stderr for the user's code: the first ``cap`` characters go through, the rest is counted."""
+
+    def __init__(self, fd, cap):
+        self._fd = fd
+        self._left = cap
+        self.dropped = 0
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        n = len(s)
+        if self._left > 0:
+            part = s[: self._left]
+            self._left -= len(part)
+            _write_all(self._fd, part.encode("utf-8", "backslashreplace"))
+            s = s[len(part) :]
+        self.dropped += len(s)
+        return n
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+
+def _proxy(name, real, allowed_sub, cache, blocked):
+    """A read-only-ish view of a module: public, non-module members only (``random._os`` stays hidden)."""
+    if name in cache:
+        return cache[name]
+    mod = type(sys)(name)
+    for key, value in list(vars(real).items()):
+        if key.startswith("_") or key in blocked:
+            continue
+        if isinstance(value, type(sys)):
+            sub = f"{name}.{key}"
+            if sub not in allowed_sub:
+                continue
+            value = _proxy(sub, value, allowed_sub, cache, blocked)
+        setattr(mod, key, value)
+    if name == "functools":
+        real_update_wrapper = real.update_wrapper
+
+        def wraps(wrapped):
+            # A closure, not functools.partial: a partial exposes .func (update_wrapper) and a mutable
+            # .keywords, and update_wrapper(assigned=/updated=) copies arbitrary attributes by name.
+            def decorator(wrapper):
+                return real_update_wrapper(wrapper, wrapped)
+
+            return decorator
+
+        mod.wraps = wraps
+    cache[name] = mod
+    return mod
+
+
+def _format_tb(exc, src_lines):
+    """Traceback lines from the user's code only (``<repl>``), with long recursions collapsed."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == "<repl>":
+            frames.append((tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    out = []
+    last, repeat = None, 0
+    for lineno, name in frames:
+        if (lineno, name) == last:
+            repeat += 1
+            if repeat >= 3:
+                continue
+        else:
+            if repeat >= 3:
+                out.append(f"  [Previous line repeated {repeat - 2} more times]\n")
+            last, repeat = (lineno, name), 0
+        where = "<module>" if name == "<module>" else name
+        out.append(f'  File "<repl>", line {lineno}, in {where}\n')
+        if 0 < lineno <= len(src_lines) and src_lines[lineno - 1].strip():
+            out.append(f"    {src_lines[lineno - 1].strip()}\n")
+    if repeat >= 3:
+        out.append(f"  [Previous line repeated {repeat - 2} more times]\n")
+    cls = type(exc)
+    qual = cls.__qualname__ if cls.__module__ in ("builtins", "__main__") else f"{cls.__module__}.{cls.__qualname__}"
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - a user __str__ may raise anything
+        text = "<exception str() failed>"
+    head = ["Traceback (most recent call last):\n"] if out else []
+    return "".join(head + out) + (f"{qual}: {text}" if text else qual) + "\n"
+
+
+def main():
+    (cpu_s, mem_bytes, nofile, out_chars, restrict, drop_uid, preload, allowed, allowed_sub, blocked, blocked_attrs) = (
+        sys.argv[1:12]
+    )
+    cpu_s, mem_bytes, nofile, out_chars, drop_uid = (
+        int(cpu_s),
+        int(mem_bytes),
+        int(nofile),
+        int(out_chars),
+        int(drop_uid),
+    )
+    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
+    allowed, allowed_sub, blocked = set(split(allowed)), set(split(allowed_sub)), set(split(blocked))
+    blocked_attrs = set(split(blocked_attrs))
+    restrict = restrict == "1"
+    src = sys.stdin.buffer.read().decode("utf-8", "replace")
+    sys.stdin.close()
+
+    import builtins
+
+    real_import = builtins.__import__
+    proxies = {}
+    # Modules C code imports by itself at call time (datetime.strptime -> _strptime). Imports made by C
+    # code go through the *caller's* __import__, i.e. safe_import; the policy keeps user code from naming them.
+    internal = {"_strptime"}
+
+    def load(top):
+        if top not in proxies:
+            real_import(top)
+            _proxy(top, sys.modules[top], allowed_sub, proxies, blocked_attrs)
+            for sub in allowed_sub:
+                if sub.startswith(top + ".") and sub not in proxies:
+                    real_import(sub)
+                    setattr(
+                        proxies[top],
+                        sub[len(top) + 1 :],
+                        _proxy(sub, sys.modules[sub], allowed_sub, proxies, blocked_attrs),
+                    )
+        return proxies[top]
+
+    for name in split(preload):
+        if name in allowed:
+            load(name)
+            if name in ("datetime", "time"):
+                real_import("_strptime")  # imported lazily by strptime; the stdlib may be unreadable after the drop
+
+    def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level:
+            raise ImportError("relative imports are not allowed in this sandbox")
+        if name in internal and name in sys.modules:
+            return sys.modules[name]
+        top = name.partition(".")[0]
+        if top not in allowed or (name != top and name not in allowed_sub):
+            raise ImportError(f"import of '{name}' is not allowed in this sandbox")
+        load(top)
+        return proxies[name] if fromlist else proxies[top]
+
+    safe_builtins = dict(vars(builtins))
+    if restrict:
+        for name in list(safe_builtins):
+            if name in blocked or name in ("__loader__", "__spec__", "__import__"):
+                del safe_builtins[name]
+        safe_builtins["__import__"] = safe_import
+
+    if drop_uid >= 0 and os.geteuid() == 0:
+        try:
+            os.setgroups([])
+            os.setgid(drop_uid)
+            os.setuid(drop_uid)
+        except OSError as exc:
+            _write_all(STDERR, f"sandbox setup failed: cannot drop privileges ({exc})".encode())
+            os._exit(EXIT_SETUP)
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    except (OSError, ValueError) as exc:
+        _write_all(STDERR, f"sandbox setup failed: cannot set resource limits ({exc})".encode())
+        os._exit(EXIT_SETUP)
+
+    out = _CappedOut(STDOUT, out_chars)
+    sys.stdout = sys.stderr = out
+    src_lines = src.splitlines()
+    namespace = {"__builtins__": safe_builtins, "__name__": "__main__", "__doc__": None}
+    code = 0
+    try:
+        tree = compile(src, "<repl>", "exec", _ast.PyCF_ONLY_AST)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], _ast.Expr) else None
+        exec(compile(tree, "<repl>", "exec"), namespace)
+        if last is not None:
+            value = eval(compile(_ast.Expression(body=last.value), "<repl>", "eval"), namespace)
+            if value is not None:
+                out.write(repr(value) + "\n")
+    except MemoryError:
+        namespace.clear()
+        _write_all(STDERR, _MEMORY_MSG)
+        code = EXIT_MEMORY
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            _write_all(STDERR, f"SystemExit: {exc.code}\n".encode("utf-8", "backslashreplace")[:2000])
+            code = EXIT_ERROR
+    except BaseException as exc:  # noqa: BLE001 - everything the user's code raises is reported
+        try:
+            report = _format_tb(exc, src_lines)
+        except MemoryError:
+            report = _MEMORY_MSG.decode()
+        if len(report) > 3000:
+            tail = report[-2500:]
+            cut = tail.find("\n", 0, 200)
+            report = report[:400].rpartition("\n")[0] + "\n  ...\n" + (tail[cut + 1 :] if cut >= 0 else "…" + tail)
+        _write_all(STDERR, report.encode("utf-8", "backslashreplace"))
+        code = EXIT_MEMORY if isinstance(exc, MemoryError) else EXIT_ERROR
+    if out.dropped:
+        _write_all(STDOUT, f"\n…[output truncated: {out.dropped} more characters]\n".encode())
+    os._exit(code)  # no interpreter shutdown: __del__ time bombs and atexit hooks never run
+
+
+main()
