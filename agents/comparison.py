@@ -47,6 +47,100 @@ def default_model_factory(settings: LLMSettings | None = None) -> ModelFactory:
     return lambda: HFInferenceModel(resolved)
 
 
+class ComparisonRun:
+    """Selected modes running concurrently, one thread and one model client each.
+
+    For callers that must stay responsive while no event arrives (a UI that has to honour
+    Stop even when every provider hangs): :meth:`poll` waits at most ``timeout`` seconds,
+    and :meth:`close` may be called from any thread at any time.
+    """
+
+    def __init__(
+        self,
+        question: str,
+        modes: Iterable[str] = ALL_MODES,
+        *,
+        model_factory: ModelFactory | None = None,
+        registry: ToolRegistry | None = None,
+        config: RunConfig | None = None,
+    ) -> None:
+        self.modes = list(dict.fromkeys(modes))
+        unknown = [m for m in self.modes if m not in MODES]
+        if unknown:
+            raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(MODES)}")
+        if registry is None:
+            from tools import default_registry
+
+            registry = default_registry()
+        self.question, self.registry = question, registry
+        self.factory = model_factory or default_model_factory()
+        self.cancel = threading.Event()
+        self.config = replace(config or RunConfig(), cancel=self.cancel)
+        self._events: queue.Queue = queue.Queue()
+        self._models: list[ChatModel] = []
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._worker, args=(m,), name=f"mode-{m}", daemon=True)
+                         for m in self.modes]
+        self._remaining = len(self._threads)
+
+    def start(self) -> ComparisonRun:
+        for t in self._threads:
+            t.start()
+        return self
+
+    @property
+    def done(self) -> bool:
+        return self._remaining == 0
+
+    def poll(self, timeout: float | None = None) -> tuple[str, Event] | None:
+        """The next ``(mode, event)``, or None if none came within ``timeout`` or all modes are done."""
+        while not self.done:
+            try:
+                mode, event = self._events.get(timeout=timeout)
+            except queue.Empty:
+                return None
+            if event is not _DONE:
+                return mode, event
+            self._remaining -= 1
+        return None
+
+    def close(self) -> None:
+        """Cancel every mode, close every client (ending in-flight requests) and join the threads."""
+        self.cancel.set()
+        with self._lock:
+            models = list(self._models)
+        for model in models:
+            model.close()
+        deadline = time.monotonic() + JOIN_TIMEOUT_S  # one budget for all threads, not one each
+        for t in self._threads:
+            if t.is_alive() and t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
+
+    def _worker(self, mode: str) -> None:
+        model = None
+        try:
+            model = self.factory()
+            with self._lock:
+                self._models.append(model)
+            if self.cancel.is_set():
+                return
+            for event in run_mode(mode, self.question, model, self.registry, self.config):
+                self._events.put((mode, event))
+                if self.cancel.is_set():
+                    return
+        except LLMFailure as exc:
+            self._events.put((mode, LLMError(str(exc))))
+        except Stopped:
+            pass
+        except Exception as exc:
+            log.exception("mode %s failed", mode)
+            self._events.put((mode, LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}")))
+        finally:
+            if model is not None:
+                model.close()
+            self._events.put((mode, _DONE))
+
+
 def run_comparison(
     question: str,
     modes: Iterable[str] = ALL_MODES,
@@ -55,65 +149,14 @@ def run_comparison(
     registry: ToolRegistry | None = None,
     config: RunConfig | None = None,
 ) -> Iterator[tuple[str, Event]]:
-    """Yield ``(mode, event)`` from all selected modes as they happen."""
-    modes = list(dict.fromkeys(modes))
-    unknown = [m for m in modes if m not in MODES]
-    if unknown:
-        raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(MODES)}")
-    if registry is None:
-        from tools import default_registry
-
-        registry = default_registry()
-    factory = model_factory or default_model_factory()
-    cancel = threading.Event()
-    config = replace(config or RunConfig(), cancel=cancel)
-    events: queue.Queue = queue.Queue()
-    models: list[ChatModel] = []
-    lock = threading.Lock()
-
-    def worker(mode: str) -> None:
-        model = None
-        try:
-            model = factory()
-            with lock:
-                models.append(model)
-            if cancel.is_set():
-                return
-            for event in run_mode(mode, question, model, registry, config):
-                events.put((mode, event))
-                if cancel.is_set():
-                    return
-        except LLMFailure as exc:
-            events.put((mode, LLMError(str(exc))))
-        except Stopped:
-            pass
-        except Exception as exc:
-            log.exception("mode %s failed", mode)
-            events.put((mode, LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}")))
-        finally:
-            if model is not None:
-                model.close()
-            events.put((mode, _DONE))
-
-    threads = [threading.Thread(target=worker, args=(m,), name=f"mode-{m}", daemon=True) for m in modes]
-    for t in threads:
-        t.start()
+    """Yield ``(mode, event)`` from all selected modes as they happen; closing the generator stops them all."""
+    run = ComparisonRun(question, modes, model_factory=model_factory, registry=registry, config=config)
+    run.start()
     try:
-        remaining = len(threads)
-        while remaining:
-            mode, event = events.get()
-            if event is _DONE:
-                remaining -= 1
-            else:
-                yield mode, event
+        while (item := run.poll()) is not None:
+            yield item
     finally:
-        cancel.set()
-        with lock:
-            for model in models:
-                model.close()
-        deadline = time.monotonic() + JOIN_TIMEOUT_S  # one budget for all threads, not one each
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+        run.close()
 
 
 def compare(

@@ -20,6 +20,7 @@ from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, TextGenerationError
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 
+from agents.llm import abort
 from agents.llm.base import Chunk, LLMFailure, Message, ToolCallDelta
 from agents.llm.settings import LLMSettings
 
@@ -37,9 +38,11 @@ class HFInferenceModel:
             raise LLMFailure(problem)
         self.settings = settings
         self.model_id = settings.model
+        abort.install()
         self._client = client or _make_client(settings)
         self._closed = threading.Event()
         self._stop_rejected = False
+        self._thread: int | None = None  # the thread streaming now, so close() can interrupt its read
 
     def stream(
         self,
@@ -55,7 +58,11 @@ class HFInferenceModel:
         kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "tools": tools or None}
         stop = None if self._stop_rejected else (stop or None)
         started = time.monotonic()
+        self._thread = threading.get_ident()
+        abort.clear_thread(self._thread)
         for attempt in range(1, MAX_TRIES + 1):
+            if self._closed.is_set():
+                raise LLMFailure("the run was stopped")
             sent_any = False
             try:
                 for chunk in self._guarded(self._open(messages, stop, kwargs), deadline):
@@ -154,6 +161,8 @@ class HFInferenceModel:
     def close(self) -> None:
         """End any in-flight stream; later calls fail fast with 'the run was stopped'."""
         self._closed.set()
+        if self._thread is not None:
+            abort.abort_thread(self._thread)
         try:
             self._client.close()
         except Exception:  # noqa: BLE001 - closing must never raise

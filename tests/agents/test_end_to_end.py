@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.comparison import compare, run_comparison
+from agents.comparison import ComparisonRun, compare, run_comparison
 from agents.events import Action, TokenDelta
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
@@ -179,3 +179,29 @@ def test_native_tool_call_arguments_reach_the_tool(server):
     trace = compare(QUESTION, ["act"], model_factory=factory(server), registry=REGISTRY,
                     config=RunConfig(protocol="tools"))["act"]
     assert trace.of(Action)[0].input == {"expression": "17 * 23 + 5"}
+
+
+def test_stop_interrupts_a_request_still_waiting_for_headers():
+    """A hung provider must not keep a run's thread alive after Stop (close from another thread)."""
+    with StubLLMServer() as srv:
+        srv.responder = lambda body: StubReply(hang=True)
+        run = ComparisonRun(QUESTION, model_factory=factory(srv, timeout_s=30), registry=REGISTRY).start()
+        assert run.poll(timeout=0.2) is None and not run.done
+        deadline = time.time() + 5
+        while len(srv.requests) < 3 and time.time() < deadline:
+            time.sleep(0.02)
+        assert len(srv.requests) == 3
+        start = time.perf_counter()
+        run.close()
+        assert time.perf_counter() - start < 1.0
+        assert not [t for t in threading.enumerate() if t.name.startswith("mode-")]
+
+
+def test_model_close_before_the_read_still_aborts_it(server):
+    server.script(StubReply(hang=True))
+    model = HFInferenceModel(LLMSettings(base_url=server.url, model="stub", timeout_s=30))
+    threading.Timer(0.3, model.close).start()
+    start = time.perf_counter()
+    with pytest.raises(Exception) as info:
+        list(model.stream([{"role": "user", "content": "hi"}]))
+    assert str(info.value) == "the run was stopped" and time.perf_counter() - start < 2

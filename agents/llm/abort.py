@@ -1,0 +1,135 @@
+"""Let a run interrupt its own blocked HTTP read from another thread.
+
+``InferenceClient`` makes blocking requests through huggingface_hub's shared httpx client.
+Closing an ``InferenceClient`` ends a stream that is already flowing, but a request still
+waiting for the server's headers (a queued provider, a hung server) sits in ``recv()``,
+and on Linux closing a socket from another thread does not wake it; ``shutdown()`` does.
+
+So we give the shared client a network backend that notes, per thread, the socket that
+thread is reading or writing right now. :func:`abort_thread` shuts down exactly that
+socket: the Stop button then ends a waiting request at once instead of at ``LLM_TIMEOUT``,
+and no other visitor's connection is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import httpcore2
+from huggingface_hub.utils import _http as hf_http
+
+_active: dict[int, socket.socket] = {}
+_aborted: set[int] = set()  # threads told to stop before they reached a socket
+_lock = threading.Lock()
+_installed = False
+
+
+@contextlib.contextmanager
+def _using(stream: httpcore2.NetworkStream) -> Iterator[None]:
+    sock = stream.get_extra_info("socket")
+    tid = threading.get_ident()
+    with _lock:
+        _active[tid] = sock
+        stop = tid in _aborted
+    if stop:  # close() came first: fail this read at once rather than wait for the server
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    try:
+        yield
+    finally:
+        with _lock:
+            if _active.get(tid) is sock:
+                del _active[tid]
+
+
+class _Stream(httpcore2.NetworkStream):
+    """Delegates to the real stream, registering the socket while this thread blocks on it."""
+
+    def __init__(self, inner: httpcore2.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        with _using(self._inner):
+            return self._inner.read(max_bytes, timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        with _using(self._inner):
+            self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.NetworkStream:
+        with _using(self._inner):
+            return _Stream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _Backend(httpcore2.NetworkBackend):
+    def __init__(self) -> None:
+        self._inner = httpcore2.SyncBackend()
+
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        return _Stream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.NetworkStream:
+        return _Stream(self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _client_factory() -> Any:
+    """huggingface_hub's default client, with our backend under its default transport.
+
+    httpx has no public hook for the network backend, hence the private attribute; if a
+    future version moves it, we keep the default client and only lose early aborts.
+    """
+    client = hf_http.default_client_factory()
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    if pool is not None and hasattr(pool, "_network_backend"):
+        pool._network_backend = _Backend()
+    return client
+
+
+def install() -> None:
+    """Install the abortable backend for huggingface_hub's shared client (idempotent)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    hf_http.set_client_factory(_client_factory)
+
+
+def clear_thread(thread_id: int) -> None:
+    """Forget an earlier abort of this thread id (ids are reused by new threads)."""
+    with _lock:
+        _aborted.discard(thread_id)
+
+
+def abort_thread(thread_id: int) -> bool:
+    """Shut down the socket ``thread_id`` is blocked on now, and any it blocks on later until
+    :func:`clear_thread`; True when a socket was shut down now."""
+    with _lock:
+        _aborted.add(thread_id)
+        sock = _active.get(thread_id)
+    if sock is None:
+        return False
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    return True
