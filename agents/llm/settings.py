@@ -17,10 +17,10 @@ DEFAULT_TIMEOUT_S = 60.0
 ROUTER = "Hugging Face router"
 
 NOT_CONFIGURED = (
-    "No model is configured. Choose one of three ways: set HF_TOKEN (a Hugging Face token with "
-    "Inference Providers permission) to use the Hugging Face router; on the Space, click "
-    "'Sign in with Hugging Face' so your own account pays for your runs; or set LLM_BASE_URL to "
-    "a local OpenAI-compatible server (Ollama, vLLM, llama.cpp, TGI), e.g. "
+    "HF_TOKEN is not set — no model is configured. Three ways to get one: set HF_TOKEN (a Hugging Face "
+    "token with Inference Providers permission) to use the Hugging Face router; on the Space, click "
+    "'Sign in with Hugging Face' so your own account pays for your runs; or set LLM_BASE_URL to a local "
+    "OpenAI-compatible server (Ollama, vLLM, llama.cpp, TGI), e.g. "
     "LLM_BASE_URL=http://localhost:11434/v1 LLM_MODEL=qwen2.5:7b."
 )
 
