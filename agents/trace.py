@@ -202,16 +202,20 @@ def metrics_line(trace: Trace) -> str:
     """One line of honest numbers for under a panel and the CLI; estimated tokens say so."""
     est = "~" if trace.tokens_estimated else ""
     parts = [
-        f"{len(trace.steps)} steps",
-        f"{trace.llm_calls} LLM calls",
-        f"{trace.tool_calls} tool calls",
+        _count(len(trace.steps), "step"),
+        _count(trace.llm_calls, "LLM call"),
+        _count(trace.tool_calls, "tool call"),
         f"tokens {est}{trace.prompt_tokens} in / {est}{trace.completion_tokens} out",
         f"{trace.elapsed_s:.1f} s",
     ]
     if trace.forced:
         parts.append("forced answer")
     if trace.parse_errors:
-        parts.append(f"{trace.parse_errors} format retr{'y' if trace.parse_errors == 1 else 'ies'}")
+        parts.append(_count(trace.parse_errors, "format retry", "format retries"))
     if trace.error:
         parts.append("error")
     return " · ".join(parts)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
