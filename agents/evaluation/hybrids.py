@@ -1,0 +1,151 @@
+"""The paper's hybrids (section 3.3): ReAct → CoT-SC and CoT-SC → ReAct, built from the base modes.
+
+CoT-SC samples ``n`` chains of thought at a higher temperature and takes the majority answer.
+``react_cot_sc`` runs ReAct and falls back to CoT-SC when ReAct gives no answer within its
+steps; ``cot_sc_react`` trusts the CoT-SC majority only when at least n/2 samples agree and
+otherwise backs off to ReAct. Each is a generator with the signature of a mode, so the runner,
+the comparison and the app treat them like any other mode.
+
+A hybrid ends with exactly one :class:`FinalAnswer`: answers and errors of the sub-runs it
+recovered from are re-emitted as :class:`Thought` lines, so ``Trace.answer`` / ``.forced`` /
+``.error`` describe the hybrid's outcome, while tokens and steps still count every call.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, replace
+
+from agents.evaluation.scoring import normalize_answer
+from agents.events import Event, FinalAnswer, LLMError, Thought
+from agents.llm.base import ChatModel
+from agents.modes import MODES, RunConfig, react, think_only
+from tools.registry import ToolRegistry
+
+DEFAULT_SC_SAMPLES = 5  # the paper uses 21; 5 keeps a benchmark affordable
+SC_TEMPERATURE = 0.7  # the paper's CoT-SC sampling temperature
+VoteKey = Callable[[str], str]
+ModeFn = Callable[[str, ChatModel, ToolRegistry, RunConfig], Iterator[Event]]
+
+
+@dataclass(frozen=True)
+class Vote:
+    """The outcome of self-consistency: the winning answer, its votes, and how many samples answered."""
+
+    answer: str | None
+    votes: int
+    answered: int
+    samples: int
+
+
+def _sub_run(events: Iterator[Event]) -> Generator[Event, None, tuple[FinalAnswer | None, str | None]]:
+    """Pass a sub-run's events through, holding back its answer and error; return them."""
+    answer, error = None, None
+    for event in events:
+        if isinstance(event, FinalAnswer):
+            answer = event
+        elif isinstance(event, LLMError):
+            error = event.message
+        else:
+            yield event
+    return answer, error
+
+
+def self_consistency(
+    question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
+    *, n: int = DEFAULT_SC_SAMPLES, key: VoteKey = normalize_answer,
+) -> Generator[Event, None, Vote]:
+    """Sample ``n`` think-only chains at temperature 0.7, one after another, and vote on ``key(answer)``.
+
+    Ties go to the answer seen first. A failed sample is a missing vote, reported in a Thought.
+    """
+    sample_config = replace(config, temperature=SC_TEMPERATURE)
+    answers: list[str] = []
+    failed = 0
+    for i in range(1, n + 1):
+        answer, error = yield from _sub_run(think_only(question, model, registry, sample_config))
+        if answer is not None and answer.text.strip():
+            answers.append(answer.text.strip())
+            yield Thought(f"Sample {i}/{n} answers: {answer.text.strip()}")
+        else:
+            failed += 1
+            yield Thought(f"Sample {i}/{n} gave no answer{f' ({error})' if error else ''}.")
+    if not answers:
+        return Vote(None, 0, 0, n)
+    counts = Counter(key(a) for a in answers)
+    winner, votes = counts.most_common(1)[0]
+    text = next(a for a in answers if key(a) == winner)
+    tally = ", ".join(f"{next(a for a in answers if key(a) == k)!r} ×{c}" for k, c in counts.most_common())
+    yield Thought(f"CoT-SC votes over {n} samples: {tally}{f'; {failed} failed' if failed else ''}. "
+                  f"Majority: {text!r} with {votes}/{n}.")
+    return Vote(text, votes, len(answers), n)
+
+
+def cot_sc(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
+           *, n: int = DEFAULT_SC_SAMPLES, key: VoteKey = normalize_answer) -> Iterator[Event]:
+    """CoT-SC alone: the majority answer of ``n`` chains of thought."""
+    vote = yield from self_consistency(question, model, registry, config, n=n, key=key)
+    if vote.answer is None:
+        yield LLMError(f"none of the {n} chain-of-thought samples gave an answer")
+    else:
+        yield FinalAnswer(vote.answer)
+
+
+def react_cot_sc(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
+                 *, n: int = DEFAULT_SC_SAMPLES, key: VoteKey = normalize_answer) -> Iterator[Event]:
+    """ReAct; when it gives no answer within its steps (forced or failed), fall back to CoT-SC."""
+    answer, error = yield from _sub_run(react(question, model, registry, config))
+    if answer is not None and not answer.forced and answer.text.strip():
+        yield answer
+        return
+    why = (f"its answer {answer.text.strip()!r} was forced when the step budget ran out" if answer is not None
+           else f"it failed ({error})" if error else "it gave no answer")
+    yield Thought(f"ReAct gave no answer within {config.max_steps} steps: {why}. Falling back to CoT-SC.")
+    yield from cot_sc(question, model, registry, config, n=n, key=key)
+
+
+def cot_sc_react(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
+                 *, n: int = DEFAULT_SC_SAMPLES, key: VoteKey = normalize_answer) -> Iterator[Event]:
+    """CoT-SC; when the majority answer has fewer than n/2 votes, back off to ReAct."""
+    vote = yield from self_consistency(question, model, registry, config, n=n, key=key)
+    if vote.answer is not None and vote.votes >= n / 2:
+        yield FinalAnswer(vote.answer)
+        return
+    yield Thought(f"Only {vote.votes}/{n} samples agree (fewer than {n / 2:g}): backing off to ReAct.")
+    answer, error = yield from _sub_run(react(question, model, registry, config))
+    if answer is not None and answer.text.strip():
+        yield answer
+    elif vote.answer is not None:
+        yield Thought(f"ReAct gave no answer{f' ({error})' if error else ''}; keeping the CoT-SC majority.")
+        yield FinalAnswer(vote.answer, forced=True)
+    else:
+        yield LLMError(error or "neither CoT-SC nor ReAct gave an answer")
+
+
+HYBRID_MODES: dict[str, ModeFn] = {"react_cot_sc": react_cot_sc, "cot_sc_react": cot_sc_react}
+EXTRA_MODES: dict[str, ModeFn] = {"cot_sc": cot_sc}  # the paper's CoT-SC row, for the benchmark
+EVAL_MODES = (*MODES, *HYBRID_MODES, *EXTRA_MODES)
+MODE_LABELS = {"think": "Think-only (CoT)", "act": "Act-only", "react": "ReAct", "cot_sc": "CoT-SC",
+               "react_cot_sc": "ReAct → CoT-SC", "cot_sc_react": "CoT-SC → ReAct"}
+
+
+def run_any_mode(
+    mode: str, question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
+    *, sc_n: int = DEFAULT_SC_SAMPLES, vote_key: VoteKey | None = None,
+) -> Iterator[Event]:
+    """Dispatch to a base mode (think / act / react) or a self-consistency mode by name.
+
+    ``sc_n`` is the number of CoT-SC samples; ``vote_key`` says when two answers are the same
+    vote (default: SQuAD-normalised text; the runner passes the dataset's own, e.g. FEVER labels).
+    """
+    if mode in MODES:
+        return MODES[mode](question, model, registry, config)
+    fn = HYBRID_MODES.get(mode) or EXTRA_MODES.get(mode)
+    if fn is None:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {list(EVAL_MODES)}")
+    if sc_n < 1:
+        raise ValueError("the number of CoT-SC samples must be at least 1")
+    bound = functools.partial(fn, n=sc_n, key=vote_key or normalize_answer)
+    return bound(question, model, registry, config)
