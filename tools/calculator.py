@@ -175,7 +175,8 @@ def evaluate(expression: str) -> Any:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         msg = exc.msg if isinstance(exc, SyntaxError) else type(exc).__name__
-        raise CalcError(f"Could not parse '{text}': {msg}.") from None
+        hint = " Note: implicit multiplication is not supported: write 2*pi, not 2pi." if _IMPLICIT.search(text) else ""
+        raise CalcError(f"Could not parse '{text}': {msg}.{hint}") from None
     try:
         return _eval(tree.body, depth=0)
     except CalcError:
@@ -261,6 +262,7 @@ def _known() -> str:
     return f"Known functions: {', '.join(FUNCTIONS)}; constants: {', '.join(CONSTANTS)}."
 
 
+_IMPLICIT = re.compile(r"\d[ \t]*[A-Za-z_(]")
 _THOUSANDS = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w.]|,\d)")
 _CALL_OPEN = re.compile(r"[A-Za-z_]\w*\s*$")
 

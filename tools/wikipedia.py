@@ -162,7 +162,7 @@ def _is_disambiguation(wiki: wikipediaapi.Wikipedia, page: Any) -> bool:
 
 def _disambiguation(wiki: wikipediaapi.Wikipedia, page: Any, q: str) -> str:
     links = [t for t, p in wiki.links(page, plnamespace=0).items() if getattr(p, "namespace", 0) == 0]
-    text = wiki.extracts(page)  # the whole (short) page: gives the order in which candidates are listed
+    text = wiki.page(page.title).text  # the whole (short) page: gives the order in which candidates are listed
     low = text.lower()
 
     def position(title: str) -> int:
