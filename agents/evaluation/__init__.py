@@ -1,0 +1,77 @@
+"""Benchmarking the modes: datasets, the paper's scoring, the concurrent resumable runner, hybrids, reports.
+
+The CLI entry point is :func:`agents.evaluate.eval_main`; the app's Benchmark tab uses
+:func:`iter_eval` (live progress), :func:`summarise`, :func:`summary_table`,
+:func:`chart_data` and :func:`write_exports`.
+"""
+
+from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, dataset_name, load_dataset
+from agents.evaluation.hybrids import (
+    DEFAULT_SC_SAMPLES,
+    EVAL_MODES,
+    HYBRID_MODES,
+    MODE_LABELS,
+    cot_sc,
+    cot_sc_react,
+    react_cot_sc,
+    run_any_mode,
+)
+from agents.evaluation.report import (
+    PAPER_TABLE1,
+    chart_data,
+    format_summary,
+    paper_figure,
+    results_csv,
+    summarise,
+    summary_csv,
+    summary_json,
+    summary_table,
+    write_exports,
+)
+from agents.evaluation.runner import EvalResult, Progress, iter_eval, make_record, parse_modes, run_eval
+from agents.evaluation.scoring import (
+    exact_match,
+    extract_last_number,
+    f1_score,
+    fever_label,
+    normalize_answer,
+    score,
+)
+
+__all__ = [
+    "BUILTIN_FILES",
+    "DEFAULT_SC_SAMPLES",
+    "EVAL_MODES",
+    "HYBRID_MODES",
+    "MODE_LABELS",
+    "PAPER_TABLE1",
+    "DatasetError",
+    "EvalResult",
+    "Item",
+    "Progress",
+    "chart_data",
+    "cot_sc",
+    "cot_sc_react",
+    "dataset_name",
+    "exact_match",
+    "extract_last_number",
+    "f1_score",
+    "fever_label",
+    "format_summary",
+    "iter_eval",
+    "load_dataset",
+    "make_record",
+    "normalize_answer",
+    "paper_figure",
+    "parse_modes",
+    "react_cot_sc",
+    "results_csv",
+    "run_any_mode",
+    "run_eval",
+    "score",
+    "summarise",
+    "summary_csv",
+    "summary_json",
+    "summary_table",
+    "write_exports",
+]

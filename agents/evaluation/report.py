@@ -1,0 +1,207 @@
+"""From records to what people read: the per-mode summary, the paper's figures, tables, charts, files.
+
+All metrics are fractions 0–1 in the summary and its JSON; tables show percentages. For
+FEVER and GSM8K the score is accuracy, reported under ``accuracy`` and also as ``em`` and
+``f1`` (a label or number is either right or wrong, so all three agree), so every summary
+has ``em``, ``f1`` and ``n`` for every mode.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.evaluation.hybrids import MODE_LABELS
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One row of the ReAct paper's Table 1: HotpotQA EM and FEVER accuracy, in percent as printed."""
+
+    method: str
+    mode: str | None  # our mode name, when we have one
+    hotpotqa: float
+    fever: float
+
+
+PAPER_SOURCE = "ReAct (Yao et al., ICLR 2023), Table 1, PaLM-540B"
+PAPER_TABLE1: tuple[PaperRow, ...] = (
+    PaperRow("Standard", None, 28.7, 57.1),
+    PaperRow("CoT", "think", 29.4, 56.3),
+    PaperRow("CoT-SC", "cot_sc", 33.4, 60.4),
+    PaperRow("Act", "act", 25.7, 58.9),
+    PaperRow("ReAct", "react", 27.4, 60.9),
+    PaperRow("CoT-SC → ReAct", "cot_sc_react", 34.2, 64.6),
+    PaperRow("ReAct → CoT-SC", "react_cot_sc", 35.1, 62.0),
+)
+ACCURACY_DATASETS = ("fever", "gsm8k")
+_MEANS = {"mean_steps": "steps", "mean_llm_calls": "llm_calls", "mean_tool_calls": "tool_calls",
+          "mean_tokens": "tokens", "mean_prompt_tokens": "prompt_tokens",
+          "mean_completion_tokens": "completion_tokens", "mean_latency_s": "latency_s"}
+
+
+def paper_figure(mode: str, dataset: str) -> float | None:
+    """The paper's figure for ``mode`` on ``dataset`` as a fraction (HotpotQA EM, FEVER accuracy), else None."""
+    if dataset not in ("hotpotqa", "fever"):
+        return None
+    row = next((r for r in PAPER_TABLE1 if r.mode == mode), None)
+    return None if row is None else round(getattr(row, dataset) / 100, 4)
+
+
+def headline_metric(records: Sequence[dict[str, Any]], dataset: str) -> str:
+    """"accuracy" for label or number answers (FEVER, GSM8K, a numeric custom set), else "em"."""
+    if dataset in ACCURACY_DATASETS:
+        return "accuracy"
+    if records and all(r.get("scorer") in ("fever", "number") for r in records):
+        return "accuracy"
+    return "em"
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def mode_summary(records: Sequence[dict[str, Any]], metric: str = "em") -> dict[str, Any]:
+    """n, em, f1 (and accuracy), means per pair, error and forced-answer rates; None where n is 0."""
+    out: dict[str, Any] = {"n": len(records), "em": _mean([r["em"] for r in records]),
+                           "f1": _mean([r["f1"] for r in records])}
+    if metric == "accuracy":
+        out["accuracy"] = out["em"]
+    for name, key in _MEANS.items():
+        out[name] = _mean([float(r.get(key) or 0) for r in records])
+    out["error_rate"] = _mean([float(bool(r.get("error"))) for r in records])
+    out["forced_rate"] = _mean([float(bool(r.get("forced"))) for r in records])
+    return out
+
+
+def summarise(records: Sequence[dict[str, Any]], modes: Sequence[str], dataset: str,
+              *, total_items: int | None = None) -> dict[str, Any]:
+    """The run's summary: ``{"dataset", "metric", "items", "modes": {mode: {...}}, "paper": {...}}``."""
+    metric = headline_metric(records, dataset)
+    summary: dict[str, Any] = {"dataset": dataset, "metric": metric, "items": total_items, "modes": {}}
+    for mode in modes:
+        stats = mode_summary([r for r in records if r["mode"] == mode], metric)
+        stats["paper"] = paper_figure(mode, dataset)
+        summary["modes"][mode] = stats
+    if dataset in ("hotpotqa", "fever"):
+        summary["paper"] = {"source": PAPER_SOURCE, "metric": "em" if dataset == "hotpotqa" else "accuracy",
+                            "figures": {r.method: round(getattr(r, dataset) / 100, 4) for r in PAPER_TABLE1}}
+    return summary
+
+
+# --- for people -----------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(100 * value, 1)
+
+
+def _num(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def summary_table(summary: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and one row per mode, scores and rates in percent: for ``gr.Dataframe`` and the CLI."""
+    accuracy = summary.get("metric") == "accuracy"
+    score_cols = ["Accuracy %"] if accuracy else ["EM %", "F1 %"]
+    headers = ["Mode", "n", *score_cols, "Paper %", "Steps", "Tool calls", "Tokens", "Latency s",
+               "Errors %", "Forced %"]
+    rows = []
+    for mode, s in summary["modes"].items():
+        scores = [_pct(s["em"])] if accuracy else [_pct(s["em"]), _pct(s["f1"])]
+        rows.append([MODE_LABELS.get(mode, mode), s["n"], *scores, _pct(s.get("paper")), _num(s["mean_steps"]),
+                     _num(s["mean_tool_calls"]), _num(s["mean_tokens"], 0), _num(s["mean_latency_s"], 2),
+                     _pct(s["error_rate"]), _pct(s["forced_rate"])])
+    return headers, rows
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A plain-text table for the terminal, with the paper's whole Table 1 line under it."""
+    headers, rows = summary_table(summary)
+    cells = [headers] + [["–" if v is None else (f"{v:g}" if isinstance(v, float) else str(v)) for v in row]
+                         for row in rows]
+    widths = [max(len(str(row[i])) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+             for row in cells]
+    title = f"{summary.get('dataset')}: {summary.get('items') or '?'} items, score = {summary.get('metric')}"
+    out = [title, *lines]
+    paper = summary.get("paper")
+    if paper:
+        figures = " · ".join(f"{k} {100 * v:.1f}" for k, v in paper["figures"].items())
+        out.append(f"Paper ({paper['source']}), {paper['metric']} %: {figures}")
+    return "\n".join(out)
+
+
+def chart_data(summary: dict[str, Any], what: str = "score") -> Any:
+    """Long-format bars for ``gr.BarPlot(x="mode", y="value", color="series")``.
+
+    ``what="score"``: this run's headline score (%) per mode beside the paper's figure where
+    it exists; ``what="tokens"``: mean tokens per pair. A pandas DataFrame when pandas is
+    installed (it comes with gradio), else a list of dicts with the same columns.
+    """
+    if what not in ("score", "tokens"):
+        raise ValueError("what must be 'score' or 'tokens'")
+    rows: list[dict[str, Any]] = []
+    for mode, s in summary["modes"].items():
+        label = MODE_LABELS.get(mode, mode)
+        if what == "tokens":
+            rows.append({"mode": label, "series": "this run", "value": _num(s["mean_tokens"], 0) or 0.0})
+            continue
+        rows.append({"mode": label, "series": "this run", "value": _pct(s["em"]) or 0.0})
+        if s.get("paper") is not None:
+            rows.append({"mode": label, "series": "paper (PaLM-540B)", "value": _pct(s["paper"])})
+    try:
+        import pandas as pd
+    except ImportError:  # the CLI does not need pandas
+        return rows
+    return pd.DataFrame(rows, columns=["mode", "series", "value"])
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+RESULT_COLUMNS = ["id", "mode", "category", "question", "gold", "prediction", "parsed", "em", "f1", "steps",
+                  "llm_calls", "tool_calls", "prompt_tokens", "completion_tokens", "latency_s", "error", "forced",
+                  "trace"]
+
+
+def results_csv(records: Sequence[dict[str, Any]]) -> str:
+    """One row per (item, mode) pair: the answer, its score and its numbers."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=RESULT_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return buf.getvalue()
+
+
+def summary_csv(summary: dict[str, Any]) -> str:
+    """One row per mode with every summary number (fractions, not percentages)."""
+    modes = summary["modes"]
+    keys = list(dict.fromkeys(k for s in modes.values() for k in s))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["dataset", "mode", *keys])
+    for mode, s in modes.items():
+        writer.writerow([summary.get("dataset"), mode, *("" if s.get(k) is None else s.get(k) for k in keys)])
+    return buf.getvalue()
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, indent=1, ensure_ascii=False)
+
+
+def write_exports(out_dir: str | Path, summary: dict[str, Any], records: Sequence[dict[str, Any]]) -> dict[str, Path]:
+    """Write ``summary.json``, ``summary.csv`` and ``results.csv`` into ``out_dir`` (for downloads)."""
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"summary.json": summary_json(summary), "summary.csv": summary_csv(summary),
+             "results.csv": results_csv(records)}
+    paths = {}
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+        paths[name] = folder / name
+    return paths

@@ -1,0 +1,227 @@
+"""Run questions × modes concurrently, score each pair as it finishes, and keep every result.
+
+Pairs run on a thread pool bounded by ``concurrency``; each pair gets a fresh model from the
+factory (closed when it ends), so a slow or failing pair costs only itself. A finished pair
+is scored and appended to the store by the worker that ran it, before anyone is told, so an
+interruption (Ctrl-C, the app's Stop, a progress callback that raises) loses nothing
+finished; a rerun on the same folder skips the pairs already there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agents.evaluation.datasets import Item
+from agents.evaluation.hybrids import DEFAULT_SC_SAMPLES, EVAL_MODES, run_any_mode
+from agents.evaluation.report import summarise
+from agents.evaluation.scoring import score, vote_key
+from agents.evaluation.store import ResultStore
+from agents.events import LLMError
+from agents.llm.base import ChatModel, LLMFailure
+from agents.modes import RunConfig, Stopped
+from agents.trace import Trace
+from tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+ModelFactory = Callable[[], ChatModel]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run stands: ``done`` of ``total`` pairs (``resumed`` of them from an earlier run).
+
+    ``record`` is the pair that just finished (None for the first event, sent before any work);
+    ``records`` are all finished pairs of this run so far, resumed ones included.
+    """
+
+    done: int
+    total: int
+    resumed: int
+    record: dict[str, Any] | None
+    records: list[dict[str, Any]] = field(repr=False)
+
+
+@dataclass
+class EvalResult:
+    """A finished run: its records (dataset order), the per-mode summary, and where they were saved."""
+
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    out_dir: Path | None
+
+
+def make_record(item: Item, mode: str, trace: Trace) -> dict[str, Any]:
+    """One result line: the item, the scored answer and the trace's numbers (not its events)."""
+    scored = score(item.scorer, trace.answer, item.answer, item.aliases)
+    return {
+        "id": item.id, "mode": mode, "dataset": item.dataset, "category": item.category,
+        "question": item.question, "gold": item.answer, "aliases": list(item.aliases),
+        "prediction": trace.answer, "parsed": scored.parsed, "scorer": item.scorer,
+        "em": scored.em, "f1": scored.f1,
+        "steps": len(trace.steps), "llm_calls": trace.llm_calls, "tool_calls": trace.tool_calls,
+        "prompt_tokens": trace.prompt_tokens, "completion_tokens": trace.completion_tokens,
+        "tokens": trace.prompt_tokens + trace.completion_tokens, "tokens_estimated": trace.tokens_estimated,
+        "latency_s": round(trace.elapsed_s, 4), "error": trace.error, "forced": trace.forced,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+class _Pairs:
+    """What every worker shares: settings, the cancel flag, the store and the open models."""
+
+    def __init__(self, factory: ModelFactory, registry: ToolRegistry, config: RunConfig,
+                 store: ResultStore, sc_n: int) -> None:
+        self.factory, self.registry, self.store, self.sc_n = factory, registry, store, sc_n
+        self.cancel = threading.Event()
+        self.config = replace(config, cancel=self.cancel)
+        self._open: list[ChatModel] = []
+        self._lock = threading.Lock()
+
+    def run(self, item: Item, mode: str) -> dict[str, Any] | None:
+        """Run, score and save one pair; None when it was cancelled before it could finish."""
+        if self.cancel.is_set():
+            return None
+        trace, model = Trace(mode, item.question), None
+        try:
+            model = self.factory()
+            self._track(model)
+            key = lambda answer: vote_key(item.scorer, answer)  # noqa: E731 - one-line closure
+            for event in run_any_mode(mode, item.question, model, self.registry, self.config,
+                                      sc_n=self.sc_n, vote_key=key):
+                trace.add(event)
+        except Stopped:
+            return None
+        except LLMFailure as exc:
+            trace.add(LLMError(str(exc)))
+        except Exception as exc:  # one pair's bug is that pair's error, not the run's end
+            log.exception("pair %s/%s failed", item.id, mode)
+            trace.add(LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}"))
+        finally:
+            if model is not None:
+                self._untrack(model)
+        trace.finish()
+        if self.cancel.is_set() and (trace.answer is None or trace.error):
+            return None  # cut short by the cancel (e.g. its stream was closed): run it again next time
+        return self.store.append(make_record(item, mode, trace), trace)
+
+    def _track(self, model: ChatModel) -> None:
+        with self._lock:
+            self._open.append(model)
+        if self.cancel.is_set():
+            model.close()
+
+    def _untrack(self, model: ChatModel) -> None:
+        with self._lock:
+            if model in self._open:
+                self._open.remove(model)
+        model.close()
+
+    def stop(self) -> None:
+        """Cancel: no new pairs start, running ones stop at their next model call, open streams close."""
+        self.cancel.set()
+        with self._lock:
+            models = list(self._open)
+        for model in models:
+            model.close()
+
+
+def iter_eval(
+    items: Sequence[Item],
+    modes: Iterable[str],
+    *,
+    model_factory: ModelFactory,
+    registry: ToolRegistry,
+    config: RunConfig | None = None,
+    concurrency: int = 8,
+    out_dir: str | Path | None = None,
+    sc_n: int = DEFAULT_SC_SAMPLES,
+) -> Iterator[Progress]:
+    """Yield a :class:`Progress` before starting and after every finished pair.
+
+    Closing the generator (the app's Stop, a dropped visitor) or an exception in the consumer
+    cancels the remaining pairs, closes their models and waits for the workers to end.
+    """
+    modes = _check_modes(modes)
+    store = ResultStore(out_dir)
+    wanted = {(item.id, mode) for item in items for mode in modes}
+    saved = {key: rec for key, rec in store.load().items() if key in wanted}
+    records = list(saved.values())
+    todo = [(item, mode) for item in items for mode in modes if (item.id, mode) not in saved]
+    total, resumed = len(wanted), len(saved)
+    yield Progress(resumed, total, resumed, None, records)
+    if not todo:
+        return
+    pairs = _Pairs(model_factory, registry, config or RunConfig(), store, sc_n)
+    pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="eval")
+    try:
+        futures: list[Future] = [pool.submit(pairs.run, item, mode) for item, mode in todo]
+        for future in as_completed(futures):
+            record = future.result()
+            if record is not None:
+                records.append(record)
+                yield Progress(len(records), total, resumed, record, records)
+    finally:
+        pairs.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_eval(
+    items: Sequence[Item],
+    modes: Iterable[str],
+    *,
+    model_factory: ModelFactory,
+    registry: ToolRegistry,
+    config: RunConfig | None = None,
+    concurrency: int = 8,
+    out_dir: str | Path | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    sc_n: int = DEFAULT_SC_SAMPLES,
+    dataset: str | None = None,
+) -> EvalResult:
+    """Run every (item, mode) pair and return the records and the per-mode summary.
+
+    ``progress`` is called after each finished pair (and once at the start); if it raises,
+    the run stops and the exception propagates, with everything finished already saved.
+    A KeyboardInterrupt does the same.
+    """
+    modes = _check_modes(modes)
+    records: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for event in iter_eval(items, modes, model_factory=model_factory, registry=registry, config=config,
+                           concurrency=concurrency, out_dir=out_dir, sc_n=sc_n):
+        records = event.records
+        if progress is not None:
+            progress(event)
+    name = dataset or (items[0].dataset if items else "")
+    summary = summarise(order_records(records, items, modes), modes, name, total_items=len(items))
+    summary["wall_s"] = round(time.perf_counter() - started, 3)
+    return EvalResult(order_records(records, items, modes), summary, Path(out_dir) if out_dir else None)
+
+
+def order_records(records: list[dict[str, Any]], items: Sequence[Item], modes: Sequence[str]) -> list[dict[str, Any]]:
+    """Records in dataset order, then mode order (finishing order is arbitrary under concurrency)."""
+    rank = {(item.id, mode): (i, j) for i, item in enumerate(items) for j, mode in enumerate(modes)}
+    return sorted((r for r in records if (r["id"], r["mode"]) in rank), key=lambda r: rank[(r["id"], r["mode"])])
+
+
+def parse_modes(text: str | Iterable[str]) -> list[str]:
+    """``"think,act,react"`` (or a list) → validated, de-duplicated mode names."""
+    names = text.split(",") if isinstance(text, str) else list(text)
+    return _check_modes(n.strip().lower() for n in names if n and n.strip())
+
+
+def _check_modes(modes: Iterable[str]) -> list[str]:
+    modes = list(dict.fromkeys(modes))
+    unknown = [m for m in modes if m not in EVAL_MODES]
+    if unknown or not modes:
+        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(EVAL_MODES)}")
+    return modes
