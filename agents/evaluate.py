@@ -1,0 +1,139 @@
+"""``python -m agents eval``: benchmark the modes on a dataset and print the paper's table beside ours.
+
+    python -m agents eval --dataset hotpotqa --n 50 --modes think,act,react --concurrency 8
+    python -m agents eval --dataset my_questions.csv --json
+
+Results are appended to ``<out>/results.jsonl`` as pairs finish (traces in ``<out>/traces/``),
+so Ctrl-C loses nothing finished and rerunning with the same ``--out`` continues where it
+stopped. Progress goes to stderr; stdout gets the table, or with ``--json`` only the summary
+object ``{"modes": {mode: {"em", "f1", "n", ...}}, ...}`` (fractions 0–1; for FEVER and
+GSM8K ``em`` and ``f1`` both equal the accuracy, also given as ``accuracy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, dataset_name, load_dataset
+from agents.evaluation.hybrids import DEFAULT_SC_SAMPLES, EVAL_MODES
+from agents.evaluation.report import format_summary, write_exports
+from agents.evaluation.runner import Progress, parse_modes, run_eval
+from agents.evaluation.store import ResultStore
+from agents.modes import RunConfig
+from tools.registry import ToolRegistry
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m agents eval",
+        description="Benchmark Think-only, Act-only, ReAct (and the paper's hybrids) on a question set.",
+    )
+    parser.add_argument("--dataset", required=True,
+                        help=f"{' | '.join(BUILTIN_FILES)} | PATH to a .csv or .jsonl with question,answer columns")
+    parser.add_argument("--n", type=int, default=50, help="use the first N items (0 = all; default 50)")
+    parser.add_argument("--modes", default="think,act,react",
+                        help=f"comma-separated, from: {', '.join(EVAL_MODES)} (default think,act,react)")
+    parser.add_argument("--concurrency", type=int, default=8, help="pairs run at once (default 8)")
+    parser.add_argument("--out", help="results folder; rerun with the same one to resume (default runs/<dataset>-<time>)")
+    parser.add_argument("--json", action="store_true", help="print only the summary as JSON on stdout")
+    parser.add_argument("--protocol", choices=("text", "tools"), default="text",
+                        help="Act/ReAct action format: the paper's text (default) or native tool calls")
+    parser.add_argument("--max-steps", type=int, default=RunConfig.max_steps, help="step budget per run")
+    parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
+    parser.add_argument("--sc-n", type=int, default=DEFAULT_SC_SAMPLES,
+                        help=f"CoT-SC samples for the hybrid modes (paper: 21; default {DEFAULT_SC_SAMPLES})")
+    return parser
+
+
+def eval_main(argv: list[str], *, registry: ToolRegistry | None = None) -> int:
+    """Run the benchmark CLI; returns the exit code (0 ok, 2 bad input or no model, 130 interrupted).
+
+    ``registry`` defaults to ``tools.default_registry()``; tests pass a small one of their own.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or argparse's own usage error (already printed)
+        return int(exc.code or 0)
+    try:
+        modes = parse_modes(args.modes)
+        if args.concurrency < 1 or args.n < 0 or args.sc_n < 1:
+            raise ValueError("--concurrency and --sc-n must be at least 1, and --n at least 0")
+        config = RunConfig(protocol=args.protocol, max_steps=args.max_steps)
+        items = load_dataset(args.dataset, args.n or None)
+    except (ValueError, DatasetError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from agents.comparison import default_model_factory
+    from agents.llm.settings import LLMSettings
+
+    settings = LLMSettings.from_env().with_overrides(model=args.model)
+    if settings.problem():
+        print(settings.problem(), file=sys.stderr)
+        return EXIT_USAGE
+    if registry is None:
+        from tools import default_registry
+
+        registry = default_registry()
+    name = dataset_name(args.dataset)
+    out = Path(args.out or f"runs/{name}-{datetime.now():%Y%m%d-%H%M%S}")
+    ResultStore(out).write_meta({
+        "dataset": args.dataset, "n": len(items), "modes": modes, "model": settings.describe(),
+        "protocol": args.protocol, "max_steps": args.max_steps, "sc_n": args.sc_n,
+        "started": datetime.now().isoformat(timespec="seconds"),
+    })
+    bar = _ProgressBar()
+    try:
+        result = run_eval(items, modes, model_factory=default_model_factory(settings), registry=registry,
+                          config=config, concurrency=args.concurrency, out_dir=out, progress=bar.update,
+                          sc_n=args.sc_n, dataset=name)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\ninterrupted: {bar.done} of {bar.total} pairs are saved in {out}; "
+              f"rerun with --out {out} to finish the rest", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    bar.close()
+    result.summary["out_dir"] = str(out)
+    write_exports(out, result.summary, result.records)
+    if args.json:
+        print(json.dumps(result.summary, ensure_ascii=False))
+    else:
+        print(format_summary(result.summary))
+        print(f"\nResults, traces and CSV/JSON exports: {out}  (wall time {result.summary['wall_s']:.1f} s)")
+    return 0
+
+
+class _ProgressBar:
+    """tqdm on stderr, created on the first event so it starts at the resumed count."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.done = self.total = 0
+
+    def update(self, event: Progress) -> None:
+        from tqdm import tqdm
+
+        self.done, self.total = event.done, event.total
+        if self.bar is None:
+            resumed = f" ({event.resumed} already done)" if event.resumed else ""
+            self.bar = tqdm(total=event.total, initial=event.done, file=sys.stderr, unit="pair",
+                            desc=f"eval{resumed}", dynamic_ncols=True)
+            return
+        self.bar.update(event.done - self.bar.n)
+        if event.record is not None:
+            self.bar.set_postfix_str(f"{event.record['mode']} {event.record['id']}", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(eval_main(sys.argv[1:]))
