@@ -96,7 +96,9 @@ def eval_main(argv: list[str], *, registry: ToolRegistry | None = None) -> int:
                           sc_n=args.sc_n, dataset=name)
     except KeyboardInterrupt:
         bar.close()
-        print(f"\ninterrupted: {bar.done} of {bar.total} pairs are saved in {out}; "
+        wanted = {(item.id, mode) for item in items for mode in modes}
+        saved = len(wanted & set(ResultStore(out).load()))
+        print(f"\ninterrupted: {saved} of {len(wanted)} pairs are saved in {out}; "
               f"rerun with --out {out} to finish the rest", file=sys.stderr)
         return EXIT_INTERRUPTED
     bar.close()
@@ -115,12 +117,10 @@ class _ProgressBar:
 
     def __init__(self) -> None:
         self.bar = None
-        self.done = self.total = 0
 
     def update(self, event: Progress) -> None:
         from tqdm import tqdm
 
-        self.done, self.total = event.done, event.total
         if self.bar is None:
             resumed = f" ({event.resumed} already done)" if event.resumed else ""
             self.bar = tqdm(total=event.total, initial=event.done, file=sys.stderr, unit="pair",

@@ -40,7 +40,8 @@ class Progress:
     """Where a run stands: ``done`` of ``total`` pairs (``resumed`` of them from an earlier run).
 
     ``record`` is the pair that just finished (None for the first event, sent before any work);
-    ``records`` are all finished pairs of this run so far, resumed ones included.
+    ``records`` are all finished pairs of this run so far (a snapshot), resumed ones included.
+    :meth:`summary` gives the live per-mode summary (what the app's table and chart redraw).
     """
 
     done: int
@@ -48,6 +49,13 @@ class Progress:
     resumed: int
     record: dict[str, Any] | None
     records: list[dict[str, Any]] = field(repr=False)
+    items: Sequence[Item] = field(default=(), repr=False)
+    modes: tuple[str, ...] = ()
+
+    def summary(self, dataset: str | None = None) -> dict[str, Any]:
+        name = dataset or (self.items[0].dataset if self.items else "")
+        records = order_records(self.records, self.items, self.modes)
+        return summarise(records, self.modes, name, total_items=len(self.items))
 
 
 @dataclass
@@ -157,7 +165,7 @@ def iter_eval(
     records = list(saved.values())
     todo = [(item, mode) for item in items for mode in modes if (item.id, mode) not in saved]
     total, resumed = len(wanted), len(saved)
-    yield Progress(resumed, total, resumed, None, records)
+    yield Progress(resumed, total, resumed, None, list(records), items, tuple(modes))
     if not todo:
         return
     pairs = _Pairs(model_factory, registry, config or RunConfig(), store, sc_n)
@@ -168,7 +176,7 @@ def iter_eval(
             record = future.result()
             if record is not None:
                 records.append(record)
-                yield Progress(len(records), total, resumed, record, records)
+                yield Progress(len(records), total, resumed, record, list(records), items, tuple(modes))
     finally:
         pairs.stop()
         pool.shutdown(wait=True, cancel_futures=True)

@@ -148,6 +148,15 @@ def test_resume_after_interruption_runs_only_the_rest(tmp_path):
     assert third.made == []  # all done: nothing runs
 
 
+def test_progress_carries_a_live_summary():
+    events = list(iter_eval(ITEMS[:2], MODES, model_factory=Factory(), registry=REGISTRY, concurrency=2))
+    assert [e.done for e in events] == list(range(7)) and all(e.total == 6 for e in events)
+    first, last = events[0].summary(), events[-1].summary()
+    assert first["modes"]["react"]["n"] == 0 and first["modes"]["react"]["em"] is None
+    assert last["dataset"] == "sums" and last["items"] == 2
+    assert {m: last["modes"][m]["em"] for m in MODES} == {"think": 0.5, "act": 1.0, "react": 1.0}
+
+
 def test_closing_the_generator_cancels_remaining_pairs(tmp_path):
     factory = Factory(delay=0.05)
     events = iter_eval(ITEMS, MODES, model_factory=factory, registry=REGISTRY, concurrency=2, out_dir=tmp_path)
