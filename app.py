@@ -1,0 +1,146 @@
+"""Think · Act · ReAct — the Gradio app (Hugging Face Space entry point).
+
+Layout and wiring only: rendering lives in ``ui/render.py``, the run/replay streams in
+``ui/session.py``, page pieces in ``ui/tabs.py``. ``build_demo(settings, registry)`` lets tests
+inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN``, and
+``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, which ``launch()`` honours by itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import gradio as gr
+
+from agents.llm.settings import LLMSettings
+from tools.registry import ToolRegistry
+from ui import tabs
+from ui.replay import SPEEDS, ReplayError, load_recording
+from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, refusal, replay
+
+MODE_LABELS = ["Think", "Act", "ReAct", "All"]
+PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
+RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "32"))  # runs are I/O bound: many at once
+QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))
+PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
+
+
+def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
+               model_factory: ModelFactory | None = None, on_space: bool | None = None) -> gr.Blocks:
+    """The whole app. ``settings``/``registry`` default to the environment and all tools."""
+    settings = settings or LLMSettings.from_env()
+    if registry is None:
+        from tools import default_registry
+
+        registry = default_registry()
+    on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
+    models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
+
+    with gr.Blocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
+        backend_md, _banner = tabs.header(settings, on_space=on_space)
+        with gr.Tab("Compare", id="compare"):
+            with gr.Row(elem_id="ask-row", equal_height=True):
+                question = gr.Textbox(label="Question", show_label=False, lines=1, max_lines=5, scale=5,
+                                      placeholder="Ask a question, or pick an example below…", elem_id="question")
+                mode = gr.Radio(MODE_LABELS, value="All", label="Modes", show_label=False, scale=0, min_width=330,
+                                elem_id="mode")
+                run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
+                stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
+            tabs.examples(question)
+            with gr.Row(elem_id="status-row"):
+                status = gr.Markdown("", label="Status", elem_id="run-status")
+                tabs.presentation_toggle()
+            with gr.Row(elem_id="panels", equal_height=True):
+                chats, metrics = [], []
+                for key, label in (("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct")):
+                    with gr.Column(min_width=260, elem_classes="panel-col", elem_id=f"col-{key}"):
+                        chats.append(gr.Chatbot(label=label, elem_id=f"panel-{key}", elem_classes="panel-chat",
+                                                height=PANEL_HEIGHT, resizable=True, feedback_options=None, layout="panel",
+                                                group_consecutive_messages=False, buttons=["copy_all"],
+                                                placeholder=f"**{label}** — press Run"))
+                        metrics.append(gr.Markdown("", label=f"{label} metrics", elem_id=f"metrics-{key}",
+                                                   elem_classes="metrics"))
+            table = gr.Markdown("", label="Comparison", elem_id="comparison")
+            with gr.Row():
+                exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",
+                                  interactive=False, elem_id="exports", scale=3)
+                with gr.Column(scale=2, min_width=240, elem_id="replay-box"):
+                    replay_file = gr.File(label="Replay a saved run (JSON)", file_types=[".json"], type="filepath",
+                                          elem_id="replay-file")
+                    with gr.Row():
+                        speed = gr.Radio(list(SPEEDS), value="2×", label="Replay speed", scale=3)
+                        replay_btn = gr.Button("⏯ Replay", elem_id="replay-btn", scale=1, min_width=80)
+            with gr.Accordion("Settings", open=False, elem_id="settings"):
+                with gr.Row():
+                    model = gr.Dropdown(models, value=settings.model, allow_custom_value=True, label="Model",
+                                        info="HF router models with tool calling, or type any model id")
+                    protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
+                with gr.Row():
+                    max_steps = gr.Slider(1, 10, value=5, step=1, label="Max steps")
+                    temperature = gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature")
+                    tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
+        with gr.Tab("Prompts", id="prompts"):
+            tabs.prompts_tab(registry, protocol, max_steps, tools, demo)
+        with gr.Tab("About", id="about"):
+            tabs.about_tab(on_space)
+
+        outputs = [*chats, *metrics, status, table, exports]
+
+        def as_outputs(frame: Frame) -> tuple:
+            return (*frame.panels, *frame.metrics, frame.status, frame.table, frame.files)
+
+        async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
+                          max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
+                          oauth_token: gr.OAuthToken | None = None):
+            """Run the question through the chosen modes in parallel; streams the three panels, then
+            the three metrics lines, the status line, the comparison table and the export files."""
+            run_settings = settings.with_overrides(model=model, token=oauth_token.token if oauth_token else None)
+            enabled = registry.subset(tools if tools is not None else registry.names)
+            config = make_config(protocol, max_steps, temperature)
+            async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory):
+                yield as_outputs(frame)
+
+        run_event = gr.on([run_btn.click, question.submit], compare,
+                          inputs=[question, mode, model, protocol, max_steps, temperature, tools], outputs=outputs,
+                          api_name="compare", concurrency_limit=RUN_CONCURRENCY, concurrency_id="compare",
+                          show_progress="hidden", trigger_mode="once")
+
+        async def play(path: str | None, speed_label: str = "2×"):
+            """Replay a JSON export in the panels (no model or network needed)."""
+            try:
+                recording = load_recording(path or "")
+            except ReplayError as exc:
+                yield (*as_outputs(refusal(str(exc)))[:-1], gr.skip(), gr.skip())
+                return
+            async for frame in replay(recording, speed_label):
+                yield (*as_outputs(frame)[:-1], gr.skip(), gr.skip() if frame.question is None else frame.question)
+
+        replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=[*outputs, question],
+                                        api_name="replay", concurrency_limit=RUN_CONCURRENCY,
+                                        concurrency_id="replay", show_progress="hidden")
+
+        async def stopped(*panels: list) -> tuple:
+            await asyncio.sleep(0.2)  # let the cancelled run's last update land first
+            return mark_stopped(*panels)
+
+        stop_btn.click(fn=None, cancels=[run_event, replay_event]).then(
+            stopped, inputs=chats, outputs=[*chats, status], api_visibility="private", show_progress="hidden")
+
+        if on_space:
+            def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
+                return tabs.backend_line(settings, visitor_signed_in=oauth_token is not None)
+
+            demo.load(visitor, outputs=backend_md, api_visibility="private")
+    demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=QUEUE_SIZE)
+    return demo
+
+
+def launch_kwargs() -> dict[str, Any]:
+    """What ``launch()`` needs besides host/port (Gradio 6 takes css/theme/js here, not in Blocks)."""
+    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"], "max_threads": 64}
+
+
+if __name__ == "__main__":
+    build_demo().launch(**launch_kwargs())

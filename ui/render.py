@@ -1,0 +1,364 @@
+"""Engine events → what the page shows: panel messages, metrics lines, the comparison table.
+
+Everything here is pure (no Gradio events, no I/O), so it is unit-tested directly and shared
+by live runs and replays. Model text and tool output are untrusted: HTML in them is escaped
+(model text) or fenced as code (tool output) before it reaches the Chatbot, so a page or a
+model that writes ``<script>`` shows the tag instead of running it. The Chatbot's own
+sanitizer stays on as a second layer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from agents.events import Action, Event, FinalAnswer, LLMError, Observation, ParseError, Thought, TokenDelta, Usage
+from agents.trace import MODE_TITLES, Trace, metrics_line
+
+MODES = ("think", "act", "react")
+MODE_CHOICES = {"Think": ("think",), "Act": ("act",), "ReAct": ("react",), "All": MODES}
+SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
+
+# ---------------------------------------------------------------------------------------------
+# Safe text
+# ---------------------------------------------------------------------------------------------
+
+# Closed fenced blocks (``` or ~~~ at a line start, closed by a fence at least as long) and inline
+# code spans (single backtick run, one line, not escaped). Markdown renders code literally, so
+# only text outside code needs escaping; if a span is misjudged the Chatbot sanitizer still applies.
+_CODE = re.compile(
+    r"(?P<fence>^[ ]{0,3}(?P<tick>`{3,}|~{3,})[^\n]*\n.*?^[ ]{0,3}(?P=tick)[`~]*[ \t]*$)"
+    r"|(?P<span>(?<!\\)(?P<bt>`+)(?!`)[^`\n]+?(?<!`)(?P=bt)(?!`))",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def escape_html(text: str) -> str:
+    """Make ``<`` and ``&`` literal so no tag or entity trick survives; Markdown still renders."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def safe_markdown(text: str) -> str:
+    """Untrusted text as Markdown that shows HTML instead of running it (code is left verbatim)."""
+    out, pos = [], 0
+    for m in _CODE.finditer(text or ""):
+        out.append(escape_html(text[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(escape_html((text or "")[pos:]))
+    return "".join(out)
+
+
+def fenced(text: str, lang: str = "text") -> str:
+    """A code block that no backtick run inside ``text`` can close early."""
+    longest = max((len(run) for run in re.findall(r"`+", text or "")), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def plain(text: str) -> str:
+    """Untrusted one-liner (a tool name, a title) with every Markdown/HTML character made literal."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def format_input(value: str | dict) -> str:
+    text = json.dumps(value, ensure_ascii=False, indent=1) if isinstance(value, dict) else str(value)
+    return fenced(text, "json" if isinstance(value, dict) else "text")
+
+
+# ---------------------------------------------------------------------------------------------
+# One panel
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Panel:
+    """The messages of one mode's panel, updated event by event.
+
+    Streamed tokens go into a *draft* message (open, with a spinner) that is replaced by the
+    structured step once the model's reply is parsed; reasoning tokens get their own box.
+    """
+
+    mode: str
+    messages: list[gr.ChatMessage] = field(default_factory=list)
+    calls: int = 0
+    actions: int = 0
+    done: bool = False
+    _draft: gr.ChatMessage | None = None
+    _draft_text: str = ""
+    _reasoning: gr.ChatMessage | None = None
+    _reasoning_text: str = ""
+    _pending: gr.ChatMessage | None = None
+
+    @property
+    def title(self) -> str:
+        return MODE_TITLES.get(self.mode, self.mode)
+
+    @property
+    def streaming(self) -> bool:
+        """True while a model reply (or its hidden reasoning) is being written into the panel."""
+        return self._draft is not None or self._reasoning is not None
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, TokenDelta):
+            self._token(event)
+        elif isinstance(event, Usage):
+            self._end_call(event)
+        elif isinstance(event, Thought):
+            self._drop_draft()
+            self._append(safe_markdown(event.text), title="✎ Thought")
+        elif isinstance(event, Action):
+            self._drop_draft()
+            self.actions += 1
+            n = self.actions
+            self._append(format_input(event.input), title=f"⚙ Action {n}: {plain(event.tool)}")
+            self._pending = self._append("", title=f"↳ Observation {n} · {plain(event.tool)} · running…",
+                                         status="pending")
+        elif isinstance(event, Observation):
+            self._observation(event)
+        elif isinstance(event, ParseError):
+            self._drop_draft()
+            body = safe_markdown(event.message)
+            if event.text.strip():
+                body = f"The model wrote:\n\n{fenced(event.text.strip())}\n\nRe-prompt sent back:\n\n{body}"
+            self._append(body, title="↩ Format error — corrective re-prompt sent to the model", status="done")
+        elif isinstance(event, LLMError):
+            self._keep_draft("Partial reply before the error")
+            self._close_pending()
+            self._append(f"⚠ **Model error:** {safe_markdown(event.message)}")
+        elif isinstance(event, FinalAnswer):
+            self._drop_draft()
+            self._close_pending()
+            flag = " _(forced: the model did not finish on its own)_" if event.forced else ""
+            self._append(f"### ✔ Final answer{flag}\n\n{safe_markdown(event.text) or '_(empty)_'}")
+
+    def finish(self, stopped: bool = False) -> None:
+        """Close spinners; a run that ended without an answer or an error says so."""
+        self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
+        self._close_pending()
+        if self._reasoning is not None:
+            self._reasoning.metadata["status"] = "done"
+            self._reasoning = None
+        for m in self.messages:
+            if m.metadata.get("status") == "pending":
+                m.metadata["status"] = "done"
+        ended = any(_is_terminal(m) for m in self.messages)
+        if not ended:
+            note = "■ **Stopped** before an answer." if stopped else "⚠ Ended without an answer."
+            self._append(note)
+        self.done = True
+
+    def value(self) -> list[gr.ChatMessage]:
+        return list(self.messages)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _append(self, content: str, *, title: str | None = None, status: str | None = None,
+                duration: float | None = None, log: str | None = None) -> gr.ChatMessage:
+        meta: dict = {}
+        if title:
+            meta["title"] = title
+        if status:
+            meta["status"] = status
+        if duration is not None:
+            meta["duration"] = round(duration, 2)
+        if log:
+            meta["log"] = log
+        msg = gr.ChatMessage(content=content, role="assistant", metadata=meta)  # type: ignore[arg-type]
+        self.messages.append(msg)
+        return msg
+
+    def _token(self, event: TokenDelta) -> None:
+        if event.channel == "reasoning":
+            if self._reasoning is None:
+                self._reasoning_text = ""
+                self._reasoning = self._append("", title=f"⋯ Hidden reasoning · LLM call {self.calls + 1}",
+                                               status="pending")
+            self._reasoning_text += event.text
+            self._reasoning.content = fenced(self._reasoning_text)
+            return
+        if self._draft is None:
+            self._draft_text = ""
+            self._draft = self._append("", title=f"✍ Writing… · LLM call {self.calls + 1}", status="pending")
+        self._draft_text += event.text
+        self._draft.content = safe_markdown(self._draft_text)
+        if event.channel == "answer":
+            self._draft.metadata["title"] = f"✍ Writing the answer… · LLM call {self.calls + 1}"
+
+    def _end_call(self, usage: Usage) -> None:
+        self.calls += 1
+        if self._reasoning is not None:
+            self._reasoning.metadata["status"] = "done"
+            self._reasoning.metadata["duration"] = round(usage.elapsed_s, 2)
+            self._reasoning = None
+
+    def _drop_draft(self) -> None:
+        if self._draft is not None:
+            if self._draft in self.messages:
+                self.messages.remove(self._draft)
+            self._draft, self._draft_text = None, ""
+
+    def _keep_draft(self, title: str) -> None:
+        if self._draft is None:
+            return
+        if self._draft_text.strip():
+            self._draft.metadata["title"] = title
+            self._draft.metadata["status"] = "done"
+            self._draft = None
+        else:
+            self._drop_draft()
+
+    def _close_pending(self) -> None:
+        if self._pending is not None:
+            self._pending.metadata["status"] = "done"
+            self._pending.metadata["title"] = self._pending.metadata["title"].replace(" · running…", " · no result")
+            self._pending = None
+
+    def _observation(self, event: Observation) -> None:
+        n = self.actions
+        flags = ", ".join(f for f, on in (("error", event.is_error), ("cached", event.cached)) if on)
+        title = f"{'✗' if event.is_error else '↳'} Observation {n} · {plain(event.tool)}"
+        msg = self._pending
+        self._pending = None
+        if msg is None:
+            msg = self._append("")
+        msg.content = fenced(event.output)
+        msg.metadata.clear()
+        msg.metadata.update({"title": title, "duration": round(event.elapsed_s, 2)})
+        if flags:
+            msg.metadata["log"] = flags
+        if len(event.output) > SHORT_OBSERVATION:
+            msg.metadata["status"] = "done"  # long web text starts collapsed; short results stay open
+
+
+def _is_terminal(msg: gr.ChatMessage) -> bool:
+    text = msg.content if isinstance(msg.content, str) else ""
+    return not msg.metadata.get("title") and ("Final answer" in text or "Model error" in text)
+
+
+def not_run(mode: str, selection: str) -> list[gr.ChatMessage]:
+    return [gr.ChatMessage(role="assistant", content=f"– _{MODE_TITLES.get(mode, mode)} was not run "
+                                                          f"(mode selection: {plain(selection)})._")]
+
+
+def notice(text: str) -> list[gr.ChatMessage]:
+    """A panel holding just one message of ours (a refusal, a configuration problem)."""
+    return [gr.ChatMessage(role="assistant", content=text)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics and comparison
+# ---------------------------------------------------------------------------------------------
+
+
+def metrics_markdown(trace: Trace | None, *, running: bool = False) -> str:
+    """The line under a panel (Markdown): steps, calls, tokens, seconds and flags; live while running."""
+    if trace is None:
+        return "_not run_"
+    return ("● " if running else "") + plain(metrics_line(trace))
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def normalize_answer(text: str | None) -> str:
+    """SQuAD-style: lower case, no punctuation (except in numbers), no articles, single spaces."""
+    t = (text or "").lower().replace(",", "")
+    t = "".join(c if c not in string.punctuation or c in ".-" else " " for c in t)
+    t = re.sub(r"(?<!\d)[.-]|[.-](?!\d)", " ", t)
+    return " ".join(_ARTICLES.sub(" ", t).split())
+
+
+def answers_agree(a: str | None, b: str | None) -> bool:
+    """Same normalised text, the same numbers, or a short answer contained word-for-word in the other."""
+    na, nb = normalize_answer(a), normalize_answer(b)
+    if not na or not nb:
+        return False
+    if na == nb:
+        return True
+    nums_a, nums_b = set(_NUMBER.findall(na)), set(_NUMBER.findall(nb))
+    if nums_a or nums_b:
+        return nums_a == nums_b and bool(nums_a)
+    short, long_ = sorted((na, nb), key=len)
+    return len(short.split()) <= 5 and f" {short} " in f" {long_} "
+
+
+def agreement(traces: dict[str, Trace]) -> str:
+    """One sentence: which modes' answers agree."""
+    answered = {m: t.answer for m, t in traces.items() if t.answer}
+    names = {m: MODE_TITLES.get(m, m) for m in traces}
+    if len(traces) < 2:
+        return "Only one mode was run: nothing to compare."
+    if len(answered) < 2:
+        return "Fewer than two modes produced an answer: nothing to compare."
+    groups: list[list[str]] = []
+    for m in answered:
+        for g in groups:
+            if answers_agree(answered[g[0]], answered[m]):
+                g.append(m)
+                break
+        else:
+            groups.append([m])
+    missing = [names[m] for m in traces if m not in answered]
+    tail = f" ({', '.join(missing)}: no answer)" if missing else ""
+    if len(groups) == 1:
+        return ("✔ All answers agree" if not missing else "✔ The answers given agree") + tail + "."
+    if all(len(g) == 1 for g in groups):
+        return "✗ The answers all differ" + tail + "."
+    parts = [" and ".join(names[m] for m in g) + (" agree" if len(g) > 1 else " differs") for g in groups]
+    return "⚖ " + "; ".join(parts) + tail + "."
+
+
+def comparison_rows(traces: dict[str, Trace]) -> list[dict]:
+    rows = []
+    for mode, t in traces.items():
+        others = [MODE_TITLES.get(o, o) for o, u in traces.items()
+                  if o != mode and t.answer and answers_agree(t.answer, u.answer)]
+        rows.append({
+            "mode": mode,
+            "answer": t.answer,
+            "forced": t.forced,
+            "error": t.error,
+            "steps": len(t.steps),
+            "llm_calls": t.llm_calls,
+            "tool_calls": t.tool_calls,
+            "prompt_tokens": t.prompt_tokens,
+            "completion_tokens": t.completion_tokens,
+            "tokens_estimated": t.tokens_estimated,
+            "elapsed_s": round(t.elapsed_s, 2),
+            "agrees_with": others,
+        })
+    return rows
+
+
+def _cell(text: str | None, limit: int = 160) -> str:
+    t = " ".join((text or "").split())
+    t = t if len(t) <= limit else t[: limit - 1] + "…"
+    return escape_html(t).replace("|", "\\|")
+
+
+def comparison_markdown(traces: dict[str, Trace]) -> str:
+    """The after-run table: answer, steps, tool calls, tokens, time, agreement."""
+    if not traces:
+        return ""
+    head = "| Mode | Answer | Steps | Tool calls | Tokens in / out | Time | Agrees with |\n|---|---|---:|---:|---:|---:|---|"
+    lines = [head]
+    for row in comparison_rows(traces):
+        answer = _cell(row["answer"]) or (f"⚠ {_cell(row['error'])}" if row["error"] else "—")
+        if row["forced"]:
+            answer += " _(forced)_"
+        est = "~" if row["tokens_estimated"] else ""
+        lines.append(
+            f"| **{MODE_TITLES.get(row['mode'], row['mode'])}** | {answer} | {row['steps']} | {row['tool_calls']} | "
+            f"{est}{row['prompt_tokens']} / {est}{row['completion_tokens']} | {row['elapsed_s']:.1f} s | "
+            f"{', '.join(row['agrees_with']) or '—'} |"
+        )
+    return "\n".join(lines) + f"\n\n**{agreement(traces)}**"

@@ -1,0 +1,148 @@
+"""Building blocks of the page, one function each, so ``app.py`` stays layout + wiring.
+
+A new tab is ``with gr.Tab("Name"): build_something(...)`` in ``app.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gradio as gr
+
+from agents.llm.settings import LLMSettings
+from agents.prompts import render_prompt
+from agents.trace import MODE_TITLES
+from tools.registry import ToolRegistry
+from ui.examples import by_category
+from ui.render import MODES, plain
+
+CSS_PATH = Path(__file__).with_name("theme.css")
+TITLE = "Think · Act · ReAct"
+TAGLINE = ("One question, three reasoning modes side by side — **Think-only**: chain of thought, no tools · "
+           "**Act-only**: tool calls, no thoughts · **ReAct**: Thought → Action → Observation.")
+
+# Hugging Face router models that support tool calling (any other id can be typed in).
+ROUTER_MODELS = (
+    "openai/gpt-oss-20b",
+    "openai/gpt-oss-120b",
+    "Qwen/Qwen3-32B",
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "moonshotai/Kimi-K2-Instruct",
+    "deepseek-ai/DeepSeek-V3-0324",
+)
+
+PRESENTATION_JS = "(on) => { document.body.classList.toggle('presentation', !!on); }"
+
+
+def css() -> str:
+    return CSS_PATH.read_text(encoding="utf-8")
+
+
+def theme() -> gr.themes.Base:
+    """System fonts only: the page makes no request outside the app (offline classrooms)."""
+    return gr.themes.Soft(
+        font=["ui-sans-serif", "system-ui", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+    )
+
+
+def backend_line(settings: LLMSettings, *, visitor_signed_in: bool | None = None) -> str:
+    if visitor_signed_in:
+        return f"**Backend:** {plain(settings.model)} via the Hugging Face router — signed in: your account pays for your runs."
+    if settings.configured:
+        return f"**Backend:** {plain(settings.describe())}"
+    if visitor_signed_in is False:
+        return "**Backend:** not configured — sign in with Hugging Face above to run with your own account."
+    return "**Backend:** no model configured (replay, prompts and examples still work)."
+
+
+def header(settings: LLMSettings, *, on_space: bool) -> tuple[gr.Markdown, gr.Markdown]:
+    """Title, the one-line explanation, the backend status line and (if needed) the setup banner."""
+    with gr.Row(elem_id="header"):
+        with gr.Column(scale=5, min_width=300):
+            gr.Markdown(f"# {TITLE}\n{TAGLINE}", elem_id="title")
+            status = gr.Markdown(backend_line(settings), elem_id="backend-status")
+        if on_space:
+            with gr.Column(scale=0, min_width=200, elem_id="header-tools"):
+                gr.LoginButton(size="sm")  # only on a Space: it needs the Hub (and fails a local/CI launch)
+    problem = settings.problem()
+    banner = gr.Markdown(f"⚙ **Setup needed.** {plain(problem)}" if problem else "", elem_id="setup-banner",
+                         visible=bool(problem))
+    return status, banner
+
+
+def presentation_toggle() -> gr.Checkbox:
+    """Enlarges the fonts for a projector, entirely in the browser."""
+    box = gr.Checkbox(label="Presentation mode (large text)", value=False, elem_id="presentation",
+                      container=False, scale=0, min_width=240)
+    box.change(fn=None, inputs=box, js=PRESENTATION_JS)
+    return box
+
+
+def examples(question: gr.Textbox) -> list[gr.Button]:
+    """Example buttons in one tab per category; a click fills the question box in the browser (no server call)."""
+    buttons = []
+    with gr.Tabs(elem_id="examples"):
+        for category, items in by_category():
+            with gr.Tab(category.label, elem_classes="example-tab"):
+                with gr.Row(elem_classes="example-row"):
+                    for ex in items:
+                        btn = gr.Button(ex.label, size="sm", variant="secondary", elem_classes="example-btn",
+                                        min_width=80, scale=0)
+                        btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
+                        buttons.append(btn)
+                    gr.Markdown(f"_{category.blurb}_", elem_classes="example-cat")
+    return buttons
+
+
+def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider, tools: gr.CheckboxGroup,
+                load_event: gr.Blocks) -> None:
+    """The exact rendered prompt of each mode for the current settings."""
+    gr.Markdown("What each mode sends as its first request, for the settings chosen on the **Compare** tab "
+                "(`<question>` stands for your question). Think-only never sees the tools.")
+    codes = [gr.Code(label=MODE_TITLES[m], language="markdown", interactive=False, lines=12, max_lines=40,
+                     wrap_lines=True, elem_classes="prompt-code") for m in MODES]
+
+    def show(protocol: str = "text", max_steps: float = 5, tools: list[str] | None = None) -> tuple[str, ...]:
+        """The rendered first request of each mode (Think, Act, ReAct) for these settings."""
+        reg = registry.subset(tools if tools is not None else registry.names)
+        proto = protocol if protocol in ("text", "tools") else "text"
+        return tuple(render_prompt(m, reg, protocol=proto, max_steps=int(max_steps or 5)) for m in MODES)
+
+    gr.on([protocol.change, max_steps.change, tools.change, load_event.load], show,
+          inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden")
+
+
+def about_tab(on_space: bool) -> None:
+    gr.Markdown(
+        """
+### What you are looking at
+- **Think-only** reasons in one go from what the model already knows: fast and cheap, but it cannot look anything up.
+- **Act-only** calls tools (search, Wikipedia, weather, calculator, Python) without writing thoughts: it gathers facts but loses the thread on multi-step questions.
+- **ReAct** interleaves a *Thought* before each *Action* and reads each *Observation* (Yao et al., 2023): it plans the next lookup from the last result.
+
+Under each panel: steps (action → observation rounds), LLM calls, tool calls, tokens in/out (`~` = estimated),
+seconds, and flags for a *forced* answer (the step budget ran out) and *format retries* (the model broke the
+format and was re-prompted). After a run, the table compares the answers.
+
+### Three ways to give it a model
+1. `HF_TOKEN` — a Hugging Face token with *Inference Providers* permission (the Hugging Face router).
+2. On the Space, **Sign in with Hugging Face** — your own account pays for your runs.
+3. `LLM_BASE_URL` — any OpenAI-compatible server (Ollama, vLLM, llama.cpp, TGI), e.g.
+   `LLM_BASE_URL=http://localhost:11434/v1 LLM_MODEL=qwen2.5:7b python app.py`.
+
+### Offline classroom
+Export a run (JSON) beforehand; **Replay** plays it back in the panels at its original pace — no model, no network.
+
+### API
+```python
+from gradio_client import Client
+client = Client("http://127.0.0.1:7860/")  # or the Space id
+job = client.submit(question="What is 17 * 23 + 5?", mode="All", api_name="/compare")
+for think, act, react, *rest in job:  # streamed updates: the three panels first
+    pass
+print(job.result()[:3])
+```
+"""
+    )
