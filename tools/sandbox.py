@@ -99,6 +99,29 @@ def harden_parent_process() -> bool:
         return _hardened
 
 
+# Stdlib modules that the allowed ones import lazily, inside functions (found by scanning their source:
+# Counter.most_common -> heapq, strptime -> _strptime, re's parser -> unicodedata/warnings, ...). After the
+# drop to ``nobody`` the stdlib may be unreadable, so they are imported beforehand; user code cannot name them.
+LAZY_DEPS: dict[str, tuple[str, ...]] = {
+    "collections": ("copy", "heapq"),
+    "datetime": ("_strptime",),
+    "time": ("_strptime",),
+    "re": ("warnings", "unicodedata", "re._constants"),
+    "string": ("warnings", "unicodedata"),
+    "random": ("statistics", "time"),
+    "fractions": ("decimal",),
+    "operator": ("functools",),
+}
+CODEC_MODULES = ("encodings.utf_16", "encodings.utf_32", "encodings.latin_1", "encodings.ascii", "encodings.cp1252")
+
+
+def _helper_modules(imports: set[str], code: str) -> set[str]:
+    helpers = {dep for name in imports for dep in LAZY_DEPS.get(name, ())}
+    if "encode" in code or "decode" in code:
+        helpers.update(CODEC_MODULES)
+    return helpers
+
+
 def _drop_uid() -> int:
     if os.geteuid() != 0:
         return -1
@@ -117,12 +140,11 @@ def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool = Tru
     show what each remaining layer still contains. The tool never passes them.
     """
     start = time.monotonic()
-    preload: set[str] = set()
-    if check_policy:
-        report = check_code(code)
-        if not report.ok:
-            return RunResult("refused", error=report.message(), elapsed_s=time.monotonic() - start)
-        preload = report.imports
+    report = check_code(code)
+    if check_policy and not report.ok:
+        return RunResult("refused", error=report.message(), elapsed_s=time.monotonic() - start)
+    preload = report.imports
+    helpers = _helper_modules(preload, code)
     if os.geteuid() != 0 and os.environ.get("SANDBOX_NO_HARDEN") != "1":
         harden_parent_process()
     argv = [
@@ -130,7 +152,7 @@ def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool = Tru
         str(int(limits.cpu_s)), str(int(limits.memory_mb) * 1024 * 1024), str(limits.nofile),
         str(limits.output_chars), "1" if restrict else "0", str(_drop_uid()),
         ",".join(sorted(preload)), ",".join(sorted(ALLOWED_MODULES)), ",".join(sorted(ALLOWED_SUBMODULES)),
-        ",".join(sorted(BLOCKED_NAMES)), ",".join(sorted(BLOCKED_ATTRS)),
+        ",".join(sorted(BLOCKED_NAMES)), ",".join(sorted(BLOCKED_ATTRS)), ",".join(sorted(helpers)),
     ]  # fmt: skip
     workdir = tempfile.mkdtemp(prefix="repl-")
     try:
@@ -228,6 +250,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def _classify(rc: int, out: str, err: str, wall_killed: bool, limits: Limits, elapsed: float) -> RunResult:
     err = err.strip()
+    if len(out) > limits.output_chars + 200:  # only if the child's own cap was bypassed
+        out = out[: limits.output_chars]
+    if len(out) >= limits.output_chars and "…[output truncated" not in out:
+        out += "\n…[output truncated]"  # killed before the child could write its own marker
     if rc == EXIT_OK and not wall_killed:
         return RunResult("ok", out, "", elapsed)
     if rc == EXIT_ERROR:

@@ -70,7 +70,8 @@ MAX_CODE_CHARS = 50_000
 
 @dataclass
 class PolicyReport:
-    """What the checker found: refusals (``line N: reason``) and the modules the code imports."""
+    """What the checker found: refusals (``line N: reason``) and the top-level modules the code imports
+    (allowed or not: the runner preloads only the allowed ones)."""
 
     violations: list[str] = field(default_factory=list)
     imports: set[str] = field(default_factory=set)
@@ -105,8 +106,9 @@ class _Checker(ast.NodeVisitor):
 
     # --- imports -------------------------------------------------------------------------------
     def _check_module(self, node: ast.AST, name: str) -> bool:
-        if name in ALLOWED_MODULES or name in ALLOWED_SUBMODULES:
+        if name:
             self.report.imports.add(name.split(".")[0])
+        if name in ALLOWED_MODULES or name in ALLOWED_SUBMODULES:
             return True
         allowed = ", ".join(sorted(ALLOWED_MODULES))
         self.refuse(node, f"import of '{name}' is not allowed (allowed modules: {allowed})")
