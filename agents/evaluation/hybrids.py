@@ -1,4 +1,4 @@
-"""The paper's hybrids (section 3.3): ReAct → CoT-SC and CoT-SC → ReAct, built from the base modes.
+"""The paper's hybrids, ReAct → CoT-SC and CoT-SC → ReAct, built from the base modes.
 
 CoT-SC samples ``n`` chains of thought at a higher temperature and takes the majority answer.
 ``react_cot_sc`` runs ReAct and falls back to CoT-SC when ReAct gives no answer within its

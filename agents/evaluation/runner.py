@@ -9,6 +9,7 @@ finished; a rerun on the same folder skips the pairs already there.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -102,9 +103,8 @@ class _Pairs:
         try:
             model = self.factory()
             self._track(model)
-            key = lambda answer: vote_key(item.scorer, answer)  # noqa: E731 - one-line closure
             for event in run_any_mode(mode, item.question, model, self.registry, self.config,
-                                      sc_n=self.sc_n, vote_key=key):
+                                      sc_n=self.sc_n, vote_key=functools.partial(vote_key, item.scorer)):
                 trace.add(event)
         except Stopped:
             return None
