@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return ask_main(rest)
     if command == "eval":
-        from agents.evaluation.cli import eval_main
+        from agents.evaluate import eval_main
 
         return eval_main(rest)
     from agents.llm.stub_server import main as stub_main

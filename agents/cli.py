@@ -25,7 +25,8 @@ USAGE_ERROR = 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m agents ask", description="Ask one question in one or all modes.")
     parser.add_argument("question")
-    parser.add_argument("--mode", choices=[*ALL_MODES, "all"], default="all")
+    parser.add_argument("--mode", choices=[*ALL_MODES, "all", "react_cot_sc", "cot_sc_react", "cot_sc"], default="all",
+                        help="all = think, act and react side by side; the last three are the paper's CoT-SC hybrids")
     parser.add_argument("--protocol", choices=["text", "tools"], default="text",
                         help="text: the paper's Thought/Action format (any model); tools: native function calling")
     parser.add_argument("--max-steps", type=int, default=5, help="actions per run before a forced answer (1-50)")

@@ -19,7 +19,7 @@ from agents.events import Event, LLMError
 from agents.llm.base import ChatModel, LLMFailure
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
-from agents.modes import MODES, RunConfig, Stopped, run_mode
+from agents.modes import RunConfig, Stopped
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
@@ -64,10 +64,12 @@ class ComparisonRun:
         registry: ToolRegistry | None = None,
         config: RunConfig | None = None,
     ) -> None:
+        from agents.evaluation.hybrids import EVAL_MODES  # the paper's hybrids can be a fourth panel
+
         self.modes = list(dict.fromkeys(modes))
-        unknown = [m for m in self.modes if m not in MODES]
+        unknown = [m for m in self.modes if m not in EVAL_MODES]
         if unknown:
-            raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(MODES)}")
+            raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(EVAL_MODES)}")
         if registry is None:
             from tools import default_registry
 
@@ -117,6 +119,8 @@ class ComparisonRun:
                 t.join(max(0.0, deadline - time.monotonic()))
 
     def _worker(self, mode: str) -> None:
+        from agents.evaluation.hybrids import run_any_mode
+
         model = None
         try:
             model = self.factory()
@@ -124,7 +128,7 @@ class ComparisonRun:
                 self._models.append(model)
             if self.cancel.is_set():
                 return
-            for event in run_mode(mode, self.question, model, self.registry, self.config):
+            for event in run_any_mode(mode, self.question, model, self.registry, self.config):
                 self._events.put((mode, event))
                 if self.cancel.is_set():
                     return

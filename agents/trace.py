@@ -27,7 +27,8 @@ from agents.events import (
     event_to_dict,
 )
 
-MODE_TITLES = {"think": "Think-only", "act": "Act-only", "react": "ReAct"}
+MODE_TITLES = {"think": "Think-only", "act": "Act-only", "react": "ReAct", "cot_sc": "CoT-SC",
+               "react_cot_sc": "ReAct → CoT-SC", "cot_sc_react": "CoT-SC → ReAct"}
 
 
 @dataclass(frozen=True)
