@@ -189,6 +189,13 @@ def _wait_exit(proc: subprocess.Popen, deadline: float) -> bool:
     """Wait for the child to exit *without reaping it* (so its group id stays valid for killpg);
     SIGKILL the group at the deadline. Returns whether the deadline killed it."""
     killed = False
+    if not hasattr(os, "waitid"):  # macOS: no WNOWAIT; reap, accepting a tiny pid-reuse window for killpg
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            killed = True
+        return killed
     pause = 0.0005
     while True:
         try:
