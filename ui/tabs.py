@@ -15,7 +15,7 @@ from agents.prompts import render_prompt
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui.examples import by_category
-from ui.render import MODES, plain
+from ui.render import MODES, escape_html, plain
 
 CSS_PATH = Path(__file__).with_name("theme.css")
 TITLE = "Think · Act · ReAct"
@@ -67,7 +67,7 @@ def header(settings: LLMSettings, *, on_space: bool) -> tuple[gr.Markdown, gr.Ma
             with gr.Column(scale=0, min_width=200, elem_id="header-tools"):
                 gr.LoginButton(size="sm")  # only on a Space: it needs the Hub (and fails a local/CI launch)
     problem = settings.problem()
-    banner = gr.Markdown(f"⚙ **Setup needed.** {plain(problem)}" if problem else "", elem_id="setup-banner",
+    banner = gr.Markdown(f"⚙ **Setup needed.** {escape_html(problem)}" if problem else "", elem_id="setup-banner",
                          visible=bool(problem))
     return status, banner
 

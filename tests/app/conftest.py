@@ -1,0 +1,57 @@
+"""Shared fixtures for the app tests: a stub model server, an injected registry, a launched demo."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.pop("SPACE_ID", None)  # never build the Space variant (login button) by accident
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer
+from tools.calculator import calculate
+from tools.registry import ToolRegistry
+
+
+def calc_registry() -> ToolRegistry:
+    """Only the calculator: deterministic, offline, and what the stub's toy policy calls."""
+    return ToolRegistry([calculate])
+
+
+def stub_settings(server: StubLLMServer, **kw) -> LLMSettings:
+    return LLMSettings(model="stub", base_url=server.url, **kw)
+
+
+@contextlib.contextmanager
+def launched(demo) -> Iterator[str]:
+    """Launch ``demo`` on loopback (with the app's css/theme) and yield its URL."""
+    import app
+
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    try:
+        yield demo.local_url
+    finally:
+        demo.close()
+
+
+class AppKit:
+    """What app tests need, as one fixture (test modules here are not a package, so no imports)."""
+
+    registry = staticmethod(calc_registry)
+    settings = staticmethod(stub_settings)
+    launched = staticmethod(launched)
+
+
+@pytest.fixture(scope="session")
+def kit() -> type[AppKit]:
+    return AppKit
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return calc_registry()

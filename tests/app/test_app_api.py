@@ -1,0 +1,203 @@
+"""The app on loopback, driven through gradio_client against the local OpenAI-compatible stub server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import gradio as gr
+import pytest
+from gradio_client import Client, handle_file
+
+import app
+from agents.llm.settings import NOT_CONFIGURED, LLMSettings
+from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+
+QUESTION = "What is 17 * 23 + 5?"
+N_OUTPUTS = 9  # 3 panels, 3 metrics, status, table, export files
+
+
+def text_of(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def panel_text(panel: list) -> str:
+    return "\n".join(text_of(m) + " " + str((m.get("metadata") or {}).get("title", "")) for m in panel or [])
+
+
+def think_fails(body: dict) -> StubReply:
+    """The toy model, except that Think-only's request is refused with HTTP 401."""
+    system = str((body.get("messages") or [{}])[0].get("content") or "")
+    if "without any tools" in system:
+        return StubReply(status=401, error_body="bad token")
+    return toy_policy(body)
+
+
+def slow_policy(body: dict) -> StubReply:
+    return StubReply(text="Thought: " + "thinking " * 400, token_delay=0.05)
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLMServer(latency=0.3, token_delay=0.02) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(stub, kit):
+    demo = app.build_demo(settings=kit.settings(stub, token="hf_SECRET_TOKEN_XYZ"), registry=kit.registry())
+    with kit.launched(demo) as url:
+        yield Client(url, verbose=False)
+
+
+def first_requests_overlap(requests) -> bool:
+    """The first request of each of the three modes ran at the same time (not one after another)."""
+    first = sorted(requests, key=lambda r: r.started)[:3]
+    return max(r.started for r in first) < min(r.finished for r in first)
+
+
+def test_compare_streams_three_panels_in_parallel(client, stub):
+    stub.requests.clear()
+    job = client.submit(question=QUESTION, mode="All", api_name="/compare")
+    updates = list(job)
+    final = job.result()
+    assert len(final) == N_OUTPUTS
+    # several streamed updates, and panels that grew token by token before the answers arrived
+    assert len(updates) >= 5
+    partial = [u for u in updates if any(u[i] for i in range(3)) and "Final answer" not in panel_text(u[2])]
+    assert len(partial) >= 2
+    assert any("Writing" in panel_text(u[i]) for u in updates for i in range(3))
+    think, act, react = (panel_text(p) for p in final[:3])
+    assert "Final answer" in think and "Final answer" in act and "Final answer" in react
+    assert "396" in act and "396" in react
+    assert "calculate" in react and "Observation 1" in react
+    assert all("LLM call" in m for m in final[3:6])
+    assert "Done" in final[6] and "Agrees with" in final[7] and "Act-only and ReAct agree" in final[7]
+    # the three LLM streams overlapped in time
+    assert len(stub.requests) >= 5
+    assert first_requests_overlap(stub.requests)
+
+
+def test_predict_with_only_question_and_mode(client):
+    result = client.predict(question=QUESTION, mode="All", api_name="/compare")
+    assert len(result) == N_OUTPUTS and "396" in panel_text(result[2])
+
+
+def test_export_files_hold_the_trace_and_no_token(client):
+    result = client.predict(question=QUESTION, mode="ReAct", api_name="/compare")
+    paths = result[8]
+    json_path = next(p for p in paths if p.endswith(".json"))
+    md_path = next(p for p in paths if p.endswith(".md"))
+    data = json.load(open(json_path, encoding="utf-8"))
+    markdown = open(md_path, encoding="utf-8").read()
+    assert "hf_SECRET" not in json.dumps(data) + markdown
+    assert data["question"] == QUESTION and data["selection"] == "ReAct" and list(data["traces"]) == ["react"]
+    assert data["settings"]["model"] == "stub" and data["settings"]["tools"] == ["calculate"]
+    assert any(e["kind"] == "token" for e in data["traces"]["react"]["events"])
+    assert "### ReAct" in markdown and "396" in markdown
+    # ... and replays with no model: the replay endpoint plays it back into the panels
+    replayed = client.predict(handle_file(json_path), "instant", api_name="/replay")
+    assert "396" in panel_text(replayed[2]) and "not run" in panel_text(replayed[0])
+
+
+def test_single_mode_leaves_the_others_not_run(client):
+    result = client.predict(question=QUESTION, mode="Act", api_name="/compare")
+    assert "not run" in panel_text(result[0]) and "not run" in panel_text(result[2])
+    assert "396" in panel_text(result[1])
+    assert result[3] == "_not run_" or "not run" in result[3]
+
+
+@pytest.mark.parametrize(("question", "why"), [("   ", "Please type a question"), ("x" * 2001, "limit is 2,000")])
+def test_bad_input_is_refused_without_an_llm_call(client, stub, question, why):
+    stub.requests.clear()
+    result = client.predict(question=question, mode="All", api_name="/compare")
+    assert why in result[6] and why in panel_text(result[1])
+    assert stub.requests == []
+
+
+def test_settings_reach_the_model(client, stub):
+    stub.requests.clear()
+    client.predict(question=QUESTION, mode="Act", model="other-model", protocol="tools", max_steps=2,
+                   temperature=0.7, tools=["calculate"], api_name="/compare")
+    body = stub.requests[0].body
+    assert body["model"] == "other-model" and body["temperature"] == 0.7 and body.get("tools")
+
+
+def test_prompts_view(client):
+    think, act, react = client.predict(protocol="tools", max_steps=3, tools=["calculate"], api_name="/prompts")
+    assert "calculate" in act and "[tools" in act and "at most 3" not in think
+    assert "[system]" in react and "<question>" in react
+
+
+def test_stop_closes_every_stream(kit):
+    with StubLLMServer(responder=slow_policy) as slow:
+        demo = app.build_demo(settings=kit.settings(slow), registry=kit.registry())
+        with kit.launched(demo) as url:
+            job = Client(url, verbose=False).submit(question="think slowly", mode="All", api_name="/compare")
+            deadline = time.monotonic() + 20
+            while len([r for r in slow.requests if r.first_byte]) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(slow.requests) == 3
+            job.cancel()
+            deadline = time.monotonic() + 5
+            while any(r.finished is None for r in slow.requests) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            # each stream would have taken ~2.5 s more; all three were closed promptly
+            assert all(r.finished is not None for r in slow.requests)
+            assert all(r.finished - r.first_byte < 2.0 for r in slow.requests)
+            time.sleep(0.5)
+            assert len(slow.requests) == 3  # and no mode went on to a new call
+
+
+def test_model_error_stays_in_its_panel(kit):
+    with StubLLMServer(responder=think_fails) as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as url:
+            result = Client(url, verbose=False).predict(question=QUESTION, mode="All", api_name="/compare")
+    think, act, react = (panel_text(p) for p in result[:3])
+    assert "Model error" in think and "refused" in think
+    assert "396" in act and "396" in react and "Model error" not in act + react
+
+
+def test_unconfigured_app_starts_and_explains_the_three_ways(kit):
+    demo = app.build_demo(settings=LLMSettings(), registry=kit.registry())
+    banner = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "setup-banner")
+    assert "HF_TOKEN" in banner.value and "LLM_BASE_URL" in banner.value and banner.visible
+    assert not any(isinstance(b, gr.LoginButton) for b in demo.blocks.values())
+    with kit.launched(demo) as url:
+        c = Client(url, verbose=False)
+        result = c.predict(question=QUESTION, mode="All", api_name="/compare")
+        assert NOT_CONFIGURED[:40] in result[6]
+        assert "calculate" in c.predict(api_name="/prompts")[2]  # other tabs still work
+
+
+@pytest.mark.filterwarnings("ignore:Gradio does not support OAuth features outside of a Space")
+def test_login_button_only_on_a_space(kit, monkeypatch):
+    import gradio.oauth
+
+    # off a Space, Gradio mocks the login with the machine's own HF login (a Hub call): stub that out
+    monkeypatch.setattr(gradio.oauth, "_get_mocked_oauth_info", lambda: {"userinfo": {}})
+    demo = app.build_demo(settings=LLMSettings(), registry=kit.registry(), on_space=True)
+    assert any(isinstance(b, gr.LoginButton) for b in demo.blocks.values())
+
+
+def test_many_visitors_run_at_once(client, stub):
+    """Runs from different visitors are not serialized by the queue."""
+    stub.requests.clear()
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(
+        client.predict(question=QUESTION, mode="Think", api_name="/compare"))) for _ in range(4)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    wall = time.perf_counter() - start
+    assert len(results) == 4
+    one = max(r.finished - r.started for r in stub.requests)
+    assert wall < 4 * one  # four 0.3 s+ calls finished in well under four sequential calls
+    assert max(r.started for r in stub.requests) < min(r.finished for r in stub.requests)
