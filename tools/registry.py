@@ -142,8 +142,22 @@ class _TTLCache:
             self._data[key] = (time.monotonic(), value)
 
 
-# Tools that time out keep running in these daemon threads; the agent loop moves on.
-_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tool")
+def _start(t: Tool, kwargs: dict[str, Any]) -> concurrent.futures.Future:
+    """Run one call in its own daemon thread. A tool that times out keeps running there while the
+    agent loop moves on; unlike a shared pool, hung calls can never fill it up, and no call's
+    timeout is spent waiting in a queue behind other visitors' calls."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def target() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(t.fn(**kwargs))
+        except BaseException as exc:  # noqa: BLE001 - delivered to the caller through the future
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name=f"tool-{t.name}", daemon=True).start()
+    return future
 
 
 @dataclass
@@ -214,7 +228,7 @@ def _one_line(text: str) -> str:
 
 
 def _run_with_timeout(t: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
-    future = _EXECUTOR.submit(t.fn, **kwargs)
+    future = _start(t, kwargs)
     try:
         return str(future.result(timeout=t.timeout_s)), False
     except ToolFailure as exc:

@@ -278,3 +278,29 @@ def test_default_registry_has_the_contracted_tools() -> None:
 def test_call_tool_entry_point() -> None:
     assert call_tool("calculate", "6 * 7").output == "42"
     assert call_tool("Calculate", {"expression": "2^10"}).output == "1024"
+
+
+def test_many_concurrent_slow_calls_do_not_queue_behind_each_other():
+    """40 visitors' calls at once: none may spend its timeout waiting for a free worker."""
+    import threading as _threading
+    import time as _time
+
+    from tools.registry import ToolRegistry as _Registry
+    from tools.registry import tool as _tool
+
+    @_tool(timeout_s=1.0)
+    def slow(query: str) -> str:
+        """Sleeps a little."""
+        _time.sleep(0.4)
+        return "done"
+
+    registry = _Registry([slow])
+    results = []
+    threads = [_threading.Thread(target=lambda: results.append(registry.call("slow", "q"))) for _ in range(40)]
+    start = _time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.output for r in results] == ["done"] * 40
+    assert _time.perf_counter() - start < 1.0
