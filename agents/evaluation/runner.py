@@ -9,6 +9,7 @@ finished; a rerun on the same folder skips the pairs already there.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -204,11 +205,14 @@ def run_eval(
     modes = _check_modes(modes)
     records: list[dict[str, Any]] = []
     started = time.perf_counter()
-    for event in iter_eval(items, modes, model_factory=model_factory, registry=registry, config=config,
-                           concurrency=concurrency, out_dir=out_dir, sc_n=sc_n):
-        records = event.records
-        if progress is not None:
-            progress(event)
+    events = iter_eval(items, modes, model_factory=model_factory, registry=registry, config=config,
+                       concurrency=concurrency, out_dir=out_dir, sc_n=sc_n)
+    # closing(): if progress raises, stop the workers now, not whenever the traceback lets go of the generator
+    with contextlib.closing(events):
+        for event in events:
+            records = event.records
+            if progress is not None:
+                progress(event)
     name = dataset or (items[0].dataset if items else "")
     summary = summarise(order_records(records, items, modes), modes, name, total_items=len(items))
     summary["wall_s"] = round(time.perf_counter() - started, 3)
