@@ -249,7 +249,7 @@ def mark_stopped(*panels: list) -> tuple:
         for m in messages:
             meta = m.get("metadata") if isinstance(m, dict) else getattr(m, "metadata", None)
             if meta and meta.get("status") == "pending":
-                meta["status"] = "done"
+                del meta["status"]  # no spinner, and the partial text stays open to read
                 pending = True
         if pending:
             messages.append(gr.ChatMessage(role="assistant", content="■ **Stopped** by the user."))

@@ -1,0 +1,175 @@
+"""The page in headless Chromium (Playwright with the system Chromium) against the stub model.
+
+Screenshots land in ``artifacts/`` (gitignored): 1366×768 after a run, and a phone-width one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+import app
+from agents.events import FinalAnswer, Thought, TokenDelta, Usage
+from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from agents.trace import Trace
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+        "--no-first-run", "--disable-component-update", "--disable-sync"]
+PAYLOAD = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=1</script> <b>bold?</b>'
+PANELS = ("#panel-think", "#panel-act", "#panel-react")
+
+if CHROMIUM is None:
+    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
+def responder(body: dict) -> StubReply:
+    """The toy model, plus an HTML payload answer and a very slow reply, chosen by the question."""
+    question = next((str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"), "")
+    if "HTML test" in question:
+        return StubReply(text=f"Thought: here it comes\nFinal Answer: {PAYLOAD}")
+    if "slowly" in question:
+        return StubReply(text="Thought: " + "pondering " * 300, token_delay=0.05)
+    return toy_policy(body)
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLMServer(responder, latency=0.05, token_delay=0.005) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def url(stub, kit):
+    demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
+    with kit.launched(demo) as local_url:
+        yield local_url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, url):
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    pg = context.new_page()
+    external: list[str] = []
+    # The page must work with no network at all: refuse anything that is not the app itself.
+    pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+             else (external.append(route.request.url), route.abort()))
+    pg.goto(url)
+    pg.wait_for_selector("#run-btn")
+    pg.external = external  # type: ignore[attr-defined]
+    yield pg
+    context.close()
+
+
+def panel_text(pg, selector: str) -> str:
+    return pg.inner_text(selector)
+
+
+def wait_for_answers(pg, timeout: float = 30_000) -> None:
+    pg.wait_for_function(
+        "sel => sel.every(s => (document.querySelector(s)?.innerText || '').includes('Final answer'))",
+        arg=list(PANELS), timeout=timeout)
+
+
+def test_example_run_fills_three_panels_side_by_side(page):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_role("tab", name="Arithmetic traps").click()
+    page.get_by_role("button", name="17 × 23 + 5").click()
+    assert page.input_value("#question textarea") == "What is 17 * 23 + 5?"
+    page.click("#run-btn")
+    wait_for_answers(page)
+    page.wait_for_selector("#comparison table")
+    assert "396" in panel_text(page, "#panel-act") and "396" in panel_text(page, "#panel-react")
+    assert "LLM call" in panel_text(page, "#metrics-react")
+    boxes = [page.locator(s).bounding_box() for s in PANELS]
+    assert abs(boxes[0]["y"] - boxes[2]["y"]) < 5 and boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]
+    assert all(b["width"] > 380 for b in boxes)  # three readable columns at 1366 px
+    font = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#panel-react .message')).fontSize)")
+    assert font >= 14
+    page.wait_for_timeout(700)  # let the step boxes finish opening
+    page.screenshot(path=str(ARTIFACTS / "browser-1366x768.png"))
+    # presentation mode enlarges the text, in the browser only
+    page.locator("#presentation input").check()
+    page.wait_for_function("() => document.body.classList.contains('presentation')")
+    bigger = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#panel-react .message')).fontSize)")
+    assert bigger >= font * 1.25
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / "browser-1366x768-presentation.png"))
+    assert page.external == []  # type: ignore[attr-defined]
+
+
+def test_phone_width_stacks_the_panels(page):
+    page.set_viewport_size({"width": 400, "height": 860})
+    page.fill("#question textarea", "What is 17 * 23 + 5?")
+    page.click("#run-btn")
+    wait_for_answers(page)
+    boxes = [page.locator(s).bounding_box() for s in PANELS]
+    assert boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"]
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 400 + 1  # nothing overflows sideways
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "browser-400-phone.png"), full_page=True)
+
+
+def test_html_in_an_answer_is_shown_not_executed(page):
+    page.fill("#question textarea", "HTML test: what does this render?")
+    page.click("#run-btn")
+    wait_for_answers(page)
+    time.sleep(0.3)
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.locator("#panels img[src='x'], #panels script, #panels b:text('bold?')").count() == 0
+    assert "<img src=x" in panel_text(page, "#panel-react")  # the markup is visible as text
+
+
+def test_stop_stops_all_panels(page, stub):
+    page.fill("#question textarea", "Think slowly about this")
+    stub.requests.clear()
+    page.click("#run-btn")
+    page.wait_for_function(
+        "sel => sel.every(s => (document.querySelector(s)?.innerText || '').includes('pondering'))",
+        arg=list(PANELS), timeout=20_000)
+    page.click("#stop-btn")
+    page.wait_for_function(
+        "sel => sel.every(s => (document.querySelector(s)?.innerText || '').includes('Stopped'))",
+        arg=list(PANELS), timeout=10_000)
+    deadline = time.monotonic() + 5
+    while any(r.finished is None for r in stub.requests) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stub.requests and all(r.finished is not None for r in stub.requests)  # every stream closed
+    before = [panel_text(page, s) for s in PANELS]
+    time.sleep(1.0)
+    assert [panel_text(page, s) for s in PANELS] == before  # nothing moves any more
+    assert len(stub.requests) == 3
+
+
+def test_replay_works_offline(page, tmp_path):
+    trace = Trace("react", "Replayed question?")
+    for t, event in enumerate([TokenDelta("Thought: from the file", "thought"), Usage(1, 1, 0.1),
+                               Thought("from the file"), FinalAnswer("replayed 42")]):
+        trace.add(event, t * 0.05)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"question": "Replayed question?", "selection": "ReAct",
+                                "traces": {"react": trace.to_dict()}}), encoding="utf-8")
+    page.set_input_files("#replay-file input[type=file]", str(path))
+    page.wait_for_timeout(500)
+    page.click("#replay-btn")
+    page.wait_for_function("() => (document.querySelector('#panel-react')?.innerText || '').includes('replayed 42')",
+                           timeout=15_000)
+    assert "not run" in panel_text(page, "#panel-think")
+    assert page.input_value("#question textarea") == "Replayed question?"
+    assert page.external == []  # type: ignore[attr-defined]
