@@ -47,6 +47,65 @@ def default_model_factory(settings: LLMSettings | None = None) -> ModelFactory:
     return lambda: HFInferenceModel(resolved)
 
 
+class OpenModels:
+    """The model clients a run has open, so a cancel can close them all at once, from any thread."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+        self._models: list[ChatModel] = []
+        self._lock = threading.Lock()
+
+    def add(self, model: ChatModel) -> None:
+        with self._lock:
+            self._models.append(model)
+        if self.cancel.is_set():  # cancelled while the client was being made
+            model.close()
+
+    def discard(self, model: ChatModel) -> None:
+        with self._lock:
+            if model in self._models:
+                self._models.remove(model)
+        model.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            models = list(self._models)
+        for model in models:
+            model.close()
+
+
+def run_one(
+    mode: str,
+    question: str,
+    factory: ModelFactory,
+    registry: ToolRegistry,
+    config: RunConfig,
+    models: OpenModels,
+    **options: object,
+) -> Iterator[Event]:
+    """One mode's run on a fresh model client, as events: a failure ends it with an ``LLMError``,
+    a cancel ends it quietly, and the client is closed however it ends (also when the caller
+    stops iterating). ``options`` go to the hybrid modes (``sc_n``, ``vote_key``)."""
+    from agents.evaluation.hybrids import run_any_mode  # the paper's hybrids are modes too
+
+    model = None
+    try:
+        model = factory()
+        models.add(model)
+        if not config.cancel.is_set():
+            yield from run_any_mode(mode, question, model, registry, config, **options)  # type: ignore[arg-type]
+    except Stopped:
+        return
+    except LLMFailure as exc:
+        yield LLMError(str(exc))
+    except Exception as exc:  # one mode's bug must not take the others down
+        log.exception("mode %s failed", mode)
+        yield LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}")
+    finally:
+        if model is not None:
+            models.discard(model)
+
+
 class ComparisonRun:
     """Selected modes running concurrently, one thread and one model client each.
 
@@ -79,8 +138,7 @@ class ComparisonRun:
         self.cancel = threading.Event()
         self.config = replace(config or RunConfig(), cancel=self.cancel)
         self._events: queue.Queue = queue.Queue()
-        self._models: list[ChatModel] = []
-        self._lock = threading.Lock()
+        self._models = OpenModels(self.cancel)
         self._threads = [threading.Thread(target=self._worker, args=(m,), name=f"mode-{m}", daemon=True)
                          for m in self.modes]
         self._remaining = len(self._threads)
@@ -109,39 +167,19 @@ class ComparisonRun:
     def close(self) -> None:
         """Cancel every mode, close every client (ending in-flight requests) and join the threads."""
         self.cancel.set()
-        with self._lock:
-            models = list(self._models)
-        for model in models:
-            model.close()
+        self._models.close_all()
         deadline = time.monotonic() + JOIN_TIMEOUT_S  # one budget for all threads, not one each
         for t in self._threads:
             if t.is_alive() and t is not threading.current_thread():
                 t.join(max(0.0, deadline - time.monotonic()))
 
     def _worker(self, mode: str) -> None:
-        from agents.evaluation.hybrids import run_any_mode
-
-        model = None
         try:
-            model = self.factory()
-            with self._lock:
-                self._models.append(model)
-            if self.cancel.is_set():
-                return
-            for event in run_any_mode(mode, self.question, model, self.registry, self.config):
+            for event in run_one(mode, self.question, self.factory, self.registry, self.config, self._models):
                 self._events.put((mode, event))
                 if self.cancel.is_set():
-                    return
-        except LLMFailure as exc:
-            self._events.put((mode, LLMError(str(exc))))
-        except Stopped:
-            pass
-        except Exception as exc:
-            log.exception("mode %s failed", mode)
-            self._events.put((mode, LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}")))
+                    break
         finally:
-            if model is not None:
-                model.close()
             self._events.put((mode, _DONE))
 
 

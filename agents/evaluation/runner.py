@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,20 +20,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from agents.comparison import ModelFactory, OpenModels, run_one
 from agents.evaluation.datasets import Item
-from agents.evaluation.hybrids import DEFAULT_SC_SAMPLES, EVAL_MODES, run_any_mode
+from agents.evaluation.hybrids import DEFAULT_SC_SAMPLES, EVAL_MODES
 from agents.evaluation.report import summarise
 from agents.evaluation.scoring import score, vote_key
 from agents.evaluation.store import ResultStore
-from agents.events import LLMError
-from agents.llm.base import ChatModel, LLMFailure
-from agents.modes import RunConfig, Stopped
+from agents.modes import RunConfig
 from agents.trace import Trace
 from tools.registry import ToolRegistry
-
-log = logging.getLogger(__name__)
-
-ModelFactory = Callable[[], ChatModel]
 
 
 @dataclass(frozen=True)
@@ -93,54 +87,25 @@ class _Pairs:
         self.factory, self.registry, self.store, self.sc_n = factory, registry, store, sc_n
         self.cancel = threading.Event()
         self.config = replace(config, cancel=self.cancel)
-        self._open: list[ChatModel] = []
-        self._lock = threading.Lock()
+        self.models = OpenModels(self.cancel)
 
     def run(self, item: Item, mode: str) -> dict[str, Any] | None:
         """Run, score and save one pair; None when it was cancelled before it could finish."""
         if self.cancel.is_set():
             return None
-        trace, model = Trace(mode, item.question), None
-        try:
-            model = self.factory()
-            self._track(model)
-            for event in run_any_mode(mode, item.question, model, self.registry, self.config,
-                                      sc_n=self.sc_n, vote_key=functools.partial(vote_key, item.scorer)):
-                trace.add(event)
-        except Stopped:
-            return None
-        except LLMFailure as exc:
-            trace.add(LLMError(str(exc)))
-        except Exception as exc:  # one pair's bug is that pair's error, not the run's end
-            log.exception("pair %s/%s failed", item.id, mode)
-            trace.add(LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}"))
-        finally:
-            if model is not None:
-                self._untrack(model)
+        trace = Trace(mode, item.question)
+        for event in run_one(mode, item.question, self.factory, self.registry, self.config, self.models,
+                             sc_n=self.sc_n, vote_key=functools.partial(vote_key, item.scorer)):
+            trace.add(event)
         trace.finish()
         if self.cancel.is_set() and (trace.answer is None or trace.error):
             return None  # cut short by the cancel (e.g. its stream was closed): run it again next time
         return self.store.append(make_record(item, mode, trace), trace)
 
-    def _track(self, model: ChatModel) -> None:
-        with self._lock:
-            self._open.append(model)
-        if self.cancel.is_set():
-            model.close()
-
-    def _untrack(self, model: ChatModel) -> None:
-        with self._lock:
-            if model in self._open:
-                self._open.remove(model)
-        model.close()
-
     def stop(self) -> None:
         """Cancel: no new pairs start, running ones stop at their next model call, open streams close."""
         self.cancel.set()
-        with self._lock:
-            models = list(self._open)
-        for model in models:
-            model.close()
+        self.models.close_all()
 
 
 def iter_eval(
