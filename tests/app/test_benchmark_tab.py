@@ -1,0 +1,202 @@
+"""The Benchmark tab: its pure helpers, Stop closing the run, and ``/benchmark`` driven through gradio_client."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import threading
+import time
+
+import gradio as gr
+import pytest
+from gradio_client import Client, handle_file
+
+from agents.evaluation import summarise
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from agents.modes import RunConfig
+from ui import benchmark_tab as bt
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+QUESTIONS = [("What is 17 * 23 + 5?", "396"), ("What is 12 * 12?", "144"), ("What is 1000 - 1?", "999")]
+
+
+def write_jsonl(path, rows) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def arith(tmp_path) -> str:
+    return write_jsonl(tmp_path / "arith.jsonl", [{"question": q, "answer": a} for q, a in QUESTIONS])
+
+
+# --- pure helpers -------------------------------------------------------------------------------
+
+
+def test_clamp_and_clock():
+    assert bt.clamp("7", 1, 8, 4) == 7 and bt.clamp(99, 1, 8, 4) == 8 and bt.clamp(0, 1, 8, 4) == 1
+    assert bt.clamp(None, 1, 8, 4) == 4 and bt.clamp("x", 1, 8, 4) == 4 and bt.clamp(2.7, 1, 8, 4) == 2
+    assert [bt.clock(s) for s in (0, 42, 725, 3723, -3)] == ["0:00", "0:42", "12:05", "1:02:03", "0:00"]
+
+
+def test_progress_line():
+    assert bt.progress_line(0, 30, 0) == "0 / 30 pairs · 0:00 elapsed"
+    assert bt.progress_line(12, 30, 42) == "12 / 30 pairs · 0:42 elapsed · ~1:03 left"
+    assert bt.progress_line(30, 30, 90, errors=1) == "30 / 30 pairs · 1:30 elapsed · 1 error"
+    assert bt.progress_line(3, 30, 9, errors=2).endswith("· 2 errors")
+
+
+def test_mode_names_accept_ids_and_labels_and_refuse_nonsense():
+    assert bt.mode_names(["react", "Think-only (CoT)", "act", "react"]) == ["react", "think", "act"]
+    assert bt.mode_names([" CoT-SC → ReAct "]) == ["cot_sc_react"]
+    with pytest.raises(bt.BenchmarkError, match="at least one mode"):
+        bt.mode_names([])
+    with pytest.raises(bt.BenchmarkError, match="Unknown mode.*telepathy"):
+        bt.mode_names(["think", "telepathy"])
+
+
+def test_prepare_builtin_caps_and_clamps():
+    plan = bt.prepare("handwritten", None, 3, ["think"], concurrency=50, sc_n=0)
+    assert len(plan.items) == 3 and plan.modes == ["think"] and (plan.concurrency, plan.sc_n) == (8, 1)
+    assert plan.note == ""
+    capped = bt.prepare("hotpotqa", None, 500, ["react"], max_n=4)  # a visitor on the owner's credits
+    assert len(capped.items) == 4 and "capped at 4" in capped.note and capped.items[0].dataset == "hotpotqa"
+
+
+def test_prepare_refuses_with_one_readable_line(tmp_path, arith):
+    assert [i.answer for i in bt.prepare(bt.UPLOAD, arith, 10, ["act"]).items] == ["396", "144", "999"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("question,gold\nWhat?,42\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
+    cases = [((bt.UPLOAD, None), "Upload a CSV or JSONL"), ((bt.UPLOAD, str(bad)), r"missing column\(s\) answer"),
+             ((bt.UPLOAD, str(tmp_path / "notes.txt")), "unsupported file type .txt"),
+             ((bt.UPLOAD, str(tmp_path / "gone.jsonl")), "no such file"), (("squad2", None), "Unknown dataset")]
+    for (dataset, upload), message in cases:
+        with pytest.raises(bt.BenchmarkError, match=message):
+            bt.prepare(dataset, upload, 10, ["think"])
+
+
+def test_table_and_charts_put_the_papers_figure_beside_ours():
+    records = [{"id": "q1", "mode": m, "em": em, "f1": em, "tokens": 100, "scorer": "squad"}
+               for m, em in (("think", 0.0), ("react", 1.0))]
+    summary = summarise(records, ["think", "react", "act"], "hotpotqa", total_items=1)
+    table = bt.table_frame(summary)
+    assert list(table["Mode"]) == ["Think-only (CoT)", "ReAct", "Act-only"]
+    assert table.loc[2, "EM %"] == "–" and table.loc[1, "EM %"] == 100.0 and table.loc[1, "Paper %"] == 27.4
+    plot = bt.score_plot(summary)
+    bars = plot.value["data"]
+    assert [row[-1] for row in bars][:4] == ["Think-only (CoT)", "Think-only (CoT) (paper)", "ReAct", "ReAct (paper)"]
+    assert plot.y_title == "EM %" and plot.sort == [row[-1] for row in bars]
+
+
+def test_export_dir_is_fresh_and_old_ones_go(tmp_path, monkeypatch):
+    monkeypatch.setattr(bt, "EXPORT_ROOT", tmp_path / "exports")
+    first = bt.export_dir()
+    old = time.time() - 2 * bt.EXPORT_TTL_S
+    os.utime(first, (old, old))
+    second = bt.export_dir()
+    assert second != first and os.path.isdir(second) and not os.path.exists(first)
+
+
+def test_not_configured_and_no_modes_are_messages_not_crashes():
+    with gr.Blocks():
+        tab = bt.build_benchmark_tab(LLMSettings(model="m"), None)  # type: ignore[arg-type]
+
+    async def frames(*args):
+        return [f async for f in tab["handler"](*args)]
+
+    (first,) = asyncio.run(frames("handwritten", None, 3, ["think"]))
+    assert first[0].startswith("⚠") and "is not set — no model is configured" in first[0]
+    with gr.Blocks():
+        tab = bt.build_benchmark_tab(LLMSettings(model="m", base_url="http://127.0.0.1:9/v1"), None)  # type: ignore[arg-type]
+    (first,) = asyncio.run(frames("handwritten", None, 3, []))
+    assert first[0] == "⚠ Pick at least one mode to benchmark."
+
+
+# --- Stop closes the run ---------------------------------------------------------------------------
+
+
+def slow_policy(body: dict) -> StubReply:
+    return StubReply(text="Thought: " + "hmm " * 400, token_delay=0.05)
+
+
+def run_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(("bench-pump", "eval"))]
+
+
+def test_closing_the_stream_cancels_the_workers_and_their_model_streams(kit, arith):
+    with StubLLMServer(slow_policy) as server:
+        plan = bt.prepare(bt.UPLOAD, arith, 3, ["think", "react"], concurrency=2)
+
+        async def start_then_stop() -> tuple:
+            frames = bt.benchmark_frames(plan, kit.settings(server), kit.registry(), RunConfig())
+            first = await anext(frames)
+            while len(server.requests) < 2:
+                await asyncio.sleep(0.05)
+            await frames.aclose()  # what Gradio's cancel does to the handler
+            return first
+
+        first = asyncio.run(start_then_stop())
+        assert first[0].startswith("● 0 / 6 pairs")
+        deadline = time.monotonic() + 10
+        while run_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not run_threads()
+        sent = len(server.requests)
+        time.sleep(0.5)
+        assert len(server.requests) == sent <= 4  # nothing new started after Stop
+
+
+# --- /benchmark through gradio_client --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bench(kit):
+    with StubLLMServer(toy_policy, latency=0.1) as server:
+        with gr.Blocks() as demo:
+            with gr.Tab("Benchmark"):
+                bt.build_benchmark_tab(kit.settings(server, token="hf_SECRET_TOKEN_XYZ"), kit.registry(),
+                                       refresh_s=0.2)
+        with kit.launched(demo) as url:
+            yield demo, Client(url, verbose=False)
+
+
+def test_benchmark_event_has_its_own_queue(bench):
+    demo, _ = bench
+    (fn,) = [f for f in demo.fns.values() if f.api_name == "benchmark"]
+    assert fn.concurrency_id == "benchmark" and fn.concurrency_limit == bt.RUNS_AT_ONCE and fn.queue
+
+
+def test_benchmark_streams_progress_then_table_charts_and_files(bench, arith):
+    _, client = bench
+    job = client.submit(dataset=bt.UPLOAD, upload=handle_file(arith), n=10, modes=["think", "act", "react"],
+                        concurrency=1, sc_n=1, api_name="/benchmark")
+    updates = list(job)
+    final = job.result()
+    live = [u for u in updates if str(u[0]).startswith("●")]
+    assert len(live) >= 3 and any(" / 9 pairs" in u[0] and not u[0].startswith("● 0 /") for u in live)
+    assert final[0].startswith("✔ Done: 9 / 9 pairs"), final[0]
+    table = final[1]
+    rows = {row[0]: dict(zip(table["headers"], row, strict=True)) for row in table["data"]}
+    assert set(rows) == {"Think-only (CoT)", "Act-only", "ReAct"}
+    assert rows["Act-only"]["Accuracy %"] == 100.0 and rows["ReAct"]["Accuracy %"] == 100.0  # via the calculator
+    assert rows["Think-only (CoT)"]["Accuracy %"] == 0.0 and all(r["n"] == 3 for r in rows.values())
+    assert final[2] and final[3]  # both charts arrived
+    files = {os.path.basename(p): p for p in final[4]}
+    assert set(files) == {"summary.json", "summary.csv", "results.csv"}
+    summary_text = open(files["summary.json"], encoding="utf-8").read()
+    assert "SECRET" not in summary_text and json.loads(summary_text)["modes"]["react"]["em"] == 1.0
+    with open(files["results.csv"], encoding="utf-8") as f:
+        assert len(list(csv.DictReader(f))) == 9
+
+
+def test_benchmark_bad_upload_is_the_dataset_message(bench, tmp_path):
+    _, client = bench
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "What is 2 + 2?"}\n', encoding="utf-8")
+    result = client.predict(dataset=bt.UPLOAD, upload=handle_file(str(bad)), n=5, modes=["act"],
+                            api_name="/benchmark")
+    assert result[0].startswith("⚠") and "missing column" in result[0] and "answer" in result[0]
