@@ -18,7 +18,7 @@ from agents.llm.settings import LLMSettings
 from tools.registry import ToolRegistry
 from ui import tabs
 from ui.replay import SPEEDS, ReplayError, load_recording
-from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, refusal, replay
+from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
@@ -88,16 +88,23 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         outputs = [*chats, *metrics, status, table, exports]
 
-        def as_outputs(frame: Frame) -> tuple:
-            return (*frame.panels, *frame.metrics, frame.status, frame.table, frame.files)
+        def as_outputs(frame: Frame, components: list = outputs) -> list:
+            # Streamed events use postprocess=False: the components' own postprocess runs here, inline,
+            # instead of once per output per frame on Gradio's thread pool (8× the CPU, and a thread hop
+            # each: under load those hops, not the model, were what delayed the first token).
+            values = (*frame.panels, *frame.metrics, frame.status, frame.table, frame.files)
+            return prepared(components, values)
 
         async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                           max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
                           oauth_token: gr.OAuthToken | None = None):
             """Run the question through the chosen modes in parallel; streams the three panels, then
             the three metrics lines, the status line, the comparison table and the export files."""
-            run_settings = settings.with_overrides(model=model, token=oauth_token.token if oauth_token else None)
-            enabled = registry.subset(tools if tools is not None else registry.names)
+            # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); make_config and
+            # live_run validate them, which saves Gradio a thread hop per input on every run.
+            run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
+                                                   token=oauth_token.token if oauth_token else None)
+            enabled = registry.subset([str(t) for t in tools] if isinstance(tools, list) else registry.names)
             config = make_config(protocol, max_steps, temperature)
             async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory):
                 yield as_outputs(frame)
@@ -105,21 +112,24 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         run_event = gr.on([run_btn.click, question.submit], compare,
                           inputs=[question, mode, model, protocol, max_steps, temperature, tools], outputs=outputs,
                           api_name="compare", concurrency_limit=RUN_CONCURRENCY, concurrency_id="compare",
-                          show_progress="hidden", trigger_mode="once")
+                          show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
+
+        replay_outputs = [*outputs[:-1], question]
 
         async def play(path: str | None, speed_label: str = "2×"):
             """Replay a JSON export in the panels (no model or network needed)."""
             try:
                 recording = load_recording(path or "")
             except ReplayError as exc:
-                yield (*as_outputs(refusal(str(exc)))[:-1], gr.skip(), gr.skip())
+                frame = refusal(str(exc))
+                yield as_outputs(frame, outputs)[:-1] + [None]
                 return
             async for frame in replay(recording, speed_label):
-                yield (*as_outputs(frame)[:-1], gr.skip(), gr.skip() if frame.question is None else frame.question)
+                yield as_outputs(frame, outputs)[:-1] + prepared([question], [recording.question])
 
-        replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=[*outputs, question],
-                                        api_name="replay", concurrency_limit=RUN_CONCURRENCY,
-                                        concurrency_id="replay", show_progress="hidden")
+        replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=replay_outputs, api_name="replay",
+                                        concurrency_limit=RUN_CONCURRENCY, concurrency_id="replay",
+                                        show_progress="hidden", postprocess=False)
 
         async def stopped(*panels: list) -> tuple:
             await asyncio.sleep(0.2)  # let the cancelled run's last update land first

@@ -96,6 +96,8 @@ class Panel:
     _reasoning: gr.ChatMessage | None = None
     _reasoning_text: str = ""
     _pending: gr.ChatMessage | None = None
+    _draft_stale: bool = False
+    _reasoning_stale: bool = False
 
     @property
     def title(self) -> str:
@@ -143,6 +145,7 @@ class Panel:
         """Close spinners; a run that ended without an answer or an error says so."""
         self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
         self._close_pending()
+        self._render_live()
         if self._reasoning is not None:
             self._reasoning.metadata["status"] = "done"
             self._reasoning = None
@@ -156,7 +159,16 @@ class Panel:
         self.done = True
 
     def value(self) -> list[gr.ChatMessage]:
+        self._render_live()
         return list(self.messages)
+
+    def _render_live(self) -> None:
+        """Streamed text is rendered when shown, not per token (a frame carries many tokens)."""
+        if self._draft is not None and self._draft_stale:
+            self._draft.content = safe_markdown(self._draft_text)
+        if self._reasoning is not None and self._reasoning_stale:
+            self._reasoning.content = fenced(self._reasoning_text)
+        self._draft_stale = self._reasoning_stale = False
 
     # -- internals -------------------------------------------------------------------------
 
@@ -182,18 +194,19 @@ class Panel:
                 self._reasoning = self._append("", title=f"⋯ Hidden reasoning · LLM call {self.calls + 1}",
                                                status="pending")
             self._reasoning_text += event.text
-            self._reasoning.content = fenced(self._reasoning_text)
+            self._reasoning_stale = True
             return
         if self._draft is None:
             self._draft_text = ""
             self._draft = self._append("", title=f"✍ Writing… · LLM call {self.calls + 1}", status="pending")
         self._draft_text += event.text
-        self._draft.content = safe_markdown(self._draft_text)
+        self._draft_stale = True
         if event.channel == "answer":
             self._draft.metadata["title"] = f"✍ Writing the answer… · LLM call {self.calls + 1}"
 
     def _end_call(self, usage: Usage) -> None:
         self.calls += 1
+        self._render_live()
         if self._reasoning is not None:
             self._reasoning.metadata["status"] = "done"
             self._reasoning.metadata["duration"] = round(usage.elapsed_s, 2)
@@ -208,6 +221,7 @@ class Panel:
     def _keep_draft(self, title: str) -> None:
         if self._draft is None:
             return
+        self._render_live()
         if self._draft_text.strip():
             self._draft.metadata["title"] = title
             self._draft.metadata["status"] = "done"

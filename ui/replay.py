@@ -29,6 +29,7 @@ SPEEDS = {"1× (original pace)": 1.0, "2×": 2.0, "4×": 4.0, "instant": 0.0}
 MAX_REPLAY_BYTES = 20_000_000
 EXPORT_DIR = Path(tempfile.gettempdir()) / "think-act-react-exports"
 EXPORT_TTL_S = 3600.0
+_last_cleanup = 0.0
 
 
 class ReplayError(ValueError):
@@ -107,9 +108,11 @@ def write_exports(data: dict[str, Any], directory: Path | None = None) -> tuple[
 
 
 def _cleanup(base: Path) -> None:
-    """Drop export folders older than an hour (best effort: a Space's disk is small)."""
-    if not base.is_dir():
+    """Drop export folders older than an hour (best effort: a Space's disk is small); every few minutes."""
+    global _last_cleanup
+    if not base.is_dir() or time.monotonic() - _last_cleanup < 300:
         return
+    _last_cleanup = time.monotonic()
     cutoff = time.time() - EXPORT_TTL_S
     for child in base.iterdir():
         try:

@@ -1,27 +1,29 @@
 """One visitor's run (or replay) as a stream of :class:`Frame`\\ s — what the page shows next.
 
-``live_run`` consumes :func:`agents.comparison.run_comparison` in a pump thread and hands its
-events to this async generator, which updates the panels and yields at most every
-``throttle`` seconds (the first token of each LLM call and every structured step go out at
-once). The generator never blocks for long, so Gradio's cancel (the Stop button, a closed tab)
-lands promptly; its ``finally`` closes the run's model clients, which ends their streams, and
-the pump thread then closes ``run_comparison`` (cancelling the mode threads).
+``live_run`` runs an :class:`agents.comparison.ComparisonRun`; a pump thread hands its events to
+this async generator, which updates the panels and yields at most every
+:func:`frame_interval` seconds: 50 ms normally, longer when many runs share the server, since
+every frame costs Gradio a few milliseconds of CPU per output. The first text of each panel
+goes out at once. The generator never blocks for long, so Gradio's cancel (the Stop button, a
+closed tab) lands promptly; its ``finally`` closes the run (cancels the modes and closes their
+model clients, which ends their streams).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
-from agents.comparison import run_comparison, validate_question
+from agents.comparison import ComparisonRun, validate_question
 from agents.events import Event, FinalAnswer, LLMError, TokenDelta
 from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
@@ -36,9 +38,62 @@ from ui.replay import SPEEDS, Recording, export_dict, run_settings, schedule, wr
 log = logging.getLogger(__name__)
 
 THROTTLE_S = 0.05
+FRAME_BUDGET_PER_S = 80  # frames/s for all live runs together (each costs Gradio ~3 ms of CPU) before runs refresh less often
 TICK_S = 1.0  # refresh the live seconds counter this often while nothing happens
 ModelFactory = Callable[[LLMSettings], ChatModel]
 _END = object()
+_live = 0  # runs streaming right now, in this process
+_live_lock = threading.Lock()
+
+
+def frame_interval(throttle: float = THROTTLE_S) -> float:
+    """Seconds between two frames of one run: ``throttle``, or more when many runs stream at once."""
+    return max(throttle, _live / FRAME_BUDGET_PER_S)
+
+
+class _Inbox:
+    """Events from the pump thread to the event loop, waking the loop at most once per drain.
+
+    A fast stream produces hundreds of tokens a second per run; one ``call_soon_threadsafe``
+    per token would keep the event loop (shared by every visitor) busy with wake-ups.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: collections.deque = collections.deque()
+        self._lock = threading.Lock()
+        self._signalled = False
+        self._ready = asyncio.Event()
+
+    def put(self, item: object) -> None:
+        """From any thread."""
+        with self._lock:
+            self._items.append(item)
+            if self._signalled:
+                return
+            self._signalled = True
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening any more
+            self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def drain(self, timeout: float) -> list:
+        """Everything queued so far, waiting up to ``timeout`` seconds for something (may return [])."""
+        with self._lock:
+            empty = not self._items
+        if empty:
+            with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), timeout)
+        with self._lock:
+            items = list(self._items)
+            self._items.clear()
+            self._signalled = False
+            self._ready.clear()
+        return items
+
+
+def _track(delta: int) -> None:
+    global _live
+    with _live_lock:
+        _live += delta
 
 
 @dataclass
@@ -62,14 +117,28 @@ class _View:
         self.traces = {m: Trace(m, question) for m in modes}
         self.panels = {m: Panel(m) for m in modes}
         self.started = time.perf_counter()
+        self._metrics: dict[str, tuple[tuple, str]] = {}
+        self._steps = dict.fromkeys(modes, 0)  # non-token events so far, per mode
 
     def add(self, mode: str, event: Event, t: float | None = None) -> bool:
-        """Record an event; True when it should be shown at once (a step, or a call's first token)."""
+        """Record an event; True when it should be shown at once (the first text of a panel)."""
         panel = self.panels[mode]
-        fresh_call = isinstance(event, TokenDelta) and not panel.streaming
+        first = not panel.messages
         self.traces[mode].add(event, t)
         panel.add(event)
-        return fresh_call or not isinstance(event, TokenDelta)
+        if not isinstance(event, TokenDelta):
+            self._steps[mode] += 1
+        return first and bool(panel.messages)
+
+    def metrics(self, mode: str, running: bool) -> str:
+        """The metrics line, recomputed only after a step or when the shown seconds change."""
+        trace = self.traces[mode]
+        key = (self._steps[mode], round(trace.elapsed_s, 1), running)
+        cached = self._metrics.get(mode)
+        if cached is None or cached[0] != key:
+            cached = (key, render.metrics_markdown(trace, running=running))
+            self._metrics[mode] = cached
+        return cached[1]
 
     def finished(self, mode: str) -> bool:
         return self.panels[mode].done or bool(self.traces[mode].of(FinalAnswer) or self.traces[mode].of(LLMError))
@@ -80,11 +149,24 @@ class _View:
         for m in MODES:
             if m in self.panels:
                 panels.append(self.panels[m].value())
-                metrics.append(render.metrics_markdown(self.traces[m], running=not final and not self.finished(m)))
+                metrics.append(self.metrics(m, running=not final and not self.finished(m)))
             else:
                 panels.append(render.not_run(m, self.selection))
                 metrics.append(render.metrics_markdown(None))
         return Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
+
+
+def prepared(components: list, values: Iterable[Any]) -> list:
+    """Values as the browser receives them: each component's own ``postprocess``, serialised.
+
+    For events registered with ``postprocess=False`` (see ``app.py``): cheaper than letting Gradio
+    do it per output on its thread pool, with the same result for the page and API clients.
+    """
+    out = []
+    for component, value in zip(components, values, strict=True):
+        value = component.postprocess(value)
+        out.append(value.model_dump() if hasattr(value, "model_dump") else value)
+    return out
 
 
 def refusal(message: str, question: str | None = None) -> Frame:
@@ -131,67 +213,50 @@ async def live_run(
     view = _View(question, selection, modes)
     where = render.plain(settings.describe())
     make = model_factory or HFInferenceModel
-    models: list[ChatModel] = []
-    lock = threading.Lock()
-
-    def factory() -> ChatModel:
-        model = make(settings)
-        with lock:
-            models.append(model)
-        return model
-
-    loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue = asyncio.Queue()
-    stop = threading.Event()
-    events = run_comparison(question, modes, model_factory=factory, registry=registry, config=config)
-
-    def post(item: object) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening any more
-            loop.call_soon_threadsafe(inbox.put_nowait, item)
+    run = ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
+    inbox = _Inbox(asyncio.get_running_loop())
 
     def pump() -> None:
         try:
-            for item in events:
-                post(item)
-                if stop.is_set():
-                    break
+            while (item := run.poll()) is not None:
+                inbox.put(item)
         except Exception as exc:
             log.exception("run failed")
-            post(exc)
+            inbox.put(exc)
         finally:
-            events.close()
-            post(_END)
+            inbox.put(_END)
 
     thread = threading.Thread(target=pump, name="run-pump", daemon=True)
     failure: Exception | None = None
+    running = f"● Running **{selection}** on {where}…"
+    _track(+1)
     try:
+        run.start()
         thread.start()
-        yield view.frame(f"● Running **{selection}** on {where}…")
-        last, dirty = time.perf_counter(), False
-        while True:
-            wait = max(0.0, last + throttle - time.perf_counter()) if dirty else TICK_S
-            try:
-                item = await asyncio.wait_for(inbox.get(), wait)
-            except (asyncio.TimeoutError, TimeoutError):
-                dirty, last = False, time.perf_counter()
-                yield view.frame(f"● Running **{selection}** on {where}…")
-                continue
-            if item is _END:
-                break
-            if isinstance(item, Exception):
-                failure = item
-                continue
-            mode, event = item  # type: ignore[misc]
-            urgent = view.add(mode, event)
-            dirty = True
-            if urgent or time.perf_counter() - last >= throttle:
-                dirty, last = False, time.perf_counter()
-                yield view.frame(f"● Running **{selection}** on {where}…")
+        yield view.frame(running)
+        last, dirty, ended = time.perf_counter(), False, False
+        while not ended:
+            interval = frame_interval(throttle)
+            items = await inbox.drain(max(0.0, last + interval - time.perf_counter()) if dirty else TICK_S)
+            urgent = False
+            for item in items:
+                if item is _END:
+                    ended = True
+                elif isinstance(item, Exception):
+                    failure = item
+                else:
+                    mode, event = item  # type: ignore[misc]
+                    urgent = view.add(mode, event) or urgent
+                    dirty = True
+            now = time.perf_counter()
+            if not ended and (urgent or now - last >= (interval if dirty else TICK_S)):
+                dirty, last = False, now
+                yield view.frame(running)
     finally:
-        stop.set()
-        with lock:
-            for model in models:
-                model.close()  # ends in-flight streams now; the pump then closes run_comparison
+        _track(-1)
+        # Stop, a closed tab, or the end: cancel every mode and close the clients still open (which ends
+        # their streams at once). close() joins the mode threads, so it runs off the event loop.
+        threading.Thread(target=run.close, name="run-close", daemon=True).start()
     for panel in view.panels.values():
         panel.finish()
     elapsed = time.perf_counter() - view.started
