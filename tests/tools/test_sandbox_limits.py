@@ -22,8 +22,9 @@ RESOURCE_ATTACKS = [
     ("busy-arithmetic", "x = 0\nwhile True:\n    x = (x + 1) % 7", "timeout", "CPU limit"),
     ("sleep", "import time\ntime.sleep(60)", "timeout", "wall-clock limit"),
     ("sleep-loop", "import time\nwhile True:\n    time.sleep(0.1)", "timeout", "wall-clock limit"),
-    ("list-growth", "x = []\nwhile True:\n    x.append('a' * 1000)", "memory", "Memory limit exceeded (256 MB)"),
-    ("int-list-growth", "x = []\nwhile True:\n    x.append(1)", "memory", "Memory limit exceeded"),
+    # Growth loops hit the memory or the CPU limit first depending on the machine's speed and load: both contain it.
+    ("list-growth", "x = []\nwhile True:\n    x.append('a' * 1000)", ("memory", "timeout"), "limit"),
+    ("int-list-growth", "x = []\nwhile True:\n    x.append(1)", ("memory", "timeout"), "limit"),
     ("string-doubling", "s = 'x'\nwhile True:\n    s = s + s", "memory", "Memory limit exceeded"),
     ("huge-power", "2**(10**9)", "timeout", "CPU limit"),
     ("tower-power", "10**10**10", "timeout", "CPU limit"),
@@ -48,11 +49,11 @@ RESOURCE_ATTACKS = [
 @pytest.mark.parametrize(
     "code, status, message", [a[1:] for a in RESOURCE_ATTACKS], ids=[a[0] for a in RESOURCE_ATTACKS]
 )
-def test_resource_attacks_end_within_the_limits(code: str, status: str, message: str) -> None:
+def test_resource_attacks_end_within_the_limits(code: str, status: str | tuple[str, ...], message: str) -> None:
     start = time.monotonic()
     result = run_python(code, SMALL)
     elapsed = time.monotonic() - start
-    assert result.status == status, (result.status, result.error)
+    assert result.status in ((status,) if isinstance(status, str) else status), (result.status, result.error)
     assert message in result.error
     assert elapsed < SMALL.wall_s + 1.5
     assert len(result.output) < SMALL.output_chars + 200
