@@ -263,9 +263,9 @@ async def live_run(
     status = f"✔ Done in {elapsed:.1f} s on {where}." if failure is None else (
         f"⚠ The run failed: {render.safe_markdown(str(failure))}")
     files = None
-    if export:
+    if export:  # off the event loop: other visitors' frames keep flowing while the files are written
         data = export_dict(question, selection, view.traces, config_settings(settings, config, registry))
-        files = list(write_exports(data))
+        files = list(await asyncio.to_thread(write_exports, data, None, view.traces))
     yield view.frame(status, final=True, table=render.comparison_markdown(view.traces), files=files)
 
 
