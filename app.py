@@ -70,8 +70,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                     replay_file = gr.File(label="Replay a saved run (JSON)", file_types=[".json"], type="filepath",
                                           elem_id="replay-file")
                     with gr.Row():
-                        speed = gr.Radio(list(SPEEDS), value="2×", label="Replay speed", scale=3)
-                        replay_btn = gr.Button("⏯ Replay", elem_id="replay-btn", scale=1, min_width=80)
+                        speed = gr.Radio(list(SPEEDS), value=next(iter(SPEEDS)), label="Replay speed", scale=3)
+                        replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
             with gr.Accordion("Settings", open=False, elem_id="settings"):
                 with gr.Row():
                     model = gr.Dropdown(models, value=settings.model, allow_custom_value=True, label="Model",
@@ -88,12 +88,12 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         outputs = [*chats, *metrics, status, table, exports]
 
-        def as_outputs(frame: Frame, components: list = outputs) -> list:
+        def as_outputs(frame: Frame, files: bool = True) -> list:
             # Streamed events use postprocess=False: the components' own postprocess runs here, inline,
             # instead of once per output per frame on Gradio's thread pool (8× the CPU, and a thread hop
             # each: under load those hops, not the model, were what delayed the first token).
-            values = (*frame.panels, *frame.metrics, frame.status, frame.table, frame.files)
-            return prepared(components, values)
+            values = [*frame.panels, *frame.metrics, frame.status, frame.table, frame.files]
+            return prepared(outputs, values) if files else prepared(outputs[:-1], values[:-1])
 
         async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                           max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
@@ -116,16 +116,15 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         replay_outputs = [*outputs[:-1], question]
 
-        async def play(path: str | None, speed_label: str = "2×"):
+        async def play(path: str | None, speed_label: str = "1× (original pacing)"):
             """Replay a JSON export in the panels (no model or network needed)."""
             try:
                 recording = load_recording(path or "")
             except ReplayError as exc:
-                frame = refusal(str(exc))
-                yield as_outputs(frame, outputs)[:-1] + [None]
+                yield [*as_outputs(refusal(str(exc)), files=False), gr.skip()]
                 return
             async for frame in replay(recording, speed_label):
-                yield as_outputs(frame, outputs)[:-1] + prepared([question], [recording.question])
+                yield [*as_outputs(frame, files=False), recording.question]
 
         replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=replay_outputs, api_name="replay",
                                         concurrency_limit=RUN_CONCURRENCY, concurrency_id="replay",

@@ -1,0 +1,1 @@
+"""Rendering helpers and page pieces for the Gradio app (``app.py`` is layout + wiring only)."""

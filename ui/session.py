@@ -169,10 +169,14 @@ def prepared(components: list, values: Iterable[Any]) -> list:
     return out
 
 
-def refusal(message: str, question: str | None = None) -> Frame:
-    """A frame that shows ``message`` in every panel and the status line, with no model call."""
-    panel = render.notice(f"⚠ {render.safe_markdown(message)}")
+def refusal(message: str, question: str | None = None, *, short: str | None = None) -> Frame:
+    """A frame that shows ``message`` in the status line (``short`` or the message in every panel), no model call."""
+    panel = render.notice(f"⚠ {render.safe_markdown(short or message)}")
     return Frame((panel, panel, panel), ("", "", ""), f"⚠ {render.safe_markdown(message)}", "", None, question)
+
+
+NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKEN, sign in with Hugging Face "
+                        "(on the Space) or set LLM_BASE_URL — see the status line above.")
 
 
 def make_config(protocol: str, max_steps: Any, temperature: Any) -> RunConfig:
@@ -203,10 +207,11 @@ async def live_run(
     problem = validate_question(question)
     if problem is None and selection not in MODE_CHOICES:
         problem = f"Unknown mode {selection!r}: choose Think, Act, ReAct or All."
-    if problem is None:
-        problem = settings.problem()
     if problem is not None:
         yield refusal(problem)
+        return
+    if settings.problem() is not None:
+        yield refusal(str(settings.problem()), short=NOT_CONFIGURED_SHORT)
         return
     assert question is not None
     modes = MODE_CHOICES[selection]

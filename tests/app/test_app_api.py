@@ -201,3 +201,10 @@ def test_many_visitors_run_at_once(client, stub):
     one = max(r.finished - r.started for r in stub.requests)
     assert wall < 4 * one  # four 0.3 s+ calls finished in well under four sequential calls
     assert max(r.started for r in stub.requests) < min(r.finished for r in stub.requests)
+
+
+def test_replay_refuses_a_bad_file(client, tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_text("{not json", encoding="utf-8")
+    result = client.predict(handle_file(str(junk)), "instant", api_name="/replay")
+    assert "not valid JSON" in result[6] and "not valid JSON" in panel_text(result[0])

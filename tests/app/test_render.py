@@ -337,15 +337,15 @@ def test_live_run_error_stays_in_its_panel(registry):
     assert "Done" in frames[-1].status and "Agrees with" in frames[-1].table
 
 
-@pytest.mark.parametrize(("question", "settings", "why"), [
-    ("   ", LLMSettings(model="fake", base_url="http://x/v1"), "Please type a question"),
-    ("x" * 2001, LLMSettings(model="fake", base_url="http://x/v1"), "the limit is 2,000"),
-    ("What is 2+2?", LLMSettings(), NOT_CONFIGURED[:30]),
+@pytest.mark.parametrize(("question", "settings", "why", "in_panel"), [
+    ("   ", LLMSettings(model="fake", base_url="http://x/v1"), "Please type a question", "Please type a question"),
+    ("x" * 2001, LLMSettings(model="fake", base_url="http://x/v1"), "the limit is 2,000", "the limit is 2,000"),
+    ("What is 2+2?", LLMSettings(), NOT_CONFIGURED[:30], "No model is configured"),
 ])
-def test_live_run_refuses_without_calling_the_model(registry, question, settings, why):
+def test_live_run_refuses_without_calling_the_model(registry, question, settings, why, in_panel):
     FakeModel.calls.clear()
     frames = collect(live_run(question, "All", settings, registry, make_config("text", 5, 0.2), model_factory=FakeModel))
-    assert len(frames) == 1 and why in frames[0].status and why in frames[0].panels[1][0].content
+    assert len(frames) == 1 and why in frames[0].status and in_panel in frames[0].panels[1][0].content
     assert FakeModel.calls == []
 
 
