@@ -2,8 +2,9 @@
 
 Three processes, as in production: the app (this process), the stub model (real HTTP + SSE
 with injected latency, standing in for the provider) and the visitors, each with its own
-``gradio_client.Client`` (connected before the clock starts), all running mode "All" through
-the ``/compare`` endpoint.
+``gradio_client.Client``. Before the clock starts each visitor "opens the page" (connects and
+runs the page-load event, which starts its Gradio session, as a browser does); then all click
+Run at once: mode "All" through the ``/compare`` endpoint.
 
 1. wall(N visitors at once) ÷ wall(1 visitor) — goal ≤ 1.5, with 0 errors
 2. first token on screen: from the stub server sending a mode's first SSE byte to the first
@@ -94,6 +95,8 @@ def visitors_main(url: str, first: int, count: int, conn, stagger: float = 0.0) 
     # httpx client for every call, ~50 ms of CPU each with verification on) and leave export files
     # on the server, so the visitors' process does not eat the CPU the app is being measured on.
     clients = [Client(url, verbose=False, ssl_verify=False, download_files=False) for _ in range(count)]
+    for client in clients:  # "open the page": a browser's load event (the Prompts view) starts the session
+        client.predict(api_name="/prompts")
     out: dict = {}
     go, start_at = threading.Event(), [0.0]
     threads = [threading.Thread(target=visit, args=(clients[k], first + k, go, start_at, out, stagger * k / count))
