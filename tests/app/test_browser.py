@@ -23,7 +23,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
         "--no-first-run", "--disable-component-update", "--disable-sync"]
-PAYLOAD = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=1</script> <b>bold?</b>'
+PAYLOAD = ('<img src=x onerror="window.__pwned=1"> <script>window.__pwned=1</script> <b>bold?</b> '
+           '[click me](javascript:window.__pwned=1)')
 PANELS = ("#panel-think", "#panel-act", "#panel-react")
 
 if CHROMIUM is None:
@@ -133,6 +134,7 @@ def test_html_in_an_answer_is_shown_not_executed(page):
     time.sleep(0.3)
     assert page.evaluate("() => window.__pwned") is None
     assert page.locator("#panels img[src='x'], #panels script, #panels b:text('bold?')").count() == 0
+    assert page.locator("#panels a[href^='javascript']").count() == 0
     assert "<img src=x" in panel_text(page, "#panel-react")  # the markup is visible as text
 
 
