@@ -43,6 +43,7 @@ class HFInferenceModel:
         self._closed = threading.Event()
         self._stop_rejected = False
         self._thread: int | None = None  # the thread streaming now, so close() can interrupt its read
+        self._thread_lock = threading.Lock()  # close() may abort only while that thread is in *our* stream
 
     def stream(
         self,
@@ -58,8 +59,22 @@ class HFInferenceModel:
         kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "tools": tools or None}
         stop = None if self._stop_rejected else (stop or None)
         started = time.monotonic()
-        self._thread = threading.get_ident()
-        abort.clear_thread(self._thread)
+        with self._thread_lock:
+            self._thread = threading.get_ident()
+            abort.clear_thread(self._thread)
+        try:
+            yield from self._attempts(messages, stop, kwargs, deadline, started)
+        finally:
+            # Thread ids are reused (pools, later runs): once this stream ends, a late close()
+            # must not reach whatever the thread does next.
+            with self._thread_lock:
+                if self._thread is not None:
+                    abort.clear_thread(self._thread)
+                self._thread = None
+
+    def _attempts(
+        self, messages: list[Message], stop: list[str] | None, kwargs: dict[str, Any], deadline: float, started: float
+    ) -> Iterator[Chunk]:
         for attempt in range(1, MAX_TRIES + 1):
             if self._closed.is_set():
                 raise LLMFailure("the run was stopped")
@@ -161,8 +176,9 @@ class HFInferenceModel:
     def close(self) -> None:
         """End any in-flight stream; later calls fail fast with 'the run was stopped'."""
         self._closed.set()
-        if self._thread is not None:
-            abort.abort_thread(self._thread)
+        with self._thread_lock:
+            if self._thread is not None:
+                abort.abort_thread(self._thread)
         try:
             self._client.close()
         except Exception:  # noqa: BLE001 - closing must never raise

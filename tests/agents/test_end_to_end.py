@@ -205,3 +205,16 @@ def test_model_close_before_the_read_still_aborts_it(server):
     with pytest.raises(Exception) as info:
         list(model.stream([{"role": "user", "content": "hi"}]))
     assert str(info.value) == "the run was stopped" and time.perf_counter() - start < 2
+
+
+def test_late_close_does_not_reach_the_next_stream_on_the_same_thread(server):
+    """Thread ids are reused: closing a finished model must not abort another model's stream."""
+    settings = LLMSettings(base_url=server.url, model="stub", timeout_s=10)
+    first, second = HFInferenceModel(settings), HFInferenceModel(settings)
+    server.script("done", StubReply(text="a fairly long streamed reply " * 4, token_delay=0.02))
+    assert "".join(c.text for c in first.stream([{"role": "user", "content": "hi"}])) == "done"
+    chunks = second.stream([{"role": "user", "content": "hi"}])
+    text = next(chunks).text
+    first.close()  # late, from the same thread that now streams for `second`
+    text += "".join(c.text for c in chunks)
+    assert text == "a fairly long streamed reply " * 4
