@@ -9,6 +9,7 @@ settings can be logged or shown in the UI safely.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -73,7 +74,7 @@ class LLMSettings:
     def describe(self) -> str:
         """One status line for the UI and CLI, never containing a token."""
         if self.base_url:
-            return f"{self.model} at {self.base_url}"
+            return f"{self.model} at {re.sub(r'//[^/@]*@', '//', self.base_url)}"  # no user:password@
         if self.token:
             return f"{self.model} via the {ROUTER} (provider: {self.provider or 'auto'})"
         return "no model configured"

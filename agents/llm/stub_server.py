@@ -117,6 +117,8 @@ class StubLLMServer:
 class _QuietServer(ThreadingHTTPServer):
     """Clients abandon streams on purpose (the cut at ``Observation``, Stop): not worth a traceback."""
 
+    request_queue_size = 128  # bursts of visitors connect at once; the default backlog of 5 stalls them
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys
 
