@@ -17,6 +17,7 @@ import gradio as gr
 from agents.llm.settings import LLMSettings
 from tools.registry import ToolRegistry
 from ui import tabs
+from ui.benchmark_tab import build_benchmark_tab
 from ui.replay import SPEEDS, ReplayError, load_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
 
@@ -83,6 +84,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                     tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
         with gr.Tab("Prompts", id="prompts"):
             tabs.prompts_tab(registry, protocol, max_steps, tools, demo)
+        with gr.Tab("Benchmark", id="benchmark"):
+            build_benchmark_tab(settings, registry, model_factory=model_factory, model=model, protocol=protocol,
+                                max_steps=max_steps, temperature=temperature, tools=tools, on_space=on_space)
         with gr.Tab("About", id="about"):
             tabs.about_tab(on_space)
 
