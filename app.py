@@ -18,6 +18,7 @@ from agents.llm.settings import LLMSettings
 from tools.registry import ToolRegistry
 from ui import tabs
 from ui.benchmark_tab import build_benchmark_tab
+from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, load_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
 
@@ -63,6 +64,12 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                                 placeholder=f"**{label}** — press Run"))
                         metrics.append(gr.Markdown("", label=f"{label} metrics", elem_id=f"metrics-{key}",
                                                    elem_classes="metrics"))
+                with gr.Column(min_width=260, elem_classes="panel-col", elem_id="col-fourth", visible=False) as col4:
+                    chat4 = gr.Chatbot(label="Hybrid", elem_id="panel-fourth", elem_classes="panel-chat",
+                                       height=PANEL_HEIGHT, resizable=True, feedback_options=None, layout="panel",
+                                       group_consecutive_messages=False, buttons=["copy_all"],
+                                       placeholder="**Hybrid** — pick one under Settings → Fourth panel")
+                    metrics4 = gr.Markdown("", label="Hybrid metrics", elem_id="metrics-fourth", elem_classes="metrics")
             table = gr.Markdown("", label="Comparison", elem_id="comparison")
             with gr.Row():
                 exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",
@@ -82,6 +89,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                     max_steps = gr.Slider(1, 10, value=5, step=1, label="Max steps")
                     temperature = gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature")
                     tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
+                    fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
+                                         info="The ReAct paper's hybrids with chain-of-thought self-consistency")
         with gr.Tab("Prompts", id="prompts"):
             tabs.prompts_tab(registry, protocol, max_steps, tools, demo)
         with gr.Tab("Benchmark", id="benchmark"):
@@ -90,35 +99,43 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         with gr.Tab("About", id="about"):
             tabs.about_tab(on_space)
 
-        outputs = [*chats, *metrics, status, table, exports]
+        fourth.change(lambda choice: gr.Column(visible=choice != "None"), fourth, col4, api_visibility="private",
+                      show_progress="hidden")
+        # The three panels come first (the API's contract), the optional hybrid panel last.
+        outputs = [*chats, *metrics, status, table, exports, chat4, metrics4]
 
         def as_outputs(frame: Frame, files: bool = True) -> list:
             # Streamed events use postprocess=False: the components' own postprocess runs here, inline,
             # instead of once per output per frame on Gradio's thread pool (8× the CPU, and a thread hop
             # each: under load those hops, not the model, were what delayed the first token).
-            values = [*frame.panels, *frame.metrics, frame.status, frame.table, frame.files]
-            return prepared(outputs, values) if files else prepared(outputs[:-1], values[:-1])
+            values = [*frame.panels, *frame.metrics, frame.status, frame.table, frame.files, frame.fourth,
+                      frame.fourth_metrics]
+            pairs = [(c, v) for c, v in zip(outputs, values, strict=True) if files or c is not exports]
+            return prepared([c for c, _ in pairs], [v for _, v in pairs])
 
         async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                           max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                          oauth_token: gr.OAuthToken | None = None):
+                          fourth: str = "None", oauth_token: gr.OAuthToken | None = None):
             """Run the question through the chosen modes in parallel; streams the three panels, then
-            the three metrics lines, the status line, the comparison table and the export files."""
+            the three metrics lines, the status line, the comparison table, the export files, and the
+            optional fourth (hybrid) panel with its metrics."""
             # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); make_config and
             # live_run validate them, which saves Gradio a thread hop per input on every run.
             run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
                                                    token=oauth_token.token if oauth_token else None)
             enabled = registry.subset([str(t) for t in tools] if isinstance(tools, list) else registry.names)
             config = make_config(protocol, max_steps, temperature)
-            async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory):
+            async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
+                                        fourth=fourth if isinstance(fourth, str) else None):
                 yield as_outputs(frame)
 
         run_event = gr.on([run_btn.click, question.submit], compare,
-                          inputs=[question, mode, model, protocol, max_steps, temperature, tools], outputs=outputs,
+                          inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth],
+                          outputs=outputs,
                           api_name="compare", concurrency_limit=RUN_CONCURRENCY, concurrency_id="compare",
                           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
 
-        replay_outputs = [*outputs[:-1], question]
+        replay_outputs = [*(o for o in outputs if o is not exports), question]
 
         async def play(path: str | None, speed_label: str = "1× (original pacing)"):
             """Replay a JSON export in the panels (no model or network needed)."""
@@ -139,7 +156,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             return mark_stopped(*panels)
 
         stop_btn.click(fn=None, cancels=[run_event, replay_event]).then(
-            stopped, inputs=chats, outputs=[*chats, status], api_visibility="private", show_progress="hidden")
+            stopped, inputs=[*chats, chat4], outputs=[*chats, chat4, status], api_visibility="private",
+            show_progress="hidden")
 
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:

@@ -21,6 +21,20 @@ from agents.trace import MODE_TITLES, Trace, metrics_line
 
 MODES = ("think", "act", "react")
 MODE_CHOICES = {"Think": ("think",), "Act": ("act",), "ReAct": ("react",), "All": MODES}
+# The paper's hybrids, shown in an optional fourth panel beside the selected modes.
+HYBRIDS = {"None": None, "ReAct → CoT-SC": "react_cot_sc", "CoT-SC → ReAct": "cot_sc_react"}
+PANEL_MODES = (*MODES, "react_cot_sc", "cot_sc_react")
+
+
+def hybrid_mode(choice: str | None) -> str | None:
+    """A fourth-panel choice (label or mode id) → mode id, None for none; ValueError if unknown."""
+    if choice in (None, "", "None", "none"):
+        return None
+    if choice in HYBRIDS:
+        return HYBRIDS[choice]
+    if choice in HYBRIDS.values():
+        return choice
+    raise ValueError(f"Unknown fourth panel {choice!r}: choose one of {', '.join(HYBRIDS)}.")
 SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
 
 # ---------------------------------------------------------------------------------------------

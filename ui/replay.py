@@ -22,7 +22,7 @@ from typing import Any
 from agents.events import Event
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES, Trace
-from ui.render import MODES, agreement, comparison_markdown, comparison_rows
+from ui.render import PANEL_MODES, agreement, comparison_markdown, comparison_rows
 
 FORMAT = "think-act-react/run@1"
 SPEEDS = {"1× (original pace)": 1.0, "2×": 2.0, "4×": 4.0, "instant": 0.0}
@@ -175,8 +175,8 @@ def load_recording(source: str | Path | bytes) -> Recording:
         traces = traces_from_export(data)
     except (ValueError, TypeError, AttributeError, KeyError) as exc:
         raise ReplayError(f"The traces in that file could not be read: {exc}") from None
-    traces = {m: traces[m] for m in (*MODES, *traces) if m in traces}  # panel order
-    unknown = [m for m in traces if m not in MODES]
+    traces = {m: traces[m] for m in (*PANEL_MODES, *traces) if m in traces}  # panel order
+    unknown = [m for m in traces if m not in PANEL_MODES]
     if unknown:
         raise ReplayError(f"Unknown mode(s) in the file: {', '.join(unknown)}.")
     question = str(data.get("question") or next((t.question for t in traces.values()), ""))
@@ -187,5 +187,5 @@ def load_recording(source: str | Path | bytes) -> Recording:
 def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:
     """All events of all traces ordered by their time offset (ties keep each trace's order)."""
     merged = [(t, i, mode, e) for mode, trace in traces.items() for i, (t, e) in enumerate(trace.events)]
-    merged.sort(key=lambda x: (x[0], MODES.index(x[2]) if x[2] in MODES else 9, x[1]))
+    merged.sort(key=lambda x: (x[0], PANEL_MODES.index(x[2]) if x[2] in PANEL_MODES else 9, x[1]))
     return [(t, mode, e) for t, _, mode, e in merged]

@@ -32,7 +32,7 @@ from agents.modes import RunConfig
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
-from ui.render import MODE_CHOICES, MODES, Panel
+from ui.render import MODE_CHOICES, MODES, PANEL_MODES, Panel, hybrid_mode
 from ui.replay import SPEEDS, Recording, export_dict, run_settings, schedule, write_exports
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,8 @@ class Frame:
     files: list[str] | None = None
     question: str | None = None  # replay only: the recorded question
     extra: dict[str, Any] = field(default_factory=dict)
+    fourth: list = field(default_factory=list)  # the optional hybrid panel (after everything else)
+    fourth_metrics: str = ""
 
 
 class _View:
@@ -153,7 +155,12 @@ class _View:
             else:
                 panels.append(render.not_run(m, self.selection))
                 metrics.append(render.metrics_markdown(None))
-        return Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
+        frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
+        hybrid = next((m for m in self.modes if m not in MODES), None)
+        if hybrid is not None:
+            frame.fourth = self.panels[hybrid].value()
+            frame.fourth_metrics = self.metrics(hybrid, running=not final and not self.finished(hybrid))
+        return frame
 
 
 def prepared(components: list, values: Iterable[Any]) -> list:
@@ -202,11 +209,17 @@ async def live_run(
     model_factory: ModelFactory | None = None,
     throttle: float = THROTTLE_S,
     export: bool = True,
+    fourth: str | None = None,
 ) -> AsyncIterator[Frame]:
-    """Run the selected modes in parallel and yield frames until they all finish."""
+    """Run the selected modes (plus an optional hybrid in the fourth panel) in parallel and yield
+    frames until they all finish."""
     problem = validate_question(question)
     if problem is None and selection not in MODE_CHOICES:
         problem = f"Unknown mode {selection!r}: choose Think, Act, ReAct or All."
+    try:
+        hybrid = hybrid_mode(fourth)
+    except ValueError as exc:
+        problem = problem or str(exc)
     if problem is not None:
         yield refusal(problem)
         return
@@ -214,7 +227,7 @@ async def live_run(
         yield refusal(str(settings.problem()), short=NOT_CONFIGURED_SHORT)
         return
     assert question is not None
-    modes = MODE_CHOICES[selection]
+    modes = MODE_CHOICES[selection] + ((hybrid,) if hybrid else ())
     view = _View(question, selection, modes)
     where = render.plain(settings.describe())
     make = model_factory or HFInferenceModel
@@ -283,7 +296,7 @@ def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegi
 async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S) -> AsyncIterator[Frame]:
     """Play a saved run back into the panels with its original pacing divided by ``speed`` (0: instant)."""
     factor = SPEEDS.get(speed, 1.0) if isinstance(speed, str) else float(speed)
-    modes = tuple(m for m in MODES if m in recording.traces)
+    modes = tuple(m for m in PANEL_MODES if m in recording.traces)
     view = _View(recording.question, recording.selection, modes)
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
     status = f"▶ Replaying **{recording.selection}** recorded on {backend}…"

@@ -15,7 +15,7 @@ from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 
 QUESTION = "What is 17 * 23 + 5?"
-N_OUTPUTS = 9  # 3 panels, 3 metrics, status, table, export files
+N_OUTPUTS = 11  # 3 panels, 3 metrics, status, table, export files, the fourth (hybrid) panel and its metrics
 
 
 def text_of(message: dict) -> str:
@@ -208,3 +208,19 @@ def test_replay_refuses_a_bad_file(client, tmp_path):
     junk.write_text("{not json", encoding="utf-8")
     result = client.predict(handle_file(str(junk)), "instant", api_name="/replay")
     assert "not valid JSON" in result[6] and "not valid JSON" in panel_text(result[0])
+
+
+def test_fourth_panel_runs_a_hybrid_beside_the_selected_mode(kit):
+    with StubLLMServer(responder=toy_policy) as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as url:
+            client = Client(url, verbose=False)
+            result = client.predict(question=QUESTION, mode="Think", fourth="ReAct → CoT-SC", api_name="/compare")
+            refused = client.predict(question=QUESTION, mode="ReAct", fourth="Tree of Thoughts", api_name="/compare")
+    assert len(result) == N_OUTPUTS
+    assert "roughly" in panel_text(result[0]) and "not run" in panel_text(result[2]).lower()
+    hybrid = panel_text(result[9])
+    assert "Final answer" in hybrid and "396" in hybrid, hybrid  # ReAct answered, so no CoT-SC fallback
+    assert "LLM call" in result[10]
+    assert "ReAct → CoT-SC" in result[7]  # the comparison table includes the hybrid
+    assert "Unknown fourth panel" in refused[6]
