@@ -99,8 +99,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         with gr.Tab("About", id="about"):
             tabs.about_tab(on_space)
 
-        fourth.change(lambda choice: gr.Column(visible=choice != "None"), fourth, col4, api_visibility="private",
-                      show_progress="hidden")
+        fourth.change(lambda choice: (gr.Column(visible=choice != "None"), gr.Chatbot(label=choice)), fourth,
+                      [col4, chat4], api_visibility="private", show_progress="hidden")
         # The three panels come first (the API's contract), the optional hybrid panel last.
         outputs = [*chats, *metrics, status, table, exports, chat4, metrics4]
 
