@@ -298,7 +298,11 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def normalize_answer(text: str | None) -> str:
-    """SQuAD-style: lower case, no punctuation (except in numbers), no articles, single spaces."""
+    """SQuAD-style, for the agreement column: lower case, no punctuation, no articles, single spaces.
+
+    Unlike the paper's scorer (``agents.evaluation.scoring.normalize_answer``, which must stay exactly
+    the paper's), it keeps ``.`` and ``-`` inside numbers, so "3.5" and "35" do not count as agreeing.
+    """
     t = (text or "").lower().replace(",", "")
     t = "".join(c if c not in string.punctuation or c in ".-" else " " for c in t)
     t = re.sub(r"(?<!\d)[.-]|[.-](?!\d)", " ", t)
