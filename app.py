@@ -15,11 +15,12 @@ from typing import Any
 import gradio as gr
 
 from agents.llm.settings import LLMSettings
+from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui import tabs
 from ui.benchmark_tab import build_benchmark_tab
 from ui.render import HYBRIDS
-from ui.replay import SPEEDS, ReplayError, load_recording
+from ui.replay import SPEEDS, ReplayError, hybrid_in, load_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
@@ -147,6 +148,17 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             async for frame in replay(recording, speed_label):
                 yield [*as_outputs(frame, files=False), recording.question]
 
+        def reveal_fourth(path: str | None) -> tuple:
+            """A replayed run with a hybrid opens the fourth panel, titled with it."""
+            try:
+                hybrid = hybrid_in(load_recording(path or ""))
+            except ReplayError:
+                hybrid = None
+            if hybrid is None:
+                return gr.skip(), gr.skip()
+            return gr.Column(visible=True), gr.Chatbot(label=MODE_TITLES[hybrid])
+
+        replay_btn.click(reveal_fourth, replay_file, [col4, chat4], api_visibility="private", show_progress="hidden")
         replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=replay_outputs, api_name="replay",
                                         concurrency_limit=RUN_CONCURRENCY, concurrency_id="replay",
                                         show_progress="hidden", postprocess=False)

@@ -22,7 +22,7 @@ from typing import Any
 from agents.events import Event
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES, Trace
-from ui.render import PANEL_MODES, agreement, comparison_markdown, comparison_rows
+from ui.render import MODES, PANEL_MODES, agreement, comparison_markdown, comparison_rows
 
 FORMAT = "think-act-react/run@1"
 SPEEDS = {"1× (original pace)": 1.0, "2×": 2.0, "4×": 4.0, "instant": 0.0}
@@ -182,6 +182,11 @@ def load_recording(source: str | Path | bytes) -> Recording:
     question = str(data.get("question") or next((t.question for t in traces.values()), ""))
     selection = str(data.get("selection") or (MODE_TITLES[next(iter(traces))] if len(traces) == 1 else "All"))
     return Recording(question, selection, traces, dict(data.get("settings") or {}))
+
+
+def hybrid_in(recording: Recording) -> str | None:
+    """The hybrid mode a recording holds (shown in the fourth panel), if any."""
+    return next((m for m in recording.traces if m not in MODES), None)
 
 
 def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:

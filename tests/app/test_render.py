@@ -353,3 +353,14 @@ def test_make_config_clamps_api_values():
     cfg = make_config("bogus", 99, "hot")
     assert (cfg.protocol, cfg.max_steps, cfg.temperature) == ("text", 10, 0.2)
     assert make_config("tools", 0, -1).max_steps == 1
+
+
+def test_a_recording_with_a_hybrid_replays_into_the_fourth_panel(tmp_path):
+    from ui.replay import hybrid_in
+
+    traces = {m: react_trace(mode=m) for m in ("react", "react_cot_sc")}
+    settings = run_settings(LLMSettings(model="m"), protocol="text", max_steps=5, temperature=0.2, tools=[])
+    json_path, _ = write_exports(export_dict("q", "ReAct", traces, settings), tmp_path)
+    rec = load_recording(json_path)
+    assert list(rec.traces) == ["react", "react_cot_sc"] and hybrid_in(rec) == "react_cot_sc"
+    assert hybrid_in(load_recording(react_trace().to_json())) is None
