@@ -140,7 +140,8 @@ class ToolRunner:
     def run(self, action: Action) -> Observation:
         key = self.key(action)
         self.seen[key] += 1
-        name = (self.registry.resolve(action.tool).name if self.registry.resolve(action.tool) else action.tool)
+        tool = self.registry.resolve(action.tool)
+        name = tool.name if tool else action.tool
         if self.seen[key] > 1:
             previous = self.results.get(key, "")
             return Observation(name, prompts.repeat_call_message(name, previous), is_error=True)
