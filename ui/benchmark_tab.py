@@ -36,7 +36,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from tools.registry import ToolRegistry
 from ui.render import plain
-from ui.session import make_config
+from ui.session import Inbox, make_config
 
 ModelFactory = Callable[[LLMSettings], ChatModel]  # as in app.py: settings in, a fresh client out
 UPLOAD = "upload"
@@ -174,46 +174,39 @@ async def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegi
         opened.add(model)
         return model
 
-    loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue = asyncio.Queue()
+    inbox = Inbox(asyncio.get_running_loop())
     events = iter_eval(plan.items, plan.modes, model_factory=factory, registry=registry, config=config,
                        concurrency=plan.concurrency, sc_n=plan.sc_n)
-
-    def post(item: object) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening any more
-            loop.call_soon_threadsafe(inbox.put_nowait, item)
 
     def pump() -> None:
         try:
             for progress in events:
-                post(progress)
+                inbox.put(progress)
                 if stop.is_set():
                     break
         except Exception as exc:  # noqa: BLE001 - shown in the progress line
-            post(exc)
+            inbox.put(exc)
         finally:
             events.close()  # cancels the pairs not started and joins the workers
-            post(_END)
+            inbox.put(_END)
 
     started, skip = time.monotonic(), gr.skip()
     last: Progress | None = None
     failure: Exception | None = None
     threading.Thread(target=pump, name="bench-pump", daemon=True).start()
     try:
-        shown, dirty = 0.0, False
-        while True:
+        shown, dirty, ended = 0.0, False, False
+        while not ended:
             wait = max(0.0, shown + refresh_s - time.monotonic()) if dirty else TICK_S
-            try:
-                item = await asyncio.wait_for(inbox.get(), wait)
-            except (asyncio.TimeoutError, TimeoutError):
-                item = None
-            if item is _END:
-                break
-            if isinstance(item, Exception):
-                failure = item
-            elif isinstance(item, Progress):
-                last, dirty = item, True
-            if last is not None and (item is None or time.monotonic() - shown >= refresh_s):
+            items = await inbox.drain(wait)  # [] when nothing came: time to tick the clock
+            for item in items:
+                if item is _END:
+                    ended = True
+                elif isinstance(item, Exception):
+                    failure = item
+                elif isinstance(item, Progress):
+                    last, dirty = item, True
+            if not ended and last is not None and (not items or time.monotonic() - shown >= refresh_s):
                 errors = sum(1 for r in last.records if r.get("error"))
                 line = f"● {progress_line(last.done, last.total, time.monotonic() - started, errors)}{plan.note}"
                 yield line, table_frame(last.summary()), skip, skip, skip

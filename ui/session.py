@@ -51,7 +51,7 @@ def frame_interval(throttle: float = THROTTLE_S) -> float:
     return max(throttle, _live / FRAME_BUDGET_PER_S)
 
 
-class _Inbox:
+class Inbox:
     """Events from the pump thread to the event loop, waking the loop at most once per drain.
 
     A fast stream produces hundreds of tokens a second per run; one ``call_soon_threadsafe``
@@ -232,7 +232,7 @@ async def live_run(
     where = render.plain(settings.describe())
     make = model_factory or HFInferenceModel
     run = ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
-    inbox = _Inbox(asyncio.get_running_loop())
+    inbox = Inbox(asyncio.get_running_loop())
 
     def pump() -> None:
         try:
