@@ -84,13 +84,19 @@ def complete(
                 yield TokenDelta(chunk.reasoning, "reasoning")
             if chunk.text:
                 text += chunk.text
-                # Break only on a whole "Observation" line; a trailing "Obs" may yet become "Obsidian",
-                # so it is held back from the screen but does not end the stream.
-                done = cut_observation(text, partial=False) if stop else text
-                visible = cut_observation(done) if stop else done
+                done = visible = text
+                if stop:
+                    # Break only on a whole "Observation" line; a trailing "Obs" may yet become "Obsidian",
+                    # so it is held back from the screen but does not end the stream. Earlier lines were
+                    # checked already: scan from the start of the line this chunk extends, not the whole reply.
+                    base = text.rfind("\n", 0, len(text) - len(chunk.text)) + 1
+                    tail = cut_observation(text[base:], partial=False)
+                    done, visible = text[:base] + tail, text[:base] + cut_observation(tail)
                 if len(visible) > shown:
-                    channel = "answer" if answer_only or _FINAL.search(visible) else "thought"
-                    yield TokenDelta(visible[shown:], channel)
+                    # Once the answer began it stays the answer; before that only new text (and a short
+                    # overlap for a label split across chunks) can hold "Final Answer:".
+                    answer_only = answer_only or bool(_FINAL.search(visible, max(0, shown - 64)))
+                    yield TokenDelta(visible[shown:], "answer" if answer_only else "thought")
                     shown = len(visible)
                 if len(done) < len(text):
                     text = done
