@@ -92,6 +92,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                     tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
                     fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
                                          info="The ReAct paper's hybrids with chain-of-thought self-consistency")
+                    max_tokens = gr.Number(settings.max_tokens, label="Max tokens", minimum=1, maximum=32768,
+                                           precision=0, elem_id="max-tokens",
+                                           info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
         with gr.Tab("Prompts", id="prompts"):
             tabs.prompts_tab(registry, protocol, max_steps, tools, demo)
         with gr.Tab("Benchmark", id="benchmark"):
@@ -116,22 +119,24 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                           max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                          fourth: str = "None", oauth_token: gr.OAuthToken | None = None):
+                          fourth: str = "None", max_tokens: float | None = None,
+                          oauth_token: gr.OAuthToken | None = None):
             """Run the question through the chosen modes in parallel; streams the three panels, then
             the three metrics lines, the status line, the comparison table, the export files, and the
-            optional fourth (hybrid) panel with its metrics."""
+            optional fourth (hybrid) panel with its metrics. ``max_tokens`` (the last input) caps each reply;
+            None: LLM_MAX_TOKENS."""
             # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); make_config and
             # live_run validate them, which saves Gradio a thread hop per input on every run.
             run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
                                                    token=oauth_token.token if oauth_token else None)
             enabled = registry.subset([str(t) for t in tools] if isinstance(tools, list) else registry.names)
-            config = make_config(protocol, max_steps, temperature)
+            config = make_config(protocol, max_steps, temperature, max_tokens)
             async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
                                         fourth=fourth if isinstance(fourth, str) else None):
                 yield as_outputs(frame)
 
         run_event = gr.on([run_btn.click, question.submit], compare,
-                          inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth],
+                          inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens],
                           outputs=outputs,
                           api_name="compare", concurrency_limit=RUN_CONCURRENCY, concurrency_id="compare",
                           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)

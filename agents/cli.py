@@ -14,7 +14,19 @@ import sys
 from typing import TextIO
 
 from agents.comparison import ALL_MODES, compare, default_model_factory, validate_question
-from agents.events import Action, Event, FinalAnswer, LLMError, Observation, ParseError, Thought, TokenDelta
+from agents.events import (
+    Action,
+    Event,
+    FinalAnswer,
+    LLMError,
+    Observation,
+    ParseError,
+    Retry,
+    Thought,
+    TokenDelta,
+    Truncated,
+    Waiting,
+)
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.trace import MODE_TITLES, Trace, metrics_line
@@ -32,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-steps", type=int, default=5, help="actions per run before a forced answer (1-50)")
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
     parser.add_argument("--temperature", type=float, default=0.2)
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help="longest reply per model call, in tokens (default: LLM_MAX_TOKENS or 2048)")
     parser.add_argument("--tools", help="comma-separated tools to enable (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a readable trace")
     return parser
@@ -46,6 +60,8 @@ def ask_main(argv: list[str], out: TextIO = sys.stdout) -> int:
         parser.error(problem)
     if not 1 <= args.max_steps <= 50:
         parser.error("--max-steps must be between 1 and 50")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        parser.error("--max-tokens must be at least 1")
     from tools import default_registry
 
     registry = default_registry()
@@ -57,7 +73,8 @@ def ask_main(argv: list[str], out: TextIO = sys.stdout) -> int:
         registry = registry.subset(wanted)
     settings = LLMSettings.from_env().with_overrides(model=args.model)
     modes = list(ALL_MODES) if args.mode == "all" else [args.mode]
-    config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, temperature=args.temperature)
+    config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, temperature=args.temperature,
+                       max_tokens=args.max_tokens or settings.max_tokens)
     printer = None if args.json else _Printer(out, live=len(modes) == 1)
     if printer:
         print(f"Model: {settings.describe()}  ·  protocol: {args.protocol}\n", file=out)
@@ -112,6 +129,12 @@ def _describe(event: Event) -> str | None:
         return f"Format error, re-prompting: {event.message.splitlines()[0]}"
     if isinstance(event, LLMError):
         return f"Model error: {event.message}"
+    if isinstance(event, Waiting):
+        return "… waiting for the model server (LLM_MAX_CONCURRENT)"
+    if isinstance(event, Retry):
+        return f"Retrying: {event.message}"
+    if isinstance(event, Truncated):
+        return f"Note: {event.message} (raise --max-tokens / LLM_MAX_TOKENS)"
     if isinstance(event, FinalAnswer):
         return f"Final Answer{' (forced)' if event.forced else ''}: {event.text}"
     return None

@@ -4,6 +4,12 @@ Each mode runs in its own thread with its own model client, so three modes take 
 as the slowest one, and one mode's failure is just an event in its own stream. Closing
 the generator (the UI's Stop, a dropped connection) cancels every mode, closes every
 client (which ends in-flight streams) and joins the threads.
+
+A server that serves one request at a time may cut a mode's reply off when another mode's
+request arrives (llama-cpp-python's server does, by default). Such a mode ends with an
+``LLMError`` of reason "interrupted"; once every other mode has finished, it runs again,
+alone, after a ``Retry`` event that says why (one retry; modes waiting to retry go one at a
+time). ``LLM_MAX_CONCURRENT=1`` avoids the collisions from the start.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
-from agents.events import Event, LLMError
+from agents.events import Event, FinalAnswer, LLMError, Retry
 from agents.llm.base import ChatModel, LLMFailure
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
@@ -30,6 +36,8 @@ MAX_QUESTION_CHARS = 2000
 JOIN_TIMEOUT_S = 2.0
 ModelFactory = Callable[[], ChatModel]
 _DONE = object()
+RETRY_NOTE = ("the model server cut this mode's reply off when another mode's request arrived; running it again now "
+              "that the other modes have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")
 
 
 def validate_question(question: str | None) -> str | None:
@@ -97,7 +105,7 @@ def run_one(
     except Stopped:
         return
     except LLMFailure as exc:
-        yield LLMError(str(exc))
+        yield LLMError(str(exc), exc.reason)
     except Exception as exc:  # one mode's bug must not take the others down
         log.exception("mode %s failed", mode)
         yield LLMError(f"internal error in {mode}: {type(exc).__name__}: {exc}")
@@ -142,6 +150,9 @@ class ComparisonRun:
         self._threads = [threading.Thread(target=self._worker, args=(m,), name=f"mode-{m}", daemon=True)
                          for m in self.modes]
         self._remaining = len(self._threads)
+        self._first_round = len(self._threads)  # modes still on their first attempt
+        self._round = threading.Condition()
+        self._retry_lock = threading.Lock()  # modes that run again do so one at a time
 
     def start(self) -> ComparisonRun:
         for t in self._threads:
@@ -167,6 +178,8 @@ class ComparisonRun:
     def close(self) -> None:
         """Cancel every mode, close every client (ending in-flight requests) and join the threads."""
         self.cancel.set()
+        with self._round:
+            self._round.notify_all()  # modes waiting for their retry give up
         self._models.close_all()
         deadline = time.monotonic() + JOIN_TIMEOUT_S  # one budget for all threads, not one each
         for t in self._threads:
@@ -175,12 +188,37 @@ class ComparisonRun:
 
     def _worker(self, mode: str) -> None:
         try:
-            for event in run_one(mode, self.question, self.factory, self.registry, self.config, self._models):
-                self._events.put((mode, event))
-                if self.cancel.is_set():
-                    break
+            try:
+                interrupted = self._attempt(mode)
+            finally:
+                with self._round:
+                    self._first_round -= 1
+                    self._round.notify_all()
+            if interrupted and len(self.modes) > 1 and self._others_finished():
+                with self._retry_lock:
+                    if not self.cancel.is_set():
+                        self._events.put((mode, Retry(RETRY_NOTE)))
+                        self._attempt(mode)
         finally:
             self._events.put((mode, _DONE))
+
+    def _attempt(self, mode: str) -> bool:
+        """Run the mode once, forwarding its events; True when the server cut it off for another request."""
+        interrupted = False
+        for event in run_one(mode, self.question, self.factory, self.registry, self.config, self._models):
+            self._events.put((mode, event))
+            if isinstance(event, LLMError | FinalAnswer):
+                interrupted = isinstance(event, LLMError) and event.reason == "interrupted"
+            if self.cancel.is_set():
+                break
+        return interrupted and not self.cancel.is_set()
+
+    def _others_finished(self) -> bool:
+        """Wait until no mode is on its first attempt any more; False if the run was cancelled meanwhile."""
+        with self._round:
+            while self._first_round > 0 and not self.cancel.is_set():
+                self._round.wait(1.0)
+        return not self.cancel.is_set()
 
 
 def run_comparison(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -47,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Act/ReAct action format: the paper's text (default) or native tool calls")
     parser.add_argument("--max-steps", type=int, default=RunConfig.max_steps, help="step budget per run")
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help="longest reply per model call, in tokens (default: LLM_MAX_TOKENS or 2048)")
     parser.add_argument("--sc-n", type=int, default=DEFAULT_SC_SAMPLES,
                         help=f"CoT-SC samples for the hybrid modes (paper: 21; default {DEFAULT_SC_SAMPLES})")
     return parser
@@ -63,9 +66,9 @@ def eval_main(argv: list[str], *, registry: ToolRegistry | None = None) -> int:
         return int(exc.code or 0)
     try:
         modes = parse_modes(args.modes)
-        if args.concurrency < 1 or args.n < 0 or args.sc_n < 1:
-            raise ValueError("--concurrency and --sc-n must be at least 1, and --n at least 0")
-        config = RunConfig(protocol=args.protocol, max_steps=args.max_steps)
+        if args.concurrency < 1 or args.n < 0 or args.sc_n < 1 or (args.max_tokens is not None and args.max_tokens < 1):
+            raise ValueError("--concurrency, --sc-n and --max-tokens must be at least 1, and --n at least 0")
+        config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, max_tokens=args.max_tokens)
         items = load_dataset(args.dataset, args.n or None)
     except (ValueError, DatasetError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -78,6 +81,7 @@ def eval_main(argv: list[str], *, registry: ToolRegistry | None = None) -> int:
     if settings.problem():
         print(settings.problem(), file=sys.stderr)
         return EXIT_USAGE
+    config = replace(config, max_tokens=config.max_tokens or settings.max_tokens)
     if registry is None:
         from tools import default_registry
 
@@ -86,7 +90,7 @@ def eval_main(argv: list[str], *, registry: ToolRegistry | None = None) -> int:
     out = Path(args.out or f"runs/{name}-{datetime.now():%Y%m%d-%H%M%S}")
     ResultStore(out).write_meta({
         "dataset": args.dataset, "n": len(items), "modes": modes, "model": settings.describe(),
-        "protocol": args.protocol, "max_steps": args.max_steps, "sc_n": args.sc_n,
+        "protocol": args.protocol, "max_steps": args.max_steps, "max_tokens": config.max_tokens, "sc_n": args.sc_n,
         "started": datetime.now().isoformat(timespec="seconds"),
     })
     bar = _ProgressBar()

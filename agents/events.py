@@ -75,10 +75,31 @@ class ParseError:
 
 @dataclass(frozen=True)
 class LLMError:
-    """A failed model call, as one human line (never a traceback)."""
+    """A failed model call, as one human line (never a traceback).
+
+    ``reason`` is machine-readable, for code that reacts to it (see ``LLMFailure.reason``):
+    "interrupted" makes a comparison run the mode again once the others are done.
+    """
 
     message: str
+    reason: str = ""
     kind: ClassVar[str] = "llm_error"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The next model call waits for a free slot (``LLM_MAX_CONCURRENT``); its tokens follow when it starts."""
+
+    message: str = "waiting for the model server"
+    kind: ClassVar[str] = "waiting"
+
+
+@dataclass(frozen=True)
+class Retry:
+    """The mode starts over after a failure it can recover from; earlier errors no longer describe the run."""
+
+    message: str
+    kind: ClassVar[str] = "retry"
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,8 @@ class Usage:
     """One finished LLM call: token counts and wall time.
 
     ``estimated`` is set when the server reported no usage and the counts were
-    approximated from text length, so metrics never pass off a guess as a measurement.
+    approximated from text length, so metrics never pass off a guess as a measurement
+    (also for a call that ended early: cut off, timed out or stopped).
     """
 
     prompt_tokens: int = 0
@@ -96,11 +118,21 @@ class Usage:
     kind: ClassVar[str] = "usage"
 
 
-Event = TokenDelta | Thought | Action | Observation | FinalAnswer | ParseError | LLMError | Usage
+@dataclass(frozen=True)
+class Truncated:
+    """The server ended the last reply at the token limit (``finish_reason="length"``): whole, but cut short."""
+
+    message: str = "the reply hit the token limit"
+    kind: ClassVar[str] = "truncated"
+
+
+Event = (TokenDelta | Thought | Action | Observation | FinalAnswer | ParseError | LLMError | Usage | Truncated
+         | Waiting | Retry)
 
 EVENT_TYPES: dict[str, type] = {
     cls.kind: cls
-    for cls in (TokenDelta, Thought, Action, Observation, FinalAnswer, ParseError, LLMError, Usage)
+    for cls in (TokenDelta, Thought, Action, Observation, FinalAnswer, ParseError, LLMError, Usage, Truncated,
+                Waiting, Retry)
 }
 
 

@@ -20,9 +20,12 @@ from agents.events import (
     LLMError,
     Observation,
     ParseError,
+    Retry,
     Thought,
     TokenDelta,
+    Truncated,
     Usage,
+    Waiting,
     event_from_dict,
     event_to_dict,
 )
@@ -83,8 +86,19 @@ class Trace:
 
     @property
     def error(self) -> str | None:
-        errors = self.of(LLMError)
-        return errors[-1].message if errors else None
+        """The last model error of the last attempt: a mode run again after an error (``Retry``) may succeed."""
+        error = None
+        for _, event in self.events:
+            if isinstance(event, LLMError):
+                error = event.message
+            elif isinstance(event, Retry):
+                error = None
+        return error
+
+    @property
+    def truncated_calls(self) -> int:
+        """Replies the server ended at the token limit (``finish_reason="length"``)."""
+        return len(self.of(Truncated))
 
     @property
     def parse_errors(self) -> int:
@@ -142,6 +156,7 @@ class Trace:
             "parse_errors": self.parse_errors,
             "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                       "estimated": self.tokens_estimated},
+            "hit_token_limit": self.truncated_calls,
             "elapsed_s": round(self.elapsed_s, 4),
         }
 
@@ -173,9 +188,13 @@ class Trace:
         lines = [f"### {title}", "", f"**Question:** {self.question}", ""]
         n = 0
         for _, event in self.events:
-            if isinstance(event, TokenDelta | Usage):
+            if isinstance(event, TokenDelta | Usage | Waiting):
                 continue
-            if isinstance(event, Thought):
+            if isinstance(event, Truncated):
+                lines.append(f"_✂ {event.message[:1].upper()}{event.message[1:]}._")
+            elif isinstance(event, Retry):
+                lines.append(f"**⟳ Retry:** {event.message}")
+            elif isinstance(event, Thought):
                 lines.append(f"**Thought:** {event.text}")
             elif isinstance(event, Action):
                 n += 1
@@ -213,6 +232,8 @@ def metrics_line(trace: Trace) -> str:
         parts.append("forced answer")
     if trace.parse_errors:
         parts.append(_count(trace.parse_errors, "format retry", "format retries"))
+    if trace.truncated_calls:
+        parts.append("hit the token limit" + (f" ×{trace.truncated_calls}" if trace.truncated_calls > 1 else ""))
     if trace.error:
         parts.append("error")
     return " · ".join(parts)

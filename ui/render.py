@@ -16,7 +16,20 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from agents.events import Action, Event, FinalAnswer, LLMError, Observation, ParseError, Thought, TokenDelta, Usage
+from agents.events import (
+    Action,
+    Event,
+    FinalAnswer,
+    LLMError,
+    Observation,
+    ParseError,
+    Retry,
+    Thought,
+    TokenDelta,
+    Truncated,
+    Usage,
+    Waiting,
+)
 from agents.trace import MODE_TITLES, Trace, metrics_line
 
 MODES = ("think", "act", "react")
@@ -36,6 +49,7 @@ def hybrid_mode(choice: str | None) -> str | None:
         return choice
     raise ValueError(f"Unknown fourth panel {choice!r}: choose one of {', '.join(HYBRIDS)}.")
 SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
+INCOMPLETE = "⚠ Incomplete reply — cut off, not used as an answer"
 
 # ---------------------------------------------------------------------------------------------
 # Safe text
@@ -110,6 +124,7 @@ class Panel:
     _reasoning: gr.ChatMessage | None = None
     _reasoning_text: str = ""
     _pending: gr.ChatMessage | None = None
+    _waiting: gr.ChatMessage | None = None
     _draft_stale: bool = False
     _reasoning_stale: bool = False
 
@@ -123,8 +138,24 @@ class Panel:
         return self._draft is not None or self._reasoning is not None
 
     def add(self, event: Event) -> None:
+        if self._waiting is not None and not isinstance(event, Waiting):
+            self._drop(self._waiting)  # the call got its turn
+            self._waiting = None
         if isinstance(event, TokenDelta):
             self._token(event)
+        elif isinstance(event, Waiting):
+            if self._waiting is None:
+                self._waiting = self._append(f"⏳ {safe_markdown(event.message.capitalize())}…",
+                                             title=f"⏳ Waiting for the model server · LLM call {self.calls + 1}",
+                                             status="pending")
+        elif isinstance(event, Truncated):
+            self._append(f"{safe_markdown(event.message[:1].upper() + event.message[1:])}: raise **Max tokens** "
+                         "(or `LLM_MAX_TOKENS`) for longer replies.",
+                         title=f"✂ LLM call {self.calls} hit the token limit", status="done")
+        elif isinstance(event, Retry):
+            self._keep_draft(INCOMPLETE)
+            self._close_pending()
+            self._append(safe_markdown(event.message), title="⟳ Running this mode again", status="done")
         elif isinstance(event, Usage):
             self._end_call(event)
         elif isinstance(event, Thought):
@@ -146,7 +177,7 @@ class Panel:
                 body = f"The model wrote:\n\n{fenced(event.text.strip())}\n\nRe-prompt sent back:\n\n{body}"
             self._append(body, title="↩ Format error — corrective re-prompt sent to the model", status="done")
         elif isinstance(event, LLMError):
-            self._keep_draft("Partial reply before the error")
+            self._keep_draft(INCOMPLETE)
             self._close_pending()
             self._append(f"⚠ **Model error:** {safe_markdown(event.message)}")
         elif isinstance(event, FinalAnswer):
@@ -157,6 +188,9 @@ class Panel:
 
     def finish(self, stopped: bool = False) -> None:
         """Close spinners; a run that ended without an answer or an error says so."""
+        if self._waiting is not None:
+            self._drop(self._waiting)
+            self._waiting = None
         self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
         self._close_pending()
         self._render_live()
@@ -225,6 +259,10 @@ class Panel:
             self._reasoning.metadata["status"] = "done"
             self._reasoning.metadata["duration"] = round(usage.elapsed_s, 2)
             self._reasoning = None
+
+    def _drop(self, message: gr.ChatMessage) -> None:
+        if message in self.messages:
+            self.messages.remove(message)
 
     def _drop_draft(self) -> None:
         if self._draft is not None:

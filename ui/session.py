@@ -186,8 +186,11 @@ NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKE
                         "(on the Space) or set LLM_BASE_URL — see the status line above.")
 
 
-def make_config(protocol: str, max_steps: Any, temperature: Any) -> RunConfig:
-    """Settings from the UI or the API, clamped to what the engine accepts."""
+MAX_TOKENS_LIMIT = 32768
+
+
+def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
+    """Settings from the UI or the API, clamped to what the engine accepts (no ``max_tokens``: LLM_MAX_TOKENS)."""
     try:
         steps = min(10, max(1, int(max_steps)))
     except (TypeError, ValueError):
@@ -196,7 +199,12 @@ def make_config(protocol: str, max_steps: Any, temperature: Any) -> RunConfig:
         temp = min(2.0, max(0.0, float(temperature)))
     except (TypeError, ValueError):
         temp = 0.2
-    return RunConfig(protocol=protocol if protocol in ("text", "tools") else "text", max_steps=steps, temperature=temp)
+    try:
+        tokens: int | None = min(MAX_TOKENS_LIMIT, max(1, int(max_tokens))) if max_tokens is not None else None
+    except (TypeError, ValueError, OverflowError):
+        tokens = None
+    return RunConfig(protocol=protocol if protocol in ("text", "tools") else "text", max_steps=steps, temperature=temp,
+                     max_tokens=tokens)
 
 
 async def live_run(

@@ -26,13 +26,21 @@ class ToolCallDelta:
 
 @dataclass(frozen=True)
 class Chunk:
-    """One streamed piece of a reply: visible text, hidden reasoning, tool-call fragments or usage."""
+    """One streamed piece of a reply: visible text, hidden reasoning, tool-call fragments or usage.
+
+    ``finish_reason`` is the server's word that the reply is whole ("stop", "tool_calls") or was
+    cut at ``max_tokens`` ("length"); a stream that ends without it was cut off and the model
+    client raises instead of ending normally. ``waiting`` marks a chunk carrying nothing but the
+    news that the call is queued behind ``LLM_MAX_CONCURRENT``.
+    """
 
     text: str = ""
     reasoning: str = ""
     tool_calls: tuple[ToolCallDelta, ...] = ()
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    finish_reason: str | None = None
+    waiting: bool = False
 
     @property
     def has_usage(self) -> bool:
@@ -40,7 +48,18 @@ class Chunk:
 
 
 class LLMFailure(Exception):
-    """A model call that failed for good; ``str(exc)`` is the one human line shown to the user."""
+    """A model call that failed for good; ``str(exc)`` is the one human line shown to the user.
+
+    ``reason`` says what kind of failure it was, for code that reacts to it: "" (any), "incomplete"
+    (the server ended the reply without saying it was done), "interrupted" (the same, while
+    another of our requests was open to that server: it probably serves one request at a time),
+    "timeout", "stopped". ``tokens`` estimates what was streamed before the failure, so the call's
+    usage is still counted.
+    """
+
+    def __init__(self, message: str, *, reason: str = "", tokens: int = 0) -> None:
+        super().__init__(message)
+        self.reason, self.tokens = reason, tokens
 
 
 @runtime_checkable

@@ -3,9 +3,14 @@
 The real ``InferenceClient`` is pointed at it with ``base_url``, so every test exercises
 the real HTTP, SSE and error paths. Replies are scripted (a FIFO of :class:`StubReply`)
 or produced by a responder function; latency and faults (HTTP errors with
-``Retry-After``, rejecting ``stop``, a mid-stream disconnect, a hung request) are
-injectable per reply. Bodies use chunked transfer encoding, so a dropped connection is
-visible to the client as an error, as it is in production.
+``Retry-After``, rejecting ``stop``, a mid-stream disconnect, a reply that just ends without
+``finish_reason`` or ``[DONE]``, ``finish_reason="length"``, a silent gap, a hung request, no
+usage in the stream) are injectable per reply. Bodies use chunked transfer encoding, so a
+dropped connection is visible to the client as an error, as it is in production.
+
+``one_at_a_time=True`` behaves like llama-cpp-python's server with its default
+``interrupt_requests=True``: a new request aborts the one in flight, which gets ``data: [DONE]``
+without a ``finish_reason`` and an end of body, then waits for the model to be free.
 
 Run standalone (``python -m agents.llm.stub_server --port 8800``) to try the app or CLI
 with the :func:`toy_policy` model, which uses the calculator for arithmetic questions.
@@ -38,6 +43,11 @@ class StubReply:
     headers: dict[str, str] = field(default_factory=dict)
     reject_stop: bool = False  # answer 400 when the request carries `stop`
     disconnect_after: int | None = None  # drop the connection after this many SSE events
+    end_after: int | None = None  # end the body cleanly after this many SSE events: no finish_reason, no [DONE]
+    finish_reason: str | None = None  # overrides "stop"/"tool_calls", e.g. "length"
+    pause_after: int | None = None  # go silent for `pause_s` after this many SSE events, then go on
+    pause_s: float = 0.0
+    usage_in_stream: bool = True  # False: like llama-cpp-python, no usage chunk even if asked
     hang: bool = False  # accept, then never answer
     first_token_delay: float | None = None  # overrides the server's latency
     token_delay: float | None = None
@@ -66,9 +76,15 @@ class StubLLMServer:
         token_delay: float = 0.0,
         chunk_chars: int = 8,
         port: int = 0,
+        one_at_a_time: bool = False,
     ) -> None:
         self.responder = responder or toy_policy
         self.latency, self.token_delay, self.chunk_chars = latency, token_delay, chunk_chars
+        self.one_at_a_time = one_at_a_time
+        self._model_lock = threading.Lock()  # one_at_a_time: the single model
+        self._current: threading.Event | None = None  # set it to interrupt the request in flight
+        self.max_in_flight = 0  # most requests ever streamed at once (tests of LLM_MAX_CONCURRENT)
+        self._in_flight = 0
         self.requests: list[RecordedRequest] = []
         self._script: collections.deque[StubReply] = collections.deque()
         self._lock = threading.Lock()
@@ -143,12 +159,29 @@ def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
             with server._lock:
                 server.requests.append(record)
             reply = server.next_reply(body)
+            interrupt = threading.Event()
+            with server._lock:
+                server._in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server._in_flight)
             try:
-                self._serve(reply, body, record)
+                if server.one_at_a_time:
+                    with server._lock:
+                        if server._current is not None:
+                            server._current.set()  # like llama-cpp-python: the newcomer aborts the one in flight
+                        server._current = interrupt
+                    with server._model_lock:
+                        self._serve(reply, body, record, interrupt)
+                else:
+                    self._serve(reply, body, record, interrupt)
             finally:
                 record.finished = time.perf_counter()
+                with server._lock:
+                    server._in_flight -= 1
+                    if server._current is interrupt:
+                        server._current = None
 
-        def _serve(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest) -> None:
+        def _serve(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
+                   interrupt: threading.Event) -> None:
             if reply.hang:
                 server._shutdown.wait(300)
                 return
@@ -174,12 +207,22 @@ def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     self.connection.shutdown(2)  # abrupt: no terminating chunk
                     return
-                if i and token_delay:
-                    time.sleep(token_delay)
+                if (reply.end_after is not None and i >= reply.end_after) or interrupt.is_set():
+                    if interrupt.is_set():
+                        self._chunk(b"data: [DONE]\n\n")  # what llama-cpp-python sends the request it aborts
+                    return self._end_body()
+                if i and reply.pause_after == i:
+                    time.sleep(reply.pause_s)
+                elif i and token_delay:
+                    interrupt.wait(token_delay)
                 self._chunk(f"data: {event}\n\n".encode())
                 if record.first_byte is None:
                     record.first_byte = time.perf_counter()
             self._chunk(b"data: [DONE]\n\n")
+            self._end_body()
+
+        def _end_body(self) -> None:
+            """A clean end of the chunked body (the connection may be reused)."""
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
@@ -219,8 +262,8 @@ def _sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:
         for i in range(0, len(arguments), size):
             part = {"index": n, "id": f"call_{n}", "type": "function", "function": {"arguments": arguments[i : i + size]}}
             events.append(chunk({"tool_calls": [part]}))
-    events.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
-    if (body.get("stream_options") or {}).get("include_usage"):
+    events.append(chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")))
+    if reply.usage_in_stream and (body.get("stream_options") or {}).get("include_usage"):
         prompt, completion = reply.usage or (
             sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4,
             max(1, len(reply.text + reply.reasoning) // 4),
@@ -290,8 +333,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8800)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before the first token")
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds between streamed chunks")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="a new request aborts the one in flight, like llama-cpp-python's server")
     args = parser.parse_args(argv)
-    server = StubLLMServer(latency=args.latency, token_delay=args.token_delay, port=args.port).start()
+    server = StubLLMServer(latency=args.latency, token_delay=args.token_delay, port=args.port,
+                           one_at_a_time=args.one_at_a_time).start()
     print(f"stub model at {server.url} — set LLM_BASE_URL={server.url}", flush=True)
     try:
         while True:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import json_repair
 
 from agents import prompts
-from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Usage
+from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waiting
 from agents.llm.base import ChatModel, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
 from agents.parsing import cut_observation, parse_step
 from tools.registry import ToolRegistry, normalize_name, truncate
@@ -33,7 +33,7 @@ class RunConfig:
     protocol: str = "text"  # "text": the paper's Thought/Action format; "tools": native function calling
     max_steps: int = 5
     temperature: float | None = 0.2
-    max_tokens: int | None = 2048  # reasoning models spend part of it on hidden reasoning
+    max_tokens: int | None = None  # per reply; None: the model's default (LLM_MAX_TOKENS, 2048)
     observation_chars: int = 1500
     cancel: threading.Event = field(default_factory=threading.Event, compare=False)
 
@@ -69,16 +69,23 @@ def complete(
     """Stream one model call as token events; return the :class:`Reply`, or None after an LLMError.
 
     The text is cut client-side at the first ``Observation`` line even when the server
-    honoured ``stop`` (many ignore it), and the stream is abandoned there.
+    honoured ``stop`` (many ignore it), and the stream is abandoned there. A call that fails
+    midway returns None, so a reply the server cut off is never parsed into an action or an
+    answer; what it streamed is still counted (estimated) in its :class:`Usage`.
     """
     if config.cancel.is_set():
         raise Stopped
     start, text, reasoning, shown = time.perf_counter(), "", "", 0
     deltas: list[ToolCallDelta] = []
     usage: tuple[int | None, int | None] = (None, None)
+    finish: str | None = None
     try:
         for chunk in model.stream(messages, stop=stop, max_tokens=config.max_tokens,
                                   temperature=config.temperature, tools=tools):
+            if chunk.waiting:
+                yield Waiting()
+                start = time.perf_counter()  # the call's time starts when it gets a slot
+                continue
             if chunk.reasoning:
                 reasoning += chunk.reasoning
                 yield TokenDelta(chunk.reasoning, "reasoning")
@@ -102,16 +109,24 @@ def complete(
                     text = done
                     break
             deltas.extend(chunk.tool_calls)
+            finish = chunk.finish_reason or finish
             if chunk.has_usage:
                 usage = (chunk.prompt_tokens, chunk.completion_tokens)
     except LLMFailure as exc:
-        yield LLMError(str(exc))
+        if text or reasoning or deltas:  # the call ended early, but what it streamed was paid for
+            yield _usage((None, exc.tokens or None), messages, text + reasoning, time.perf_counter() - start)
+        yield LLMError(str(exc), exc.reason)
         return None
     yield _usage(usage, messages, text + reasoning, time.perf_counter() - start)
+    if finish == "length":
+        limit = f" of {config.max_tokens} tokens" if config.max_tokens else ""
+        yield Truncated(f"the reply hit the token limit{limit} and may be cut short")
     reply = Reply(text=cut_observation(text) if stop else text, reasoning=reasoning,
                   tool_calls=assemble_tool_calls(deltas))
     if not reply.text.strip() and not reply.tool_calls:
         why = " (reasoning used the whole token budget)" if reasoning else ""
+        if finish == "length" and not why:
+            why = " (it hit the token limit)"
         yield LLMError(f"the model returned an empty answer{why}")
         return None
     return reply

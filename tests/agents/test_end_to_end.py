@@ -87,14 +87,14 @@ def test_rate_limited_three_times_is_one_human_line(server):
 def test_mid_stream_disconnect(server):
     server.script(StubReply(text="Thought: this is a long thought that will be cut" * 3, disconnect_after=2))
     trace = compare(QUESTION, ["react"], model_factory=factory(server), registry=REGISTRY)["react"]
-    assert trace.error == "the connection to the model server dropped mid-reply" and trace.answer is None
+    assert trace.error == "the server closed the connection mid-reply after 4 tokens" and trace.answer is None
 
 
 def test_hung_request_ends_at_the_wall_clock_limit(server):
     server.script(StubReply(hang=True))
     start = time.perf_counter()
     trace = compare(QUESTION, ["react"], model_factory=factory(server, timeout_s=1), registry=REGISTRY)["react"]
-    assert trace.error == "no complete reply within 1 s (LLM_TIMEOUT)"
+    assert trace.error == "no reply from the model server within 1 s (LLM_TIMEOUT)"
     assert time.perf_counter() - start < 4
 
 

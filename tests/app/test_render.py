@@ -134,11 +134,11 @@ def test_parse_error_shows_the_corrective_reprompt():
 def test_llm_error_keeps_the_partial_reply_and_is_prominent():
     panel = Panel("think")
     panel.add(TokenDelta("Partial <b>text</b>", "thought"))
-    panel.add(LLMError("the connection to the model server dropped mid-reply"))
+    panel.add(LLMError("the server closed the connection mid-reply after 4 tokens", "incomplete"))
     partial, error = panel.value()
-    assert partial.metadata["title"] == "Partial reply before the error" and partial.metadata["status"] == "done"
+    assert "Incomplete reply" in partial.metadata["title"] and partial.metadata["status"] == "done"
     assert "&lt;b>" in partial.content
-    assert "Model error" in error.content and "dropped mid-reply" in error.content and not error.metadata
+    assert "Model error" in error.content and "mid-reply after 4 tokens" in error.content and not error.metadata
 
 
 def test_final_answer_is_set_apart_escaped_and_flags_forced():

@@ -1,0 +1,95 @@
+"""Time limits of streamed model calls, watched by one thread for the whole process.
+
+``LLM_TIMEOUT`` bounds a *silence*: the wait for the first chunk and any gap between two
+chunks, so a hung server is caught quickly while a slow model that streams steadily is never
+cut. ``LLM_MAX_DURATION`` bounds a whole call. httpx's own timeout is per socket operation
+and counts keep-alive bytes, so it cannot express either; one shared thread checking every
+open call a few times a second costs nothing next to a thread (or timer) per call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+TICK_S = 0.1
+
+
+class Watch:
+    """The clock of one call: ``beat()`` on every chunk; ``expired`` says which limit passed, if any."""
+
+    def __init__(self, timeout_s: float, max_duration_s: float, on_expire: Callable[[], None]) -> None:
+        self.timeout_s, self.max_duration_s, self.on_expire = timeout_s, max_duration_s, on_expire
+        self.started = time.monotonic()
+        self.last: float | None = self.started  # None: paused (sleeping before a retry)
+        self.chunks = 0
+        self.expired: str | None = None  # "silence" or "duration"
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
+        self.chunks += 1
+
+    def restart(self) -> None:
+        """A new attempt: the wait for its first chunk starts now."""
+        self.last, self.chunks = time.monotonic(), 0
+
+    def pause(self) -> None:
+        self.last = None
+
+    def check(self, now: float) -> str | None:
+        """Which limit has passed at ``now`` (sets ``expired`` once)."""
+        if self.expired is None:
+            if now - self.started > self.max_duration_s:
+                self.expired = "duration"
+            elif self.last is not None and now - self.last > self.timeout_s:
+                self.expired = "silence"
+        return self.expired
+
+
+class _Watchdog:
+    def __init__(self) -> None:
+        self._watches: set[Watch] = set()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, watch: Watch) -> None:
+        with self._cond:
+            self._watches.add(watch)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="llm-watchdog", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def remove(self, watch: Watch) -> None:
+        """After this returns, ``watch.on_expire`` is not running and will not run."""
+        with self._cond:
+            self._watches.discard(watch)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while not self._watches:
+                    self._cond.wait()
+                now = time.monotonic()
+                for watch in list(self._watches):
+                    if watch.expired is None and watch.check(now):
+                        try:
+                            watch.on_expire()  # under the lock: remove() cannot return mid-call
+                        except Exception:  # noqa: BLE001 - the watchdog must outlive any one call
+                            pass
+                self._cond.wait(TICK_S)
+
+
+_watchdog = _Watchdog()
+
+
+def watch(timeout_s: float, max_duration_s: float, on_expire: Callable[[], None]) -> Watch:
+    """Start watching a call; pass the result to :func:`unwatch` when the call ends."""
+    w = Watch(timeout_s, max_duration_s, on_expire)
+    _watchdog.add(w)
+    return w
+
+
+def unwatch(w: Watch) -> None:
+    _watchdog.remove(w)
