@@ -27,6 +27,8 @@ class Reply:
     tool_calls: tuple[tuple[str, Any], ...] = ()
     prompt_tokens: int | None = 10
     completion_tokens: int | None = None  # None: counted as whitespace-separated words of text
+    finish_reason: str = "stop"  # "length": the server's token limit cut it short
+    fail: LLMFailure | None = None  # raised after streaming text and tool calls: a reply cut off midway
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ class ScriptedModel:
             arguments = args if isinstance(args, str) else json.dumps(args)
             yield Chunk(tool_calls=(ToolCallDelta(index=i, id=f"call_{i}", name=name, arguments=""),))
             yield Chunk(tool_calls=(ToolCallDelta(index=i, arguments=arguments),))
+        if reply.fail is not None:
+            raise reply.fail
+        yield Chunk(finish_reason=reply.finish_reason)
         completion = reply.completion_tokens if reply.completion_tokens is not None else len(text.split())
         yield Chunk(prompt_tokens=reply.prompt_tokens, completion_tokens=completion)
 

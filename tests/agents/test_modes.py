@@ -210,3 +210,47 @@ def test_a_line_starting_with_obs_does_not_end_the_stream():
     assert trace.answer == "obsidian"
     streamed = "".join(e.text for e in trace.of(TokenDelta))
     assert streamed == model.steps[0]
+
+
+# --- issue 8 A/B: cut replies, the token limit, waiting for the server ---------------------------
+
+
+def test_a_reply_cut_midway_is_never_parsed_and_its_tokens_count():
+    cut = LLMFailure("the server closed the connection mid-reply after 4 tokens", reason="incomplete", tokens=4)
+    model = ScriptedModel([Reply(text="Final Answer: 39", fail=cut)])
+    trace = run(react, model)
+    assert trace.answer is None and not trace.of(ParseError) and not trace.of(Action)
+    assert [(e.message, e.reason) for e in trace.of(LLMError)] == [(str(cut), "incomplete")]
+    usage = trace.of(Usage)
+    assert len(usage) == 1 and usage[0].estimated and usage[0].completion_tokens == 4
+
+
+def test_cut_native_tool_call_deltas_are_never_run():
+    cut = LLMFailure("the server closed the connection mid-reply after 3 tokens", reason="incomplete")
+    model = ScriptedModel([Reply(tool_calls=(("calculate", '{"expression": "2+'),), fail=cut)])
+    trace = run(act_only, model, protocol="tools")
+    assert trace.tool_calls == 0 and not trace.of(Action) and trace.error == str(cut)
+
+
+def test_a_reply_at_the_token_limit_is_used_but_flagged():
+    from agents.events import Truncated
+
+    model = ScriptedModel([Reply(text="Thought: long.\nFinal Answer: 4", finish_reason="length")])
+    trace = run(think_only, model, max_tokens=50)
+    assert trace.answer == "4" and [e.message for e in trace.of(Truncated)] == [
+        "the reply hit the token limit of 50 tokens and may be cut short"]
+    assert model.requests[0].max_tokens == 50
+
+
+def test_a_call_waiting_for_the_server_says_so_once():
+    from agents.events import Waiting
+    from agents.llm.base import Chunk
+
+    class Queued(ScriptedModel):
+        def stream(self, messages, **kw):
+            yield Chunk(waiting=True)
+            yield from super().stream(messages, **kw)
+
+    trace = run(think_only, Queued(["Final Answer: 4"]))
+    assert [type(e) for _, e in trace.events if not isinstance(e, TokenDelta)][:1] == [Waiting]
+    assert trace.answer == "4" and trace.llm_calls == 1

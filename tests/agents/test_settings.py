@@ -34,3 +34,14 @@ def test_bad_timeout_falls_back_and_overrides_apply():
     assert visitor.model == "Qwen/Qwen3-8B" and visitor.token == "hf_visitor"
     assert LLMSettings(base_url="http://x/v1").with_overrides(token="hf_visitor").token is None
     assert s.redact("key hf_x leaked") == "key hf_*** leaked"
+
+
+def test_limits_from_the_environment():
+    s = LLMSettings.from_env({"HF_TOKEN": "hf_x", "LLM_TIMEOUT": "5", "LLM_MAX_DURATION": "90",
+                              "LLM_MAX_TOKENS": "256", "LLM_MAX_CONCURRENT": "1"})
+    assert (s.timeout_s, s.max_duration_s, s.max_tokens, s.max_concurrent) == (5, 90, 256, 1)
+    d = LLMSettings.from_env({"HF_TOKEN": "hf_x"})
+    assert (d.timeout_s, d.max_duration_s, d.max_tokens, d.max_concurrent) == (60, 600, 2048, None)
+    bad = LLMSettings.from_env({"HF_TOKEN": "hf_x", "LLM_MAX_DURATION": "inf", "LLM_MAX_TOKENS": "-3",
+                                "LLM_MAX_CONCURRENT": "0", "LLM_TIMEOUT": "nan"})
+    assert (bad.timeout_s, bad.max_duration_s, bad.max_tokens, bad.max_concurrent) == (60, 600, 2048, None)

@@ -72,7 +72,11 @@ def test_json_round_trip_is_exact():
 
 
 def test_every_event_kind_round_trips():
-    for event in [*EVENTS, LLMError("boom")]:
+    from agents.events import EVENT_TYPES, Retry, Truncated, Waiting
+
+    extra = [LLMError("boom"), LLMError("cut", "interrupted"), Waiting(), Retry("again"), Truncated("limit")]
+    assert {e.kind for e in [*EVENTS, *extra]} == set(EVENT_TYPES)
+    for event in [*EVENTS, *extra]:
         assert event_from_dict(json.loads(json.dumps(event_to_dict(event)))) == event
     with pytest.raises(ValueError):
         event_from_dict({"kind": "nope"})
@@ -148,3 +152,15 @@ class _RoutingModel(ScriptedModel):
             mode = "think" if "without any tools" in system else ("act" if "no Thought" in system else "react")
             self.steps = list(self._replies[mode])
         return super().stream(messages, **kwargs)
+
+
+def test_a_retry_that_succeeds_clears_the_error_but_keeps_the_cost():
+    from agents.events import Retry
+
+    trace = Trace("think", "q")
+    for event in (Usage(10, 4, 0.1, estimated=True), LLMError("cut off", "interrupted"), Retry("again"),
+                  Usage(10, 6, 0.1), FinalAnswer("4")):
+        trace.add(event)
+    assert trace.error is None and trace.answer == "4" and trace.llm_calls == 2 and trace.completion_tokens == 10
+    again = Trace.from_dict(json.loads(trace.to_json()))
+    assert again.events == trace.events and again.error is None

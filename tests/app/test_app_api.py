@@ -125,6 +125,13 @@ def test_settings_reach_the_model(client, stub):
                    temperature=0.7, tools=["calculate"], api_name="/compare")
     body = stub.requests[0].body
     assert body["model"] == "other-model" and body["temperature"] == 0.7 and body.get("tools")
+    assert body["max_tokens"] == 2048  # LLM_MAX_TOKENS' default, when the API call leaves it out
+
+
+def test_max_tokens_is_the_last_compare_input_and_reaches_the_model(client, stub):
+    stub.requests.clear()
+    client.predict(QUESTION, "Think", "stub", "text", 5, 0.2, ["calculate"], "None", 64, api_name="/compare")
+    assert [r.body["max_tokens"] for r in stub.requests] == [64]
 
 
 def test_prompts_view(client):

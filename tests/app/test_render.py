@@ -364,3 +364,23 @@ def test_a_recording_with_a_hybrid_replays_into_the_fourth_panel(tmp_path):
     rec = load_recording(json_path)
     assert list(rec.traces) == ["react", "react_cot_sc"] and hybrid_in(rec) == "react_cot_sc"
     assert hybrid_in(load_recording(react_trace().to_json())) is None
+
+
+def test_waiting_retry_and_token_limit_are_shown():
+    from agents.events import Retry, Truncated, Usage, Waiting
+
+    panel = Panel("act")
+    panel.add(Waiting())
+    assert "Waiting for the model server" in panel.value()[0].metadata["title"]
+    panel.add(TokenDelta("Thought: hm", "thought"))  # the call got its turn: the notice goes
+    assert [m.metadata.get("title", "") for m in panel.value()][0].startswith("✍ Writing")
+    panel.add(Usage(10, 3, 0.1, estimated=True))
+    panel.add(LLMError("the server closed this reply when another request arrived", "interrupted"))
+    panel.add(Retry("running it again"))
+    panel.add(Usage(10, 3, 0.1))
+    panel.add(Truncated("the reply hit the token limit of 9 tokens and may be cut short"))
+    titles = [m.metadata.get("title", "") for m in panel.value()]
+    assert titles[0].startswith("⚠ Incomplete reply") and "Running this mode again" in titles[2]
+    assert "hit the token limit" in titles[3] and "Max tokens" in panel.value()[3].content
+    panel.finish()
+    assert not any("Waiting" in t for t in titles)
