@@ -9,7 +9,10 @@ A server that serves one request at a time may cut a mode's reply off when anoth
 request arrives (llama-cpp-python's server does, by default). Such a mode ends with an
 ``LLMError`` of reason "interrupted"; once every other mode has finished, it runs again,
 alone, after a ``Retry`` event that says why (one retry; modes waiting to retry go one at a
-time). ``LLM_MAX_CONCURRENT=1`` avoids the collisions from the start.
+time). A mode that got no first token in time while the others streamed (reason "busy": it
+was probably queued behind them) is run again too, but only when the server proved alive in
+this run (a mode answered or was interrupted): a hung server is not waited for twice.
+``LLM_MAX_CONCURRENT=1`` avoids the collisions from the start.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ ModelFactory = Callable[[], ChatModel]
 _DONE = object()
 RETRY_NOTE = ("the model server cut this mode's reply off when another mode's request arrived; running it again now "
               "that the other modes have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")
+BUSY_NOTE = ("the model server sent nothing in time while it served the other modes; running this mode again now "
+             "that they have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")
 
 
 def validate_question(question: str | None) -> str | None:
@@ -153,6 +158,7 @@ class ComparisonRun:
         self._first_round = len(self._threads)  # modes still on their first attempt
         self._round = threading.Condition()
         self._retry_lock = threading.Lock()  # modes that run again do so one at a time
+        self._server_alive = False  # some mode answered or was cut off by another: the server does serve
 
     def start(self) -> ComparisonRun:
         for t in self._threads:
@@ -189,29 +195,32 @@ class ComparisonRun:
     def _worker(self, mode: str) -> None:
         try:
             try:
-                interrupted = self._attempt(mode)
+                reason = self._attempt(mode)
             finally:
                 with self._round:
                     self._first_round -= 1
                     self._round.notify_all()
-            if interrupted and len(self.modes) > 1 and self._others_finished():
+            if reason in ("interrupted", "busy") and len(self.modes) > 1 and self._others_finished() and (
+                    reason == "interrupted" or self._server_alive):
                 with self._retry_lock:
                     if not self.cancel.is_set():
-                        self._events.put((mode, Retry(RETRY_NOTE)))
+                        self._events.put((mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE)))
                         self._attempt(mode)
         finally:
             self._events.put((mode, _DONE))
 
-    def _attempt(self, mode: str) -> bool:
-        """Run the mode once, forwarding its events; True when the server cut it off for another request."""
-        interrupted = False
+    def _attempt(self, mode: str) -> str:
+        """Run the mode once, forwarding its events; returns the reason of the error it ended with ("": none)."""
+        reason = ""
         for event in run_one(mode, self.question, self.factory, self.registry, self.config, self._models):
             self._events.put((mode, event))
             if isinstance(event, LLMError | FinalAnswer):
-                interrupted = isinstance(event, LLMError) and event.reason == "interrupted"
+                reason = event.reason if isinstance(event, LLMError) else ""
+                if isinstance(event, FinalAnswer) or reason == "interrupted":
+                    self._server_alive = True
             if self.cancel.is_set():
                 break
-        return interrupted and not self.cancel.is_set()
+        return "" if self.cancel.is_set() else reason
 
     def _others_finished(self) -> bool:
         """Wait until no mode is on its first attempt any more; False if the run was cancelled meanwhile."""

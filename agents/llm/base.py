@@ -53,7 +53,8 @@ class LLMFailure(Exception):
     ``reason`` says what kind of failure it was, for code that reacts to it: "" (any), "incomplete"
     (the server ended the reply without saying it was done), "interrupted" (the same, while
     another of our requests was open to that server: it probably serves one request at a time),
-    "timeout", "stopped". ``tokens`` estimates what was streamed before the failure, so the call's
+    "busy" (no first token within ``LLM_TIMEOUT`` while others of ours were open: probably queued
+    behind them), "timeout", "stopped". ``tokens`` estimates what was streamed before the failure, so the call's
     usage is still counted.
     """
 

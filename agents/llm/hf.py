@@ -31,8 +31,8 @@ from agents.llm.settings import LLMSettings
 RETRY_STATUSES = {429, 502, 503, 504}
 MAX_TRIES = 3
 RETRY_BUDGET_S = 10.0
-INTERRUPTED = ("the server closed this reply when another request arrived — it may serve one request at a time "
-               "(llama-cpp-python's server does); set LLM_MAX_CONCURRENT=1")
+ONE_AT_A_TIME = "it may serve one request at a time (llama-cpp-python's server does); set LLM_MAX_CONCURRENT=1"
+INTERRUPTED = f"the server closed this reply when another request arrived — {ONE_AT_A_TIME}"
 
 
 class HFInferenceModel:
@@ -154,6 +154,9 @@ class HFInferenceModel:
             return LLMFailure(f"the reply was cut at {s.max_duration_s:g} s (LLM_MAX_DURATION) after {n} tokens",
                               reason="timeout", tokens=n)
         if clock.expired == "silence" or isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+            if not clock.chunks and open_streams.crowded(self._server, ticket):
+                return LLMFailure(f"no reply from the model server within {s.timeout_s:g} s (LLM_TIMEOUT) while "
+                                  f"other requests of ours were open — {ONE_AT_A_TIME}", reason="busy")
             if not clock.chunks:
                 return LLMFailure(f"no reply from the model server within {s.timeout_s:g} s (LLM_TIMEOUT)",
                                   reason="timeout", tokens=n)

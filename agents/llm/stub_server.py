@@ -11,6 +11,7 @@ dropped connection is visible to the client as an error, as it is in production.
 ``one_at_a_time=True`` behaves like llama-cpp-python's server with its default
 ``interrupt_requests=True``: a new request aborts the one in flight, which gets ``data: [DONE]``
 without a ``finish_reason`` and an end of body, then waits for the model to be free.
+``serial=True`` queues requests for the one model without a word until their turn.
 
 Run standalone (``python -m agents.llm.stub_server --port 8800``) to try the app or CLI
 with the :func:`toy_policy` model, which uses the calculator for arithmetic questions.
@@ -77,10 +78,12 @@ class StubLLMServer:
         chunk_chars: int = 8,
         port: int = 0,
         one_at_a_time: bool = False,
+        serial: bool = False,
     ) -> None:
         self.responder = responder or toy_policy
         self.latency, self.token_delay, self.chunk_chars = latency, token_delay, chunk_chars
         self.one_at_a_time = one_at_a_time
+        self.serial = serial  # requests queue for the single model, unanswered (Ollama with OLLAMA_NUM_PARALLEL=1)
         self._model_lock = threading.Lock()  # one_at_a_time: the single model
         self._current: threading.Event | None = None  # set it to interrupt the request in flight
         self.max_in_flight = 0  # most requests ever streamed at once (tests of LLM_MAX_CONCURRENT)
@@ -169,6 +172,9 @@ def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                         if server._current is not None:
                             server._current.set()  # like llama-cpp-python: the newcomer aborts the one in flight
                         server._current = interrupt
+                    with server._model_lock:
+                        self._serve(reply, body, record, interrupt)
+                elif server.serial:
                     with server._model_lock:
                         self._serve(reply, body, record, interrupt)
                 else:

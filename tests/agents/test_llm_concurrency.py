@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from agents.comparison import RETRY_NOTE, ComparisonRun, compare
+from agents.comparison import BUSY_NOTE, RETRY_NOTE, ComparisonRun, compare
 from agents.events import LLMError, Retry, Waiting
 from agents.llm.base import LLMFailure
 from agents.llm.gate import Gate, OpenStreams
@@ -65,6 +65,30 @@ def test_without_the_setting_an_interrupted_mode_runs_again_once_the_others_fini
         assert errors and errors[0].message == INTERRUPTED and errors[0].reason == "interrupted"
         assert trace.of(Retry)[0].message == RETRY_NOTE
         assert "empty answer" not in trace.to_markdown()
+
+
+def test_modes_queued_past_llm_timeout_behind_the_others_run_again():
+    """A server that queues requests silently (Ollama with one slot): the queued modes time out, then run again."""
+    with StubLLMServer(responder=slow_toy, serial=True) as srv:
+        s = settings(srv, timeout_s=0.3)
+        traces = compare(QUESTION, model_factory=lambda: HFInferenceModel(s), registry=REGISTRY)
+    retried = [m for m, t in traces.items() if t.of(Retry)]
+    assert retried
+    for mode, trace in traces.items():
+        assert trace.error is None and trace.answer, (mode, trace.to_markdown())
+    for mode in retried:
+        assert traces[mode].of(LLMError)[0].reason == "busy" and "LLM_MAX_CONCURRENT=1" in traces[mode].of(LLMError)[0].message
+        assert traces[mode].of(Retry)[0].message == BUSY_NOTE
+
+
+def test_a_hung_server_is_not_waited_for_twice():
+    with StubLLMServer() as srv:
+        srv.responder = lambda body: StubReply(hang=True)
+        s = settings(srv, timeout_s=0.5)
+        start = time.perf_counter()
+        traces = compare(QUESTION, model_factory=lambda: HFInferenceModel(s), registry=REGISTRY)
+    assert time.perf_counter() - start < 3 and len(srv.requests) == 3
+    assert all(t.error and not t.of(Retry) for t in traces.values())
 
 
 def test_one_mode_cut_off_by_another_request_gets_the_clear_line():
