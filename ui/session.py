@@ -24,7 +24,7 @@ from typing import Any
 import gradio as gr
 
 from agents.comparison import ComparisonRun, validate_question
-from agents.events import Event, FinalAnswer, LLMError, TokenDelta
+from agents.events import Event, FinalAnswer, TokenDelta
 from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
@@ -143,7 +143,8 @@ class _View:
         return cached[1]
 
     def finished(self, mode: str) -> bool:
-        return self.panels[mode].done or bool(self.traces[mode].of(FinalAnswer) or self.traces[mode].of(LLMError))
+        # trace.error, not any LLMError: a mode cut off by a one-at-a-time server runs again (agents/comparison.py)
+        return self.panels[mode].done or bool(self.traces[mode].of(FinalAnswer) or self.traces[mode].error)
 
     def frame(self, status: str, *, final: bool = False, table: str = "", files: list[str] | None = None,
               question: str | None = None) -> Frame:

@@ -75,61 +75,90 @@ def complete(
     """
     if config.cancel.is_set():
         raise Stopped
-    start, text, reasoning, shown = time.perf_counter(), "", "", 0
-    deltas: list[ToolCallDelta] = []
-    usage: tuple[int | None, int | None] = (None, None)
-    finish: str | None = None
+    call = _Call(answer_only=answer_only)
+    stream = model.stream(messages, stop=stop, max_tokens=config.max_tokens, temperature=config.temperature,
+                          tools=tools)
     try:
-        for chunk in model.stream(messages, stop=stop, max_tokens=config.max_tokens,
-                                  temperature=config.temperature, tools=tools):
+        for chunk in stream:
             if chunk.waiting:
                 yield Waiting()
-                start = time.perf_counter()  # the call's time starts when it gets a slot
+                call.start = time.perf_counter()  # the call's time starts when it gets a slot
                 continue
             if chunk.reasoning:
-                reasoning += chunk.reasoning
+                call.reasoning += chunk.reasoning
                 yield TokenDelta(chunk.reasoning, "reasoning")
-            if chunk.text:
-                text += chunk.text
-                done = visible = text
-                if stop:
-                    # Break only on a whole "Observation" line; a trailing "Obs" may yet become "Obsidian",
-                    # so it is held back from the screen but does not end the stream. Earlier lines were
-                    # checked already: scan from the start of the line this chunk extends, not the whole reply.
-                    base = text.rfind("\n", 0, len(text) - len(chunk.text)) + 1
-                    tail = cut_observation(text[base:], partial=False)
-                    done, visible = text[:base] + tail, text[:base] + cut_observation(tail)
-                if len(visible) > shown:
-                    # Once the answer began it stays the answer; before that only new text (and a short
-                    # overlap for a label split across chunks) can hold "Final Answer:".
-                    answer_only = answer_only or bool(_FINAL.search(visible, max(0, shown - 64)))
-                    yield TokenDelta(visible[shown:], "answer" if answer_only else "thought")
-                    shown = len(visible)
-                if len(done) < len(text):
-                    text = done
-                    break
-            deltas.extend(chunk.tool_calls)
-            finish = chunk.finish_reason or finish
+            if chunk.text and (yield from call.add_text(chunk.text, stop)):
+                break  # a hallucinated Observation: the rest of the reply is not the model's to write
+            call.deltas.extend(chunk.tool_calls)
+            call.finish = chunk.finish_reason or call.finish
             if chunk.has_usage:
-                usage = (chunk.prompt_tokens, chunk.completion_tokens)
+                call.usage = (chunk.prompt_tokens, chunk.completion_tokens)
     except LLMFailure as exc:
-        if text or reasoning or deltas:  # the call ended early, but what it streamed was paid for
-            yield _usage((None, exc.tokens or None), messages, text + reasoning, time.perf_counter() - start)
+        if call.text or call.reasoning or call.deltas:  # the call ended early, but what it streamed was paid for
+            yield _usage((None, exc.tokens or None), messages, call.output, call.elapsed)
         yield LLMError(str(exc), exc.reason)
         return None
-    yield _usage(usage, messages, text + reasoning, time.perf_counter() - start)
-    if finish == "length":
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()  # now, not when garbage-collected: a slot under LLM_MAX_CONCURRENT is freed at once
+    yield _usage(call.usage, messages, call.output, call.elapsed)
+    if call.finish == "length":
         limit = f" of {config.max_tokens} tokens" if config.max_tokens else ""
         yield Truncated(f"the reply hit the token limit{limit} and may be cut short")
-    reply = Reply(text=cut_observation(text) if stop else text, reasoning=reasoning,
-                  tool_calls=assemble_tool_calls(deltas))
+    reply = Reply(text=cut_observation(call.text) if stop else call.text, reasoning=call.reasoning,
+                  tool_calls=assemble_tool_calls(call.deltas))
     if not reply.text.strip() and not reply.tool_calls:
-        why = " (reasoning used the whole token budget)" if reasoning else ""
-        if finish == "length" and not why:
+        why = " (reasoning used the whole token budget)" if call.reasoning else ""
+        if call.finish == "length" and not why:
             why = " (it hit the token limit)"
         yield LLMError(f"the model returned an empty answer{why}")
         return None
     return reply
+
+
+@dataclass
+class _Call:
+    """What one streamed call has received so far."""
+
+    answer_only: bool = False
+    start: float = field(default_factory=time.perf_counter)
+    text: str = ""
+    reasoning: str = ""
+    shown: int = 0
+    deltas: list[ToolCallDelta] = field(default_factory=list)
+    usage: tuple[int | None, int | None] = (None, None)
+    finish: str | None = None
+
+    @property
+    def output(self) -> str:
+        return self.text + self.reasoning
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def add_text(self, piece: str, stop: list[str] | None) -> Generator[Event, None, bool]:
+        """Show new text as a token event; True when an ``Observation`` line ends the reply here."""
+        self.text += piece
+        done = visible = self.text
+        if stop:
+            # Break only on a whole "Observation" line; a trailing "Obs" may yet become "Obsidian",
+            # so it is held back from the screen but does not end the stream. Earlier lines were
+            # checked already: scan from the start of the line this chunk extends, not the whole reply.
+            base = self.text.rfind("\n", 0, len(self.text) - len(piece)) + 1
+            tail = cut_observation(self.text[base:], partial=False)
+            done, visible = self.text[:base] + tail, self.text[:base] + cut_observation(tail)
+        if len(visible) > self.shown:
+            # Once the answer began it stays the answer; before that only new text (and a short
+            # overlap for a label split across chunks) can hold "Final Answer:".
+            self.answer_only = self.answer_only or bool(_FINAL.search(visible, max(0, self.shown - 64)))
+            yield TokenDelta(visible[self.shown:], "answer" if self.answer_only else "thought")
+            self.shown = len(visible)
+        if len(done) < len(self.text):
+            self.text = done
+            return True
+        return False
 
 
 def _usage(usage: tuple[int | None, int | None], messages: list[Message], output: str, elapsed: float) -> Usage:
