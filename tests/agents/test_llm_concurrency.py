@@ -32,9 +32,9 @@ def settings(srv: StubLLMServer, **kw) -> LLMSettings:
 
 
 def slow_toy(body):
-    """The toy model, streaming slowly enough that requests overlap."""
+    """The toy model, slow enough that requests started together overlap even on a loaded machine."""
     reply = toy_policy(body)
-    reply.token_delay = 0.02
+    reply.first_token_delay, reply.token_delay = 0.3, 0.02
     return reply
 
 
@@ -69,8 +69,13 @@ def test_without_the_setting_an_interrupted_mode_runs_again_once_the_others_fini
 
 def test_modes_queued_past_llm_timeout_behind_the_others_run_again():
     """A server that queues requests silently (Ollama with one slot): the queued modes time out, then run again."""
-    with StubLLMServer(responder=slow_toy, serial=True) as srv:
-        s = settings(srv, timeout_s=0.3)
+    def steady_toy(body):  # no wait for the first token, then ~1 s of steady chunks: a queued call times out
+        reply = toy_policy(body)
+        reply.first_token_delay, reply.token_delay = 0.0, 0.1
+        return reply
+
+    with StubLLMServer(responder=steady_toy, serial=True) as srv:
+        s = settings(srv, timeout_s=0.4)
         traces = compare(QUESTION, model_factory=lambda: HFInferenceModel(s), registry=REGISTRY)
     retried = [m for m, t in traces.items() if t.of(Retry)]
     assert retried

@@ -188,3 +188,25 @@ def test_llm_api_key_is_what_a_base_url_server_gets(server, monkeypatch):
                                      "HF_TOKEN": "hf_canary_never_send_me_123"})
     list(HFInferenceModel(settings).stream(HI))
     assert server.requests[0].headers["authorization"] == "Bearer sk-local-key"
+
+
+def test_cli_shows_waiting_and_the_token_limit(monkeypatch):
+    """The readable CLI output says when a mode waits for the server and when a reply hit the limit."""
+    import io
+
+    from agents.cli import ask_main
+
+    with StubLLMServer() as srv:
+        # every call holds the one slot for over half a second, so the modes started together must queue
+        srv.responder = lambda body: StubReply(text="Thought: long enough words here", finish_reason="length",
+                                               first_token_delay=0.6)
+        for name in [k for k in os.environ if k.startswith(("HF_", "LLM_"))]:
+            monkeypatch.delenv(name)
+        for key, value in {"LLM_BASE_URL": srv.url, "LLM_MODEL": "stub", "LLM_MAX_CONCURRENT": "1"}.items():
+            monkeypatch.setenv(key, value)
+        out = io.StringIO()
+        assert ask_main([QUESTION, "--mode", "all", "--max-steps", "1", "--tools", "calculate"], out) == 0
+        assert srv.max_in_flight == 1
+    text = out.getvalue()
+    assert "waiting for the model server" in text and "Note: the reply hit the token limit" in text
+    assert "Traceback" not in text
