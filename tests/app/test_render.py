@@ -353,6 +353,9 @@ def test_make_config_clamps_api_values():
     cfg = make_config("bogus", 99, "hot")
     assert (cfg.protocol, cfg.max_steps, cfg.temperature) == ("text", 10, 0.2)
     assert make_config("tools", 0, -1).max_steps == 1
+    assert cfg.max_tokens is None  # left out: the model's default, LLM_MAX_TOKENS
+    assert [make_config("text", 5, 0.2, v).max_tokens for v in (256, 1e9, 0, "lots", float("nan"), float("inf"))] == [
+        256, 32768, 1, None, None, None]
 
 
 def test_a_recording_with_a_hybrid_replays_into_the_fourth_panel(tmp_path):
