@@ -80,6 +80,7 @@ class LlamaServer:
 
     def start(self) -> LlamaServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_"))}
+        env["PYTHONUNBUFFERED"] = "1"  # its "Disconnected from client" lines reach the log at once
         self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
