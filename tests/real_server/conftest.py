@@ -2,7 +2,8 @@
 
 One server for every test here (a 135M model on 2 cores: ~130 prompt tokens/s, ~20–50 generated
 tokens/s), so budgets are small: ``LLM_MAX_TOKENS`` of a few dozen tokens, two steps. Skipped with
-the reason when the wheel or the model is not installed (``.ci/run`` installs both).
+the reason when the wheel or the model is not installed; ``.ci/run`` installs both and sets
+``REAL_SERVER_REQUIRED=1``, which turns that skip into a failure, so CI cannot skip them by accident.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class RealServer:
 @pytest.fixture(scope="session")
 def real_server() -> Iterator[RealServer]:
     why = llama_server.missing()
+    if why and os.environ.get("REAL_SERVER_REQUIRED") == "1":
+        pytest.fail(f"REAL_SERVER_REQUIRED=1 but no real model server can start: {why}", pytrace=False)
     if why:
         pytest.skip(f"no real model server here: {why}")
     with llama_server.LlamaServer(n_ctx=4096, n_threads=2) as server:
