@@ -58,6 +58,16 @@ def test_readable_output_has_no_traceback(real_server):
     assert "Final Answer" in result.stdout or "Model error" in result.stdout, result.stdout[-2000:]
 
 
+def test_max_tokens_cuts_a_ramble_and_says_so(real_server):
+    """``--max-tokens`` reaches the server, and a reply it cut (``finish_reason: "length"``) is flagged."""
+    command = [sys.executable, "-m", "agents", "ask", "Explain step by step how a bicycle works, part by part.",
+               "--mode", "think", "--temperature", "0", "--max-tokens", "8"]
+    result = subprocess.run(command, env=real_server.env(LLM_TIMEOUT="120"), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stderr[-2000:]
+    assert "token limit" in result.stdout, result.stdout[-2000:]
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("protocol", ["text", "tools"])
 def test_all_modes_in_turn_with_max_concurrent_1(real_server, protocol):
