@@ -1,0 +1,52 @@
+"""A real model server for the whole session: llama-cpp-python's server running SmolLM2-135M-Instruct.
+
+One server for every test here (a 135M model on 2 cores: ~130 prompt tokens/s, ~20–50 generated
+tokens/s), so budgets are small: ``LLM_MAX_TOKENS`` of a few dozen tokens, two steps. Skipped with
+the reason when the wheel or the model is not installed; ``.ci/run`` installs both and sets
+``REAL_SERVER_REQUIRED=1``, which turns that skip into a failure, so CI cannot skip them by accident.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.pop("SPACE_ID", None)
+
+from collections.abc import Iterator
+
+import pytest
+
+from agents.llm import llama_server
+
+
+class RealServer:
+    """The running server plus what tests read from it: its URL and its log since a mark."""
+
+    def __init__(self, server: llama_server.LlamaServer) -> None:
+        self.server = server
+        self.url = server.url
+        self.model = llama_server.MODEL_ALIAS
+
+    def mark(self) -> int:
+        return len(self.server.output())
+
+    def log_since(self, mark: int) -> str:
+        return self.server.output()[mark:]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The environment of a CLI run against this server (and nothing of the caller's LLM_/HF_ setup)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_"))}
+        env.update(LLM_BASE_URL=self.url, LLM_MODEL=self.model, PYTHONUNBUFFERED="1", **extra)
+        return env
+
+
+@pytest.fixture(scope="session")
+def real_server() -> Iterator[RealServer]:
+    why = llama_server.missing()
+    if why and os.environ.get("REAL_SERVER_REQUIRED") == "1":
+        pytest.fail(f"REAL_SERVER_REQUIRED=1 but no real model server can start: {why}", pytrace=False)
+    if why:
+        pytest.skip(f"no real model server here: {why}")
+    with llama_server.LlamaServer(n_ctx=4096, n_threads=2) as server:
+        yield RealServer(server)

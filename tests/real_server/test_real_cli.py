@@ -1,0 +1,93 @@
+"""``python -m agents ask`` against a real model server (llama-cpp-python + SmolLM2-135M), as a user runs it.
+
+A 135M model seldom keeps the ReAct format, so these tests do not judge answers: they check that
+every run ends with an answer or one clear line — never a traceback, never "the model returned an
+empty answer" for a reply the server cut off — in every mode and both protocols.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.real_server, pytest.mark.slow]
+
+QUESTION = "What is 17 * 23 + 5?"
+BUDGET = {"LLM_MAX_TOKENS": "64", "LLM_TIMEOUT": "120"}  # a slow CPU model: small replies, patient waits
+INTERRUPTED = "Disconnected from client"  # llama-cpp-python's log line for a request it ended early
+
+
+def ask(server, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """Run the CLI as a subprocess against the real server (tools: the offline calculator only)."""
+    command = [sys.executable, "-m", "agents", "ask", QUESTION, "--max-steps", "2", "--tools", "calculate",
+               "--temperature", "0", *args]
+    return subprocess.run(command, env=server.env(**BUDGET, **env), capture_output=True, text=True, timeout=280)
+
+
+def runs_of(result: subprocess.CompletedProcess) -> dict[str, dict]:
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr[-2000:]
+    return json.loads(result.stdout)["runs"]
+
+
+def assert_each_run_ends_clearly(runs: dict[str, dict]) -> None:
+    """An answer, or one short error line; and never the misreported empty answer."""
+    for mode, run in runs.items():
+        assert (run["answer"] is None) != (run["error"] is None), (mode, run)
+        if run["error"] is not None:
+            assert "\n" not in run["error"] and len(run["error"]) < 400, (mode, run["error"])
+            assert "empty answer" not in run["error"], (mode, run["error"])
+            assert "Traceback" not in run["error"] and "internal error" not in run["error"], (mode, run["error"])
+        assert run["llm_calls"] >= 1 and run["usage"]["completion_tokens"] >= 0, (mode, run)
+
+
+@pytest.mark.parametrize(("mode", "protocol"), [("think", "text"), ("act", "tools"), ("react", "tools")])
+def test_one_mode_ends_with_an_answer_or_one_clear_line(real_server, mode, protocol):
+    runs = runs_of(ask(real_server, "--mode", mode, "--protocol", protocol, "--json"))
+    assert list(runs) == [mode]
+    assert_each_run_ends_clearly(runs)
+
+
+def test_readable_output_has_no_traceback(real_server):
+    result = ask(real_server, "--mode", "think")
+    assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stderr[-2000:]
+    assert "Model: smollm2-135m at http://127.0.0.1:" in result.stdout
+    assert "Final Answer" in result.stdout or "Model error" in result.stdout, result.stdout[-2000:]
+
+
+def test_max_tokens_cuts_a_ramble_and_says_so(real_server):
+    """``--max-tokens`` reaches the server, and a reply it cut (``finish_reason: "length"``) is flagged."""
+    command = [sys.executable, "-m", "agents", "ask", "Explain step by step how a bicycle works, part by part.",
+               "--mode", "think", "--temperature", "0", "--max-tokens", "8"]
+    result = subprocess.run(command, env=real_server.env(LLM_TIMEOUT="120"), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stderr[-2000:]
+    assert "token limit" in result.stdout, result.stdout[-2000:]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+def test_all_modes_in_turn_with_max_concurrent_1(real_server, protocol):
+    """``LLM_MAX_CONCURRENT=1``: the three modes take turns, so the server interrupts none of them."""
+    mark = real_server.mark()
+    runs = runs_of(ask(real_server, "--mode", "all", "--protocol", protocol, "--json", LLM_MAX_CONCURRENT="1"))
+    assert list(runs) == ["think", "act", "react"]
+    assert_each_run_ends_clearly(runs)
+    assert real_server.log_since(mark).count(INTERRUPTED) == 0, real_server.log_since(mark)[-3000:]
+    assert all(run["error"] is None for run in runs.values()), runs
+
+
+@pytest.mark.timeout(300)
+def test_all_modes_at_once_against_a_one_at_a_time_server_is_reported_honestly(real_server):
+    """No limit set: the server cuts replies off as new requests arrive. Each cut mode either runs
+    again by itself (and answers) or says what happened and what to set — never "empty answer"."""
+    mark = real_server.mark()
+    runs = runs_of(ask(real_server, "--mode", "all", "--protocol", "tools", "--json"))
+    assert_each_run_ends_clearly(runs)
+    interrupted = real_server.log_since(mark).count(INTERRUPTED)
+    failed = [run["error"] for run in runs.values() if run["error"]]
+    if interrupted:
+        assert all("LLM_MAX_CONCURRENT" in error or "one request at a time" in error for error in failed), failed
