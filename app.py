@@ -20,7 +20,7 @@ from tools.registry import ToolRegistry
 from ui import tabs
 from ui.benchmark_tab import build_benchmark_tab
 from ui.render import HYBRIDS
-from ui.replay import SPEEDS, ReplayError, hybrid_in, load_recording
+from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
@@ -138,10 +138,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         replay_outputs = [*(o for o in outputs if o is not exports), question]
 
-        async def play(path: str | None, speed_label: str = "1× (original pacing)"):
+        async def play(path: str | None, speed_label: str = "1× (original pace)"):
             """Replay a JSON export in the panels (no model or network needed)."""
-            try:
-                recording = load_recording(path or "")
+            try:  # read, checked and condensed in a worker process: a 20 MB file never stalls the app
+                recording = await open_recording(path if isinstance(path, str) else "", speed_label)
             except ReplayError as exc:
                 yield [*as_outputs(refusal(str(exc)), files=False), gr.skip()]
                 return
@@ -150,10 +150,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         def reveal_fourth(path: str | None) -> tuple:
             """A replayed run with a hybrid opens the fourth panel, titled with it."""
-            try:
-                hybrid = hybrid_in(load_recording(path or ""))
-            except ReplayError:
-                hybrid = None
+            hybrid = hybrid_in_file(path) if isinstance(path, str) else None
             if hybrid is None:
                 return gr.skip(), gr.skip()
             return gr.Column(visible=True), gr.Chatbot(label=MODE_TITLES[hybrid])

@@ -32,8 +32,9 @@ from agents.modes import RunConfig
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
+from ui.recording import MAX_GAP_S
 from ui.render import MODE_CHOICES, MODES, PANEL_MODES, Panel, hybrid_mode
-from ui.replay import SPEEDS, Recording, export_dict, run_settings, schedule, write_exports
+from ui.replay import Recording, export_dict, run_settings, speed_factor, write_exports
 
 log = logging.getLogger(__name__)
 
@@ -293,34 +294,88 @@ def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegi
                         temperature=config.temperature or 0.0, tools=registry.names)
 
 
-async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S) -> AsyncIterator[Frame]:
-    """Play a saved run back into the panels with its original pacing divided by ``speed`` (0: instant)."""
-    factor = SPEEDS.get(speed, 1.0) if isinstance(speed, str) else float(speed)
+async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S,
+                 max_gap: float = MAX_GAP_S) -> AsyncIterator[Frame]:
+    """Play a saved run back into the panels with its original pacing divided by ``speed`` (0: instant).
+
+    Bounded whatever the file holds: a pause in the recording lasts at most ``max_gap`` seconds
+    (before dividing by ``speed``); while waiting a frame goes out at least every second, so a
+    visitor who left (Gradio checks between frames) ends the replay and frees its slot; frames are
+    at most one per :func:`frame_interval` and never take more than a quarter of the time; long
+    stretches of events hand the event loop back every few milliseconds.
+    """
+    factor = speed_factor(speed)
     modes = tuple(m for m in PANEL_MODES if m in recording.traces)
     view = _View(recording.question, recording.selection, modes)
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
-    status = f"▶ Replaying **{recording.selection}** recorded on {backend}…"
-    yield view.frame(status, question=recording.question)
-    start = last = time.perf_counter()
-    dirty = False
-    for t, mode, event in schedule(recording.traces):
-        if factor > 0:
-            due = start + t / factor
-            if due > time.perf_counter():
-                if dirty:
-                    dirty, last = False, time.perf_counter()
-                    yield view.frame(status)
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        urgent = view.add(mode, event, t)
-        dirty = True
-        if factor > 0 and (urgent or time.perf_counter() - last >= throttle):
-            dirty, last = False, time.perf_counter()
-            yield view.frame(status)
-    for m, trace in view.traces.items():
-        trace.elapsed_s = recording.traces[m].elapsed_s
-        view.panels[m].finish()
-    done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
-    yield view.frame(done, final=True, table=render.comparison_markdown(view.traces))
+    status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
+    _track(+1)
+    try:
+        yield view.frame(status, question=recording.question)
+        pacer = _Pacer(throttle)
+        start, clock, previous = time.perf_counter(), 0.0, None
+        for t, mode, event in recording.events():
+            if factor > 0:
+                clock += min(max(0.0, t - (t if previous is None else previous)), max_gap)
+                previous = t
+                due = start + clock / factor
+                while (now := time.perf_counter()) < due:
+                    if pacer.frame_due(now):
+                        pacer.building()
+                        yield view.frame(status)
+                        pacer.shown()
+                    await asyncio.sleep(max(0.0, pacer.wake(due) - time.perf_counter()))
+            urgent = view.add(mode, event, t)
+            pacer.dirty = True
+            if factor > 0 and (urgent or pacer.frame_due(time.perf_counter())):
+                pacer.building()
+                yield view.frame(status)
+                pacer.shown()
+            await pacer.breathe()
+        for m, trace in view.traces.items():
+            trace.elapsed_s = recording.traces[m].elapsed_s
+            view.panels[m].finish()
+        done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
+        yield view.frame(done, final=True, table=render.comparison_markdown(view.traces))
+    finally:
+        _track(-1)
+        recording.discard()
+
+
+class _Pacer:
+    """When a replay may show its next frame, and when it must hand the event loop back."""
+
+    SLICE_S = 0.005  # work at most this long between two hand-backs to the event loop
+    DUTY = 4  # a frame that took x seconds (to build and send) waits at least DUTY·x before the next
+    WAKE_S = 0.25  # while waiting for an event, wake this often (to keep the liveness tick)
+
+    def __init__(self, throttle: float) -> None:
+        self.throttle = throttle
+        self.dirty = False
+        self.next_at = self._shown_at = self._building_at = self._slice = time.perf_counter()
+
+    def frame_due(self, now: float) -> bool:
+        """A frame with news once the interval passed; one without news every TICK_S (a liveness check)."""
+        return now >= self.next_at and (self.dirty or now - self._shown_at >= TICK_S)
+
+    def wake(self, due: float) -> float:
+        """When to wake up while waiting for the next event due at ``due``."""
+        return min(due, self.next_at if self.dirty else time.perf_counter() + self.WAKE_S)
+
+    def building(self) -> None:
+        self._building_at = time.perf_counter()
+
+    def shown(self) -> None:
+        """The generator resumed after a frame: that frame's cost (build, send, waiting) spaces the next."""
+        now = time.perf_counter()
+        self.dirty, self._shown_at = False, now
+        self.next_at = now + max(frame_interval(self.throttle), self.DUTY * (now - self._building_at))
+
+    async def breathe(self) -> None:
+        """Yield to the event loop when this replay has worked for a whole slice."""
+        if time.perf_counter() - self._slice >= self.SLICE_S:
+            await asyncio.sleep(0)
+            self._slice = time.perf_counter()
 
 
 def mark_stopped(*panels: list) -> tuple:
