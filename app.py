@@ -14,11 +14,14 @@ from typing import Any
 
 import gradio as gr
 
+from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui import tabs
 from ui.benchmark_tab import build_benchmark_tab
+from ui.inputs import compare_problem, protocol_value
+from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
@@ -27,6 +30,7 @@ MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
 RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "32"))  # runs are I/O bound: many at once
 QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))
+MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
@@ -120,14 +124,20 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             """Run the question through the chosen modes in parallel; streams the three panels, then
             the three metrics lines, the status line, the comparison table, the export files, and the
             optional fourth (hybrid) panel with its metrics."""
-            # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); make_config and
-            # live_run validate them, which saves Gradio a thread hop per input on every run.
-            run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
+            # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); they are checked
+            # here and in live_run (one clear line, no model call), which saves Gradio a thread hop per input.
+            problem = validate_question(question) or compare_problem(
+                mode=mode, model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
+                tools=tools, fourth=fourth, registry=registry)
+            if problem is not None:
+                yield as_outputs(refusal(problem))
+                return
+            run_settings = settings.with_overrides(model=model or None,
                                                    token=oauth_token.token if oauth_token else None)
-            enabled = registry.subset([str(t) for t in tools] if isinstance(tools, list) else registry.names)
-            config = make_config(protocol, max_steps, temperature)
+            enabled = registry.subset(tools)
+            config = make_config(protocol_value(protocol), max_steps, temperature)
             async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
-                                        fourth=fourth if isinstance(fourth, str) else None):
+                                        fourth=fourth):
                 yield as_outputs(frame)
 
         run_event = gr.on([run_btn.click, question.submit], compare,
@@ -178,8 +188,13 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
 
 def launch_kwargs() -> dict[str, Any]:
-    """What ``launch()`` needs besides host/port (Gradio 6 takes css/theme/js here, not in Blocks)."""
-    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"], "max_threads": 64}
+    """What ``launch()`` needs besides host/port (Gradio 6 takes css/theme/js here, not in Blocks).
+
+    ``max_file_size``: an upload is a recording to replay (refused over 20 MB anyway) or a benchmark
+    dataset (200 questions are a few hundred KB), so Gradio refuses anything larger before storing it.
+    """
+    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"], "max_threads": 64,
+            "max_file_size": MAX_UPLOAD_BYTES}
 
 
 if __name__ == "__main__":

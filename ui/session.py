@@ -29,7 +29,7 @@ from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import Trace
+from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
 from ui import render
 from ui.recording import MAX_GAP_S
@@ -190,14 +190,32 @@ NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKE
 def make_config(protocol: str, max_steps: Any, temperature: Any) -> RunConfig:
     """Settings from the UI or the API, clamped to what the engine accepts."""
     try:
-        steps = min(10, max(1, int(max_steps)))
-    except (TypeError, ValueError):
+        steps = min(10, max(1, int(float(max_steps))))
+    except (TypeError, ValueError, OverflowError):  # NaN, infinity, text: the default (callers refuse them first)
         steps = 5
     try:
         temp = min(2.0, max(0.0, float(temperature)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        temp = 0.2
+    if temp != temp:  # NaN
         temp = 0.2
     return RunConfig(protocol=protocol if protocol in ("text", "tools") else "text", max_steps=steps, temperature=temp)
+
+
+def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Exception | None = None) -> str:
+    """The status line after a run: "✔ Done" only when no mode failed; otherwise which failed and why."""
+    if failure is not None:
+        return f"⚠ The run failed: {render.safe_markdown(str(failure))}"
+    failed = {m: t.error for m, t in traces.items() if t.error and t.answer is None}
+    if not failed:
+        return f"✔ Done in {elapsed:.1f} s on {where}."
+    first_mode, first_error = next(iter(failed.items()))
+    why = f"{MODE_TITLES.get(first_mode, first_mode)}: {render.plain(str(first_error))[:300]}"
+    if len(failed) == len(traces):
+        what = "the mode failed" if len(traces) == 1 else f"all {len(traces)} modes failed"
+        return f"⚠ The run failed on {where}: {what} ({why})."
+    names = ", ".join(MODE_TITLES.get(m, m) for m in failed)
+    return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."
 
 
 async def live_run(
@@ -215,7 +233,7 @@ async def live_run(
     """Run the selected modes (plus an optional hybrid in the fourth panel) in parallel and yield
     frames until they all finish."""
     problem = validate_question(question)
-    if problem is None and selection not in MODE_CHOICES:
+    if problem is None and (not isinstance(selection, str) or selection not in MODE_CHOICES):
         problem = f"Unknown mode {selection!r}: choose Think, Act, ReAct or All."
     try:
         hybrid = hybrid_mode(fourth)
@@ -279,8 +297,7 @@ async def live_run(
     for panel in view.panels.values():
         panel.finish()
     elapsed = time.perf_counter() - view.started
-    status = f"✔ Done in {elapsed:.1f} s on {where}." if failure is None else (
-        f"⚠ The run failed: {render.safe_markdown(str(failure))}")
+    status = run_status(view.traces, elapsed, where, failure)
     files = None
     if export:  # off the event loop: other visitors' frames keep flowing while the files are written
         data = export_dict(question, selection, view.traces, config_settings(settings, config, registry))
