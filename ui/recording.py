@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ _BOOL = frozenset({"is_error", "cached", "forced", "estimated"})
 _NUM = frozenset({"elapsed_s", "prompt_tokens", "completion_tokens"})
 _CHANNELS = ("thought", "answer", "reasoning")
 _workers: asyncio.Semaphore | None = None
+log = logging.getLogger(__name__)
 
 
 class ReplayError(ValueError):
@@ -215,10 +217,14 @@ async def read_in_worker(path: str, window: float, out: Path) -> dict[str, Any]:
     if _workers is None:
         _workers = asyncio.Semaphore(WORKERS_AT_ONCE)
     async with _workers:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "ui.recording", str(path), repr(window), str(out),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            cwd=str(Path(__file__).resolve().parents[1]))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "ui.recording", str(path), repr(window), str(out),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                cwd=str(Path(__file__).resolve().parents[1]))
+        except OSError as exc:
+            log.exception("cannot start the recording reader")
+            raise ReplayError(f"The app could not start reading that file ({exc.strerror}); please try again.") from None
         try:
             reply_text, _ = await asyncio.wait_for(proc.communicate(), WORKER_TIMEOUT_S)
         except (asyncio.TimeoutError, TimeoutError):
