@@ -20,7 +20,7 @@ from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui import tabs
 from ui.benchmark_tab import build_benchmark_tab
-from ui.inputs import compare_problem, protocol_value
+from ui.inputs import compare_problem, lenient, protocol_value
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
@@ -91,8 +91,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                         info="HF router models with tool calling, or type any model id")
                     protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
                 with gr.Row():
-                    max_steps = gr.Slider(1, 10, value=5, step=1, label="Max steps")
-                    temperature = gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature")
+                    max_steps = lenient(gr.Slider(1, 10, value=5, step=1, label="Max steps"))
+                    temperature = lenient(gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature"))
                     tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
                     fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
                                          info="The ReAct paper's hybrids with chain-of-thought self-consistency")

@@ -35,7 +35,7 @@ from agents.llm.base import ChatModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from tools.registry import ToolRegistry
-from ui.inputs import kind_of, number_problem, protocol_value, settings_problem
+from ui.inputs import kind_of, lenient, number_problem, protocol_value, settings_problem
 from ui.render import plain
 from ui.session import Inbox, make_config
 
@@ -262,10 +262,11 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults, hidden from the API)."""
     with gr.Row():
         dataset = gr.Dropdown(DATASETS, value="hotpotqa", label="Dataset", scale=2)
-        n = gr.Slider(1, MAX_N, value=10, step=1, label="N (items)", scale=2,
-                      info=f"Up to {VISITOR_MAX_N} unless signed in" if on_space else None)
-        concurrency = gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)", scale=1)
-        sc_n = gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21")
+        n = lenient(gr.Slider(1, MAX_N, value=10, step=1, label="N (items)", scale=2,
+                              info=f"Up to {VISITOR_MAX_N} unless signed in" if on_space else None))
+        concurrency = lenient(gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)",
+                                        scale=1))
+        sc_n = lenient(gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21"))
     upload = gr.File(label="Your dataset (question and answer columns; optional id, aliases, category, scorer)",
                      file_types=[".csv", ".jsonl", ".json"], type="filepath", visible=False)
     with gr.Row(equal_height=True):

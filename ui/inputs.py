@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import gradio as gr
+
 from tools.registry import ToolRegistry, normalize_name
 from ui.render import HYBRIDS, MODE_CHOICES
 
@@ -92,3 +94,17 @@ def compare_problem(*, mode: Any, model: Any, protocol: Any, max_steps: Any, tem
         return f"The fourth panel must be one of {', '.join(HYBRIDS)} (got {kind_of(fourth)})."
     return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
                             tools=tools, registry=registry)
+
+
+def lenient(slider: gr.Slider) -> gr.Slider:
+    """Let a value no slider could send (``"lots"``, ``NaN``, infinity) reach the handler, which refuses it
+    in one line: Gradio's own check would fail on text with a bare ``{"error": null}``."""
+    strict = slider.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        if isinstance(payload, bool) or not isinstance(payload, int | float) or not math.isfinite(payload):
+            return payload
+        return strict(payload)
+
+    slider.preprocess = preprocess  # type: ignore[method-assign]
+    return slider

@@ -265,9 +265,12 @@ def test_benchmark_checks_every_question_before_any_model_call(bench_url, tmp_pa
 
 
 @pytest.mark.parametrize(("key", "raw", "why"), [
-    ("n", "1e400", "greater than maximum value 200"),  # Gradio's slider check, before ours
+    ("n", "1e400", "N must be a number from 1 to 200 (got inf)"),
+    ("n", "500", "greater than maximum value 200"),  # a finite number out of range: Gradio's own clear check
     ("concurrency", "NaN", "Concurrency must be a number from 1 to 8 (got nan)"),
-    ("max_steps", "Infinity", "greater than maximum value 10"),
+    ("sc_n", '"lots"', "CoT-SC samples must be a number from 1 to 21 (got 'lots')"),
+    ("max_steps", "Infinity", "Max steps must be a number from 1 to 10 (got inf)"),
+    ("max_steps", '"many"', "Max steps must be a number from 1 to 10 (got 'many')"),
     ("temperature", "NaN", "Temperature must be a number from 0 to 2 (got nan)"),
     ("tools", '["nope"]', "nope"),
     ("model", "[1]", "The model must be a model id (text), not a list"),
