@@ -161,3 +161,15 @@ def test_closing_the_connection_ends_the_replay_and_frees_its_slot(url, tmp_path
         time.sleep(0.1)
     assert session._live == 0  # the generator ended (its finally ran): the slot is free
     assert not set(REPLAY_DIR.glob("*.jsonl")) - before
+
+
+def test_the_fourth_panel_opens_from_a_byte_scan(tmp_path):
+    from ui.replay import hybrid_in_file
+
+    traces = {m: busy_trace(m) for m in ("react", "react_cot_sc")}
+    path = tmp_path / "hybrid.json"
+    path.write_text(to_json(export_dict("q", "ReAct", traces, {"model": "m"})), encoding="utf-8")
+    plain = tmp_path / "plain.json"
+    plain.write_text(to_json(export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})), encoding="utf-8")
+    assert hybrid_in_file(str(path)) == "react_cot_sc"
+    assert hybrid_in_file(str(plain)) is None and hybrid_in_file(str(tmp_path / "missing.json")) is None
