@@ -330,11 +330,11 @@ async def replay(recording: Recording, speed: str | float, *, throttle: float = 
     try:
         yield view.frame(status, question=recording.question)
         pacer = _Pacer(throttle)
-        start, clock, previous = time.perf_counter(), 0.0, None
+        start, clock, previous = time.perf_counter(), 0.0, 0.0
         for t, mode, event in recording.events():
             if factor > 0:
-                clock += min(max(0.0, t - (t if previous is None else previous)), max_gap)
-                previous = t
+                clock += min(max(0.0, t - previous), max_gap)  # the recording's pace, every pause capped
+                previous = max(previous, t)
                 due = start + clock / factor
                 while (now := time.perf_counter()) < due:
                     if pacer.frame_due(now):

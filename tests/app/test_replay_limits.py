@@ -173,3 +173,16 @@ def test_the_fourth_panel_opens_from_a_byte_scan(tmp_path):
     plain.write_text(to_json(export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})), encoding="utf-8")
     assert hybrid_in_file(str(path)) == "react_cot_sc"
     assert hybrid_in_file(str(plain)) is None and hybrid_in_file(str(tmp_path / "missing.json")) is None
+
+
+def test_every_pause_is_capped_also_before_the_first_event():
+    trace = Trace("react", "q")
+    trace.add(Thought("late start"), 100.0)
+    trace.add(FinalAnswer("much later"), 5000.0)
+    rec = load_recording(json.dumps({"traces": {"react": trace.to_dict()}}))
+    started = time.perf_counter()
+    frames = collect(replay(rec, 1.0, max_gap=0.2))
+    took = time.perf_counter() - started
+    assert 0.4 <= took < 2.0  # two pauses of 0.2 s, not 100 s and 4,900 s
+    assert "much later" in frames[-1].panels[2][-1].content
+    assert frames[-1].metrics[2].endswith("5000.0 s")  # the recorded times are kept
