@@ -14,19 +14,23 @@ from typing import Any
 
 import gradio as gr
 
+from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui import tabs
 from ui.benchmark_tab import build_benchmark_tab
+from ui.inputs import compare_problem, lenient, protocol_value
+from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
-from ui.replay import SPEEDS, ReplayError, hybrid_in, load_recording
+from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
 RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "32"))  # runs are I/O bound: many at once
 QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))
+MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
@@ -87,8 +91,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                         info="HF router models with tool calling, or type any model id")
                     protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
                 with gr.Row():
-                    max_steps = gr.Slider(1, 10, value=5, step=1, label="Max steps")
-                    temperature = gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature")
+                    max_steps = lenient(gr.Slider(1, 10, value=5, step=1, label="Max steps"))
+                    temperature = lenient(gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature"))
                     tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
                     fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
                                          info="The ReAct paper's hybrids with chain-of-thought self-consistency")
@@ -125,14 +129,20 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             the three metrics lines, the status line, the comparison table, the export files, and the
             optional fourth (hybrid) panel with its metrics. ``max_tokens`` (the last input) caps each reply;
             None: LLM_MAX_TOKENS."""
-            # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); make_config and
-            # live_run validate them, which saves Gradio a thread hop per input on every run.
-            run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
+            # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); they are checked
+            # here and in live_run (one clear line, no model call), which saves Gradio a thread hop per input.
+            problem = validate_question(question) or compare_problem(
+                mode=mode, model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
+                tools=tools, fourth=fourth, registry=registry, max_tokens=max_tokens)
+            if problem is not None:
+                yield as_outputs(refusal(problem))
+                return
+            run_settings = settings.with_overrides(model=model or None,
                                                    token=oauth_token.token if oauth_token else None)
-            enabled = registry.subset([str(t) for t in tools] if isinstance(tools, list) else registry.names)
-            config = make_config(protocol, max_steps, temperature, max_tokens)
+            enabled = registry.subset(tools)
+            config = make_config(protocol_value(protocol), max_steps, temperature, max_tokens)
             async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
-                                        fourth=fourth if isinstance(fourth, str) else None):
+                                        fourth=fourth):
                 yield as_outputs(frame)
 
         run_event = gr.on([run_btn.click, question.submit], compare,
@@ -143,10 +153,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         replay_outputs = [*(o for o in outputs if o is not exports), question]
 
-        async def play(path: str | None, speed_label: str = "1× (original pacing)"):
+        async def play(path: str | None, speed_label: str = "1× (original pace)"):
             """Replay a JSON export in the panels (no model or network needed)."""
-            try:
-                recording = load_recording(path or "")
+            try:  # read, checked and condensed in a worker process: a 20 MB file never stalls the app
+                recording = await open_recording(path if isinstance(path, str) else "", speed_label)
             except ReplayError as exc:
                 yield [*as_outputs(refusal(str(exc)), files=False), gr.skip()]
                 return
@@ -155,10 +165,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         def reveal_fourth(path: str | None) -> tuple:
             """A replayed run with a hybrid opens the fourth panel, titled with it."""
-            try:
-                hybrid = hybrid_in(load_recording(path or ""))
-            except ReplayError:
-                hybrid = None
+            hybrid = hybrid_in_file(path) if isinstance(path, str) else None
             if hybrid is None:
                 return gr.skip(), gr.skip()
             return gr.Column(visible=True), gr.Chatbot(label=MODE_TITLES[hybrid])
@@ -186,8 +193,13 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
 
 def launch_kwargs() -> dict[str, Any]:
-    """What ``launch()`` needs besides host/port (Gradio 6 takes css/theme/js here, not in Blocks)."""
-    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"], "max_threads": 64}
+    """What ``launch()`` needs besides host/port (Gradio 6 takes css/theme/js here, not in Blocks).
+
+    ``max_file_size``: an upload is a recording to replay (refused over 20 MB anyway) or a benchmark
+    dataset (200 questions are a few hundred KB), so Gradio refuses anything larger before storing it.
+    """
+    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"], "max_threads": 64,
+            "max_file_size": MAX_UPLOAD_BYTES}
 
 
 if __name__ == "__main__":

@@ -46,11 +46,25 @@ BUSY_NOTE = ("the model server sent nothing in time while it served the other mo
 
 
 def validate_question(question: str | None) -> str | None:
-    """A friendly reason to refuse the question, or None when it can be run."""
-    if question is None or not str(question).strip():
+    """A friendly reason to refuse the question, or None when it can be run.
+
+    Shared by Compare, the benchmark (every item, whatever its source) and the CLI: text only,
+    something visible in it (not just NULs or control characters), at most ``MAX_QUESTION_CHARS``,
+    and encodable (no lone surrogates, which would fail later inside the HTTP client).
+    """
+    if question is not None and not isinstance(question, str):
+        kind = {list: "a list", dict: "an object", bool: "true/false"}.get(type(question), "a number")
+        return f"The question must be text, not {kind}."
+    if question is None or not question.strip():
         return "Please type a question first."
-    if len(str(question)) > MAX_QUESTION_CHARS:
-        return f"That question is {len(str(question)):,} characters long; the limit is {MAX_QUESTION_CHARS:,}."
+    if len(question) > MAX_QUESTION_CHARS:
+        return f"That question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}."
+    if not any(c.isprintable() and not c.isspace() for c in question):
+        return "That question has no visible characters (only control characters); please type a question."
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        return "That question contains characters that cannot be sent (broken Unicode); please retype it."
     return None
 
 

@@ -35,6 +35,7 @@ from agents.llm.base import ChatModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from tools.registry import ToolRegistry
+from ui.inputs import kind_of, lenient, number_problem, protocol_value, settings_problem
 from ui.render import plain
 from ui.session import Inbox, make_config
 
@@ -73,13 +74,15 @@ def clamp(value: Any, low: int, high: int, default: int) -> int:
     """An int within [low, high] from whatever a slider or an API client sent."""
     try:
         return min(high, max(low, int(float(value))))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # None, text, NaN, infinity
         return default
 
 
 def mode_names(selected: Sequence[str] | None) -> list[str]:
     """Mode ids from ids or labels (API clients may send either), de-duplicated, in the order given."""
     by_label = {label.lower(): mode for mode, label in MODE_LABELS.items()}
+    if selected is not None and not isinstance(selected, list | tuple):
+        raise BenchmarkError(f"Modes must be a list of mode names (got {kind_of(selected)}).")
     names, unknown = [], []
     for raw in selected or []:
         key = str(raw).strip().lower()
@@ -112,6 +115,19 @@ def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str
         raise BenchmarkError(str(exc)) from None
     note = f" (N capped at {max_n}: sign in with Hugging Face to run up to {MAX_N})" if wanted > max_n else ""
     return Plan(items, names, clamp(concurrency, 1, MAX_CONCURRENCY, 4), clamp(sc_n, 1, MAX_SC, 5), note)
+
+
+def knobs_problem(dataset: Any, n: Any, concurrency: Any, sc_n: Any, model: Any, protocol: Any, max_steps: Any,
+                  temperature: Any, tools: Any, registry: ToolRegistry | None) -> str | None:
+    """One line for a ``/benchmark`` value an API client sent that no form could (1e400, a list for a name...)."""
+    if dataset is not None and not isinstance(dataset, str):
+        return f"The dataset must be one of {', '.join(BUILTIN_FILES)} or {UPLOAD!r} (got {kind_of(dataset)})."
+    problem = (number_problem(n, "N", 1, MAX_N) or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
+               or number_problem(sc_n, "CoT-SC samples", 1, MAX_SC))
+    if problem or registry is None:
+        return problem
+    return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
+                            tools=tools, registry=registry)
 
 
 def clock(seconds: float) -> str:
@@ -226,7 +242,13 @@ async def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegi
     files = [str(p) for p in write_exports(export_dir(), summary, records).values()]
     line = progress_line(last.done, last.total, time.monotonic() - started,
                          sum(1 for r in records if r.get("error")))
-    status = f"✔ Done: {line}" if failure is None else f"⚠ Stopped by an error ({plain(settings.redact(str(failure)))}): {line}"
+    errors = [r["error"] for r in records if r.get("error")]
+    if failure is not None:
+        status = f"⚠ Stopped by an error ({plain(settings.redact(str(failure)))}): {line}"
+    elif records and len(errors) == len(records):  # never "✔ Done" when nothing worked
+        status = f"⚠ The run failed: every pair ended in an error (first: {plain(settings.redact(str(errors[0])))[:300]}): {line}"
+    else:
+        status = f"✔ Done: {line}"
     yield status + plan.note, table_frame(summary), score_plot(summary), tokens_plot(summary), files
 
 
@@ -240,10 +262,11 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults, hidden from the API)."""
     with gr.Row():
         dataset = gr.Dropdown(DATASETS, value="hotpotqa", label="Dataset", scale=2)
-        n = gr.Slider(1, MAX_N, value=10, step=1, label="N (items)", scale=2,
-                      info=f"Up to {VISITOR_MAX_N} unless signed in" if on_space else None)
-        concurrency = gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)", scale=1)
-        sc_n = gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21")
+        n = lenient(gr.Slider(1, MAX_N, value=10, step=1, label="N (items)", scale=2,
+                              info=f"Up to {VISITOR_MAX_N} unless signed in" if on_space else None))
+        concurrency = lenient(gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)",
+                                        scale=1))
+        sc_n = lenient(gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21"))
     upload = gr.File(label="Your dataset (question and answer columns; optional id, aliases, category, scorer)",
                      file_types=[".csv", ".jsonl", ".json"], type="filepath", visible=False)
     with gr.Row(equal_height=True):
@@ -269,9 +292,13 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                         max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
                         oauth_token: gr.OAuthToken | None = None):
         """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
-        run_settings = settings.with_overrides(model=model, token=oauth_token.token if oauth_token else None)
+        run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
+                                               token=oauth_token.token if oauth_token else None)
         skip = gr.skip()
         try:
+            if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
+                                        registry):
+                raise BenchmarkError(problem)
             if problem := run_settings.problem():
                 raise BenchmarkError(problem)
             cap = VISITOR_MAX_N if on_space and oauth_token is None else MAX_N
@@ -281,7 +308,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
             yield f"⚠ {plain(str(exc))}", skip, skip, skip, skip
             return
         enabled = registry.subset(tools if tools is not None else registry.names)
-        config = make_config(protocol, max_steps, temperature)
+        config = make_config(protocol_value(protocol), max_steps, temperature)
         async for frame in benchmark_frames(plan, run_settings, enabled, config, model_factory=model_factory,
                                             refresh_s=refresh_s):
             yield frame

@@ -7,33 +7,34 @@ them back at the original pace or faster, so a classroom whose wifi fails still 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import re
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agents.events import Event
+from agents.events import Event, event_from_dict
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES, Trace
+from ui import recording
+from ui.recording import MAX_REPLAY_BYTES, ReplayError
 from ui.render import MODES, PANEL_MODES, agreement, comparison_markdown, comparison_rows
 
 FORMAT = "think-act-react/run@1"
 SPEEDS = {"1× (original pace)": 1.0, "2×": 2.0, "4×": 4.0, "instant": 0.0}
-MAX_REPLAY_BYTES = 20_000_000
+FRAME_S = 0.05  # token deltas within one frame of playback are merged into one event
 EXPORT_DIR = Path(tempfile.gettempdir()) / "think-act-react-exports"
 EXPORT_TTL_S = 3600.0
+REPLAY_DIR = Path(tempfile.gettempdir()) / "think-act-react-replay"
 _last_cleanup = 0.0
-
-
-class ReplayError(ValueError):
-    """The file cannot be replayed; ``str(exc)`` is shown to the user."""
 
 
 def backend_description(settings: LLMSettings) -> str:
@@ -136,10 +137,30 @@ def _cleanup(base: Path) -> None:
 
 @dataclass
 class Recording:
+    """A run to replay: its traces (or, from :func:`open_recording`, empty traces plus the schedule file)."""
+
     question: str
     selection: str
     traces: dict[str, Trace]
     settings: dict[str, Any] = field(default_factory=dict)
+    schedule_path: Path | None = None  # one ``[t, mode, event]`` per line, read lazily while playing
+
+    def events(self) -> Iterator[tuple[float, str, Event]]:
+        """Every event in playing order: from the schedule file one line at a time, or from the traces."""
+        if self.schedule_path is None:
+            yield from schedule(self.traces)
+            return
+        with self.schedule_path.open(encoding="utf-8") as f:
+            f.readline()  # the header
+            for line in f:
+                t, mode, data = json.loads(line)
+                yield t, mode, event_from_dict(data)
+
+    def discard(self) -> None:
+        """Delete the schedule file (replay is over, or was never started)."""
+        if self.schedule_path is not None:
+            with contextlib.suppress(OSError):
+                self.schedule_path.unlink()
 
 
 def traces_from_export(data: dict[str, Any]) -> dict[str, Trace]:
@@ -148,45 +169,82 @@ def traces_from_export(data: dict[str, Any]) -> dict[str, Trace]:
     return {str(mode): Trace.from_dict(t) for mode, t in items}
 
 
+def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
+    question = str(head.get("question") or "")
+    selection = str(head.get("selection") or (MODE_TITLES[next(iter(traces))] if len(traces) == 1 else "All"))
+    return Recording(question, selection, traces, dict(head.get("settings") or {}))
+
+
 def load_recording(source: str | Path | bytes) -> Recording:
-    """Read an export (or a bare ``Trace.to_dict()`` / a list of them) for replay."""
+    """Read an export (or a bare ``Trace.to_dict()`` / a list of them) for replay, in this process.
+
+    For tests and small files; the app uses :func:`open_recording`, which parses in a worker.
+    """
     if isinstance(source, bytes):
         text = source.decode("utf-8", errors="replace")
     elif isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
-        path = Path(source)
-        if not path.is_file():
-            raise ReplayError("Choose a JSON file exported from this app.")
-        if path.stat().st_size > MAX_REPLAY_BYTES:
-            raise ReplayError("That file is too large to replay (over 20 MB).")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = recording.read_text(source)
     else:
         text = source
+    data = recording.parse(text)
+    raw = recording.traces_of(data)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReplayError(f"That file is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
-    if isinstance(data, list):
-        data = {"traces": data}
-    elif isinstance(data, dict) and "events" in data and "traces" not in data:
-        data = {"traces": [data], "question": data.get("question", "")}
-    if not isinstance(data, dict) or not data.get("traces"):
-        raise ReplayError("No traces found: choose a JSON file exported from this app (⬇ Export).")
-    try:
-        traces = traces_from_export(data)
+        traces = {mode: Trace.from_dict({**t, "mode": mode}) for mode, t in raw.items()}
     except (ValueError, TypeError, AttributeError, KeyError) as exc:
         raise ReplayError(f"The traces in that file could not be read: {exc}") from None
-    traces = {m: traces[m] for m in (*PANEL_MODES, *traces) if m in traces}  # panel order
-    unknown = [m for m in traces if m not in PANEL_MODES]
-    if unknown:
-        raise ReplayError(f"Unknown mode(s) in the file: {', '.join(unknown)}.")
-    question = str(data.get("question") or next((t.question for t in traces.values()), ""))
-    selection = str(data.get("selection") or (MODE_TITLES[next(iter(traces))] if len(traces) == 1 else "All"))
-    return Recording(question, selection, traces, dict(data.get("settings") or {}))
+    return _from_header(recording.header(data), traces)
+
+
+async def open_recording(path: str, speed: str | float) -> Recording:
+    """A recording checked and condensed for ``speed`` by a worker process (see ``ui/recording.py``).
+
+    Token deltas are merged per frame of playback (all of them at "instant"), so replay costs a
+    bounded amount per frame whatever the file holds; the caller must :meth:`Recording.discard` it.
+    """
+    factor = speed_factor(speed)
+    window = math.inf if factor <= 0 else FRAME_S * factor
+    REPLAY_DIR.mkdir(parents=True, exist_ok=True)
+    out = REPLAY_DIR / f"{uuid.uuid4().hex}.jsonl"
+    try:
+        head = await recording.read_in_worker(path, window, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            out.unlink()
+        raise
+    traces = {mode: Trace(mode, elapsed_s=float(elapsed)) for mode, elapsed in head["modes"].items()}
+    rec = _from_header(head, traces)
+    rec.schedule_path = out
+    return rec
+
+
+def speed_factor(speed: str | float) -> float:
+    """A speed label (or a number) → playback factor; 0 plays instantly, anything unknown is 1×."""
+    if isinstance(speed, str):
+        return SPEEDS.get(speed, 1.0)
+    try:
+        value = float(speed)
+    except (TypeError, ValueError):
+        return 1.0
+    return value if math.isfinite(value) and value >= 0 else 1.0
 
 
 def hybrid_in(recording: Recording) -> str | None:
     """The hybrid mode a recording holds (shown in the fourth panel), if any."""
     return next((m for m in recording.traces if m not in MODES), None)
+
+
+_HYBRID_KEY = re.compile(rb'"(react_cot_sc|cot_sc_react)"\s*:\s*\{|"mode"\s*:\s*"(react_cot_sc|cot_sc_react)"')
+
+
+def hybrid_in_file(path: str) -> str | None:
+    """The hybrid a recording file seems to hold, from a byte scan (no parse: the fourth panel opens at once)."""
+    try:
+        if Path(path).stat().st_size > MAX_REPLAY_BYTES:
+            return None
+        match = _HYBRID_KEY.search(Path(path).read_bytes())
+    except OSError:
+        return None
+    return None if match is None else (match.group(1) or match.group(2)).decode()
 
 
 def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:

@@ -29,11 +29,13 @@ from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import Trace
+from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
 from ui import render
+from ui.inputs import MAX_TOKENS_LIMIT
+from ui.recording import MAX_GAP_S
 from ui.render import MODE_CHOICES, MODES, PANEL_MODES, Panel, hybrid_mode
-from ui.replay import SPEEDS, Recording, export_dict, run_settings, schedule, write_exports
+from ui.replay import Recording, export_dict, run_settings, speed_factor, write_exports
 
 log = logging.getLogger(__name__)
 
@@ -187,18 +189,19 @@ NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKE
                         "(on the Space) or set LLM_BASE_URL — see the status line above.")
 
 
-MAX_TOKENS_LIMIT = 32768
 
 
 def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
     """Settings from the UI or the API, clamped to what the engine accepts (no ``max_tokens``: LLM_MAX_TOKENS)."""
     try:
-        steps = min(10, max(1, int(max_steps)))
-    except (TypeError, ValueError):
+        steps = min(10, max(1, int(float(max_steps))))
+    except (TypeError, ValueError, OverflowError):  # NaN, infinity, text: the default (callers refuse them first)
         steps = 5
     try:
         temp = min(2.0, max(0.0, float(temperature)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        temp = 0.2
+    if temp != temp:  # NaN
         temp = 0.2
     try:
         tokens: int | None = min(MAX_TOKENS_LIMIT, max(1, int(max_tokens))) if max_tokens is not None else None
@@ -206,6 +209,22 @@ def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any
         tokens = None
     return RunConfig(protocol=protocol if protocol in ("text", "tools") else "text", max_steps=steps, temperature=temp,
                      max_tokens=tokens)
+
+
+def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Exception | None = None) -> str:
+    """The status line after a run: "✔ Done" only when no mode failed; otherwise which failed and why."""
+    if failure is not None:
+        return f"⚠ The run failed: {render.safe_markdown(str(failure))}"
+    failed = {m: t.error for m, t in traces.items() if t.error and t.answer is None}
+    if not failed:
+        return f"✔ Done in {elapsed:.1f} s on {where}."
+    first_mode, first_error = next(iter(failed.items()))
+    why = f"{MODE_TITLES.get(first_mode, first_mode)}: {render.plain(str(first_error))[:300]}"
+    if len(failed) == len(traces):
+        what = "the mode failed" if len(traces) == 1 else f"all {len(traces)} modes failed"
+        return f"⚠ The run failed on {where}: {what} ({why})."
+    names = ", ".join(MODE_TITLES.get(m, m) for m in failed)
+    return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."
 
 
 async def live_run(
@@ -223,7 +242,7 @@ async def live_run(
     """Run the selected modes (plus an optional hybrid in the fourth panel) in parallel and yield
     frames until they all finish."""
     problem = validate_question(question)
-    if problem is None and selection not in MODE_CHOICES:
+    if problem is None and (not isinstance(selection, str) or selection not in MODE_CHOICES):
         problem = f"Unknown mode {selection!r}: choose Think, Act, ReAct or All."
     try:
         hybrid = hybrid_mode(fourth)
@@ -287,8 +306,7 @@ async def live_run(
     for panel in view.panels.values():
         panel.finish()
     elapsed = time.perf_counter() - view.started
-    status = f"✔ Done in {elapsed:.1f} s on {where}." if failure is None else (
-        f"⚠ The run failed: {render.safe_markdown(str(failure))}")
+    status = run_status(view.traces, elapsed, where, failure)
     files = None
     if export:  # off the event loop: other visitors' frames keep flowing while the files are written
         data = export_dict(question, selection, view.traces, config_settings(settings, config, registry))
@@ -302,34 +320,88 @@ def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegi
                         temperature=config.temperature or 0.0, tools=registry.names)
 
 
-async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S) -> AsyncIterator[Frame]:
-    """Play a saved run back into the panels with its original pacing divided by ``speed`` (0: instant)."""
-    factor = SPEEDS.get(speed, 1.0) if isinstance(speed, str) else float(speed)
+async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S,
+                 max_gap: float = MAX_GAP_S) -> AsyncIterator[Frame]:
+    """Play a saved run back into the panels with its original pacing divided by ``speed`` (0: instant).
+
+    Bounded whatever the file holds: a pause in the recording lasts at most ``max_gap`` seconds
+    (before dividing by ``speed``); while waiting a frame goes out at least every second, so a
+    visitor who left (Gradio checks between frames) ends the replay and frees its slot; frames are
+    at most one per :func:`frame_interval` and never take more than a quarter of the time; long
+    stretches of events hand the event loop back every few milliseconds.
+    """
+    factor = speed_factor(speed)
     modes = tuple(m for m in PANEL_MODES if m in recording.traces)
     view = _View(recording.question, recording.selection, modes)
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
-    status = f"▶ Replaying **{recording.selection}** recorded on {backend}…"
-    yield view.frame(status, question=recording.question)
-    start = last = time.perf_counter()
-    dirty = False
-    for t, mode, event in schedule(recording.traces):
-        if factor > 0:
-            due = start + t / factor
-            if due > time.perf_counter():
-                if dirty:
-                    dirty, last = False, time.perf_counter()
-                    yield view.frame(status)
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        urgent = view.add(mode, event, t)
-        dirty = True
-        if factor > 0 and (urgent or time.perf_counter() - last >= throttle):
-            dirty, last = False, time.perf_counter()
-            yield view.frame(status)
-    for m, trace in view.traces.items():
-        trace.elapsed_s = recording.traces[m].elapsed_s
-        view.panels[m].finish()
-    done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
-    yield view.frame(done, final=True, table=render.comparison_markdown(view.traces))
+    status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
+    _track(+1)
+    try:
+        yield view.frame(status, question=recording.question)
+        pacer = _Pacer(throttle)
+        start, clock, previous = time.perf_counter(), 0.0, 0.0
+        for t, mode, event in recording.events():
+            if factor > 0:
+                clock += min(max(0.0, t - previous), max_gap)  # the recording's pace, every pause capped
+                previous = max(previous, t)
+                due = start + clock / factor
+                while (now := time.perf_counter()) < due:
+                    if pacer.frame_due(now):
+                        pacer.building()
+                        yield view.frame(status)
+                        pacer.shown()
+                    await asyncio.sleep(max(0.0, pacer.wake(due) - time.perf_counter()))
+            urgent = view.add(mode, event, t)
+            pacer.dirty = True
+            if factor > 0 and (urgent or pacer.frame_due(time.perf_counter())):
+                pacer.building()
+                yield view.frame(status)
+                pacer.shown()
+            await pacer.breathe()
+        for m, trace in view.traces.items():
+            trace.elapsed_s = recording.traces[m].elapsed_s
+            view.panels[m].finish()
+        done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
+        yield view.frame(done, final=True, table=render.comparison_markdown(view.traces))
+    finally:
+        _track(-1)
+        recording.discard()
+
+
+class _Pacer:
+    """When a replay may show its next frame, and when it must hand the event loop back."""
+
+    SLICE_S = 0.005  # work at most this long between two hand-backs to the event loop
+    DUTY = 4  # a frame that took x seconds (to build and send) waits at least DUTY·x before the next
+    WAKE_S = 0.25  # while waiting for an event, wake this often (to keep the liveness tick)
+
+    def __init__(self, throttle: float) -> None:
+        self.throttle = throttle
+        self.dirty = False
+        self.next_at = self._shown_at = self._building_at = self._slice = time.perf_counter()
+
+    def frame_due(self, now: float) -> bool:
+        """A frame with news once the interval passed; one without news every TICK_S (a liveness check)."""
+        return now >= self.next_at and (self.dirty or now - self._shown_at >= TICK_S)
+
+    def wake(self, due: float) -> float:
+        """When to wake up while waiting for the next event due at ``due``."""
+        return min(due, self.next_at if self.dirty else time.perf_counter() + self.WAKE_S)
+
+    def building(self) -> None:
+        self._building_at = time.perf_counter()
+
+    def shown(self) -> None:
+        """The generator resumed after a frame: that frame's cost (build, send, waiting) spaces the next."""
+        now = time.perf_counter()
+        self.dirty, self._shown_at = False, now
+        self.next_at = now + max(frame_interval(self.throttle), self.DUTY * (now - self._building_at))
+
+    async def breathe(self) -> None:
+        """Yield to the event loop when this replay has worked for a whole slice."""
+        if time.perf_counter() - self._slice >= self.SLICE_S:
+            await asyncio.sleep(0)
+            self._slice = time.perf_counter()
 
 
 def mark_stopped(*panels: list) -> tuple:

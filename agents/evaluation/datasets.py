@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.comparison import MAX_QUESTION_CHARS, validate_question
 from agents.evaluation.scoring import FEVER_LABELS, SCORERS
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
@@ -82,6 +83,7 @@ def load_dataset(name_or_path: str, n: int | None = None) -> list[Item]:
     if not items:
         raise DatasetError(f"{path.name}: no items")
     _check_unique(items, path)
+    _check_questions(items, path)
     return items[:n] if n and n > 0 else items
 
 
@@ -93,7 +95,14 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         raise DatasetError(f"cannot read {path}: {exc}") from None
     if suffix == ".csv":
         reader = csv.DictReader(text.splitlines())
-        rows = [{(k or "").strip().lower(): v for k, v in row.items()} for row in reader]
+        try:
+            rows = [{(k or "").strip().lower(): v for k, v in row.items()} for row in reader]
+        except csv.Error as exc:
+            if "field larger than field limit" in str(exc):
+                raise DatasetError(f"{path.name} line {reader.line_num}: a cell is longer than "
+                                   f"{csv.field_size_limit():,} characters; questions may have at most "
+                                   f"{MAX_QUESTION_CHARS:,}") from None
+            raise DatasetError(f"{path.name} line {reader.line_num}: not a valid CSV row ({exc})") from None
         _require_columns([(h or "").strip().lower() for h in reader.fieldnames or []], path)
         return rows
     if suffix in (".jsonl", ".json"):
@@ -107,6 +116,8 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path.name} line {number}: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DatasetError(f"{path.name} line {number}: nested too deeply to be a question") from None
             if not isinstance(row, dict):
                 raise DatasetError(f"{path.name} line {number}: expected a JSON object")
             rows.append({str(k).strip().lower(): v for k, v in row.items()})
@@ -119,7 +130,9 @@ def _json_array(text: str, path: Path) -> list[dict[str, Any]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path.name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if not all(isinstance(row, dict) for row in data):
+    except RecursionError:
+        raise DatasetError(f"{path.name}: nested too deeply to be a list of questions") from None
+    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
         raise DatasetError(f"{path.name}: expected a list of JSON objects")
     return [{str(k).strip().lower(): v for k, v in row.items()} for row in data]
 
@@ -134,6 +147,9 @@ def _require_columns(columns: list[str], path: Path, where: str = "") -> None:
 def _item(row: dict[str, Any], index: int, name: str, default_scorer: str, path: Path) -> Item:
     if "question" not in row or "answer" not in row:
         _require_columns(list(row), path, where=f" item {index + 1}")
+    for column in ("question", "answer", "id"):
+        if isinstance(row.get(column), dict | list | bool):
+            raise DatasetError(f"{path.name} item {index + 1}: the {column} must be text, not {type(row[column]).__name__}")
     question, answer = str(row.get("question") or "").strip(), _text(row.get("answer"))
     if not question or not answer:
         raise DatasetError(f"{path.name} item {index + 1}: empty question or answer")
@@ -196,6 +212,15 @@ def _aliases(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list):
         value = [value]
     return tuple(a for a in (_text(v) for v in value) if a)
+
+
+def _check_questions(items: list[Item], path: Path) -> None:
+    """Compare's rules for every question (length, visible text), whatever the file: no model sees a bad one."""
+    bad = [(i, item, why) for i, item in enumerate(items, 1) if (why := validate_question(item.question))]
+    if bad:
+        lines = "; ".join(f"item {i} (id {item.id[:40]!r}): {why}" for i, item, why in bad[:3])
+        more = f"; and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise DatasetError(f"{path.name}: {len(bad)} question(s) cannot be run — {lines}{more}")
 
 
 def _check_unique(items: list[Item], path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,12 +170,28 @@ RESULT_COLUMNS = ["id", "mode", "category", "question", "gold", "prediction", "p
                   "trace"]
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def safe_cell(value: Any) -> Any:
+    """A cell a spreadsheet will not run as a formula (OWASP "CSV injection": prefix a single quote).
+
+    Questions, answers and dataset names come from uploaded files and model output, so any text
+    starting with ``= + - @``, a tab or a carriage return gets a leading ``'``. Numbers, and text
+    that is just a number (a gold answer of "-5"), stay as they are.
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER_TEXT.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def results_csv(records: Sequence[dict[str, Any]]) -> str:
-    """One row per (item, mode) pair: the answer, its score and its numbers."""
+    """One row per (item, mode) pair: the answer, its score and its numbers (text cells made formula-safe)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=RESULT_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(records)
+    writer.writerows({k: safe_cell(v) for k, v in record.items()} for record in records)
     return buf.getvalue()
 
 
@@ -186,7 +203,8 @@ def summary_csv(summary: dict[str, Any]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["dataset", "mode", *keys])
     for mode, s in modes.items():
-        writer.writerow([summary.get("dataset"), mode, *("" if s.get(k) is None else s.get(k) for k in keys)])
+        row = [summary.get("dataset"), mode, *("" if s.get(k) is None else s.get(k) for k in keys)]
+        writer.writerow([safe_cell(v) for v in row])
     return buf.getvalue()
 
 

@@ -20,12 +20,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agents.comparison import ModelFactory, OpenModels, run_one
+from agents.comparison import ModelFactory, OpenModels, run_one, validate_question
 from agents.evaluation.datasets import Item
 from agents.evaluation.hybrids import DEFAULT_SC_SAMPLES, EVAL_MODES
 from agents.evaluation.report import summarise
 from agents.evaluation.scoring import score, vote_key
 from agents.evaluation.store import ResultStore
+from agents.events import LLMError
 from agents.modes import RunConfig
 from agents.trace import Trace
 from tools.registry import ToolRegistry
@@ -94,6 +95,10 @@ class _Pairs:
         if self.cancel.is_set():
             return None
         trace = Trace(mode, item.question)
+        problem = validate_question(item.question)
+        if problem is not None:  # items made in code skip load_dataset's check: no model call for them either
+            trace.add(LLMError(f"not sent to the model: {problem}"))
+            return self.store.append(make_record(item, mode, trace), trace)
         for event in run_one(mode, item.question, self.factory, self.registry, self.config, self.models,
                              sc_n=self.sc_n, vote_key=functools.partial(vote_key, item.scorer)):
             trace.add(event)

@@ -112,3 +112,20 @@ def test_unknown_name_lists_the_builtins(tmp_path):
         load_dataset("squad2")
     with pytest.raises(DatasetError, match="no such file"):
         load_dataset(str(tmp_path / "missing.csv"))
+
+
+def test_every_question_passes_compares_rules(tmp_path):
+    from agents.evaluation.datasets import DatasetError, load_dataset
+
+    long_csv = tmp_path / "long.csv"
+    long_csv.write_text('question,answer\nok?,1\n"' + "x" * 2001 + '",2\n', encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"item 2 \(id 'long-2'\): That question is 2,001 characters long"):
+        load_dataset(str(long_csv))
+    huge = tmp_path / "huge.csv"
+    huge.write_text('question,answer\n"' + "y" * 140_000 + '",1\n', encoding="utf-8")
+    with pytest.raises(DatasetError, match="a cell is longer than 131,072 characters"):
+        load_dataset(str(huge))
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match="nested too deeply"):
+        load_dataset(str(deep))

@@ -110,3 +110,15 @@ def test_exports(tmp_path):
     assert rows[0]["mode"] == "think" and float(rows[0]["em"]) == 0.5 and rows[0]["dataset"] == "hotpotqa"
     results = list(csv.DictReader(io.StringIO(results_csv(RECORDS))))
     assert len(results) == 6 and results[2]["error"] == "HTTP 503"
+
+
+def test_csv_cells_cannot_run_formulas():
+    from agents.evaluation.report import results_csv, safe_cell, summary_csv
+
+    for text in ("=HYPERLINK(\"http://x\")", "=cmd|' /C calc'!A0", "+SUM(1,2)", "@SUM(1,2)", "-2+3", "\tx", "\rx"):
+        assert safe_cell(text) == "'" + text
+    for value in ("-5", "+3.5", "-1e3", -5, 2.5, None, "plain", ""):
+        assert safe_cell(value) == value  # numbers (and text that is just a number) stay numbers
+    out = results_csv([{"id": "=1+1", "mode": "react", "question": "@SUM(A1)", "gold": "-7", "em": -0.0}])
+    assert "'=1+1" in out and "'@SUM(A1)" in out and ",-7," in out
+    assert "'=evil" in summary_csv({"dataset": "=evil", "modes": {"react": {"n": 1}}})

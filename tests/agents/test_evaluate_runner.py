@@ -221,3 +221,14 @@ def test_mode_names_are_checked():
         parse_modes("think,tot")
     with pytest.raises(ValueError):
         parse_modes("")
+
+
+def test_a_question_compare_would_refuse_never_reaches_the_model():
+    def factory():
+        raise AssertionError("no model may be made for a refused question")
+
+    items = [Item("long", "x" * 2001, "1"), Item("nul", "\x00\x00", "1")]
+    result = run_eval(items, ["think", "react"], model_factory=factory, registry=ToolRegistry([]))
+    assert len(result.records) == 4
+    assert all(r["error"].startswith("not sent to the model:") for r in result.records)
+    assert "2,001 characters" in result.records[0]["error"] and "no visible characters" in result.records[2]["error"]

@@ -175,3 +175,49 @@ def test_replay_works_offline(page, tmp_path):
     assert "not run" in panel_text(page, "#panel-think")
     assert page.input_value("#question textarea") == "Replayed question?"
     assert page.external == []  # type: ignore[attr-defined]
+
+
+def write_recording(path, question: str, events: list, **extra) -> str:
+    trace = Trace("react", question)
+    for t, event in events:
+        trace.add(event, t)
+    path.write_text(json.dumps({"question": question, "selection": "ReAct", "traces": {"react": trace.to_dict()},
+                                **extra}), encoding="utf-8")
+    return str(path)
+
+
+def test_replayed_html_is_shown_not_executed(page, tmp_path):
+    path = write_recording(tmp_path / "xss.json", PAYLOAD, [(0.0, TokenDelta(PAYLOAD)), (0.01, Thought(PAYLOAD)),
+                                                          (0.02, FinalAnswer(PAYLOAD))],
+                           settings={"backend": PAYLOAD})
+    page.set_input_files("#replay-file input[type=file]", path)
+    page.wait_for_timeout(500)
+    page.click("#replay-btn")
+    page.wait_for_function("() => (document.querySelector('#run-status')?.innerText || '').includes('Replay finished')",
+                           timeout=15_000)
+    time.sleep(0.3)
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.locator("#panels img[src='x'], #panels script, #run-status img, #panels a[href^='javascript']").count() == 0
+    assert "<img src=x" in panel_text(page, "#panel-react")  # the markup is visible as text
+
+
+def test_closing_the_page_ends_its_replay(browser, url, tmp_path):
+    import ui.session as session
+
+    events = [(0.0, TokenDelta("Thought: a long day"))] + [(h * 3600.0, Thought(f"hour {h}")) for h in range(1, 24)]
+    path = write_recording(tmp_path / "day.json", "A long day?", events + [(86_400.0, FinalAnswer("tomorrow"))])
+    context = browser.new_context()
+    pg = context.new_page()
+    pg.goto(url)
+    pg.wait_for_selector("#replay-btn")
+    pg.set_input_files("#replay-file input[type=file]", path)
+    pg.wait_for_timeout(500)
+    pg.click("#replay-btn")
+    pg.wait_for_function("() => (document.querySelector('#panel-react')?.innerText || '').includes('a long day')",
+                         timeout=15_000)
+    assert session._live >= 1
+    context.close()  # the visitor closes the tab
+    deadline = time.monotonic() + 15
+    while session._live and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert session._live == 0  # the replay ended and its slot is free

@@ -1,0 +1,188 @@
+"""Replay costs the server a bounded amount whatever the file holds, and ends when the visitor leaves.
+
+Measured numbers (how long other visitors wait) come from ``bench/bench_replay.py``; the bounds
+here are loose on purpose (they catch a stall of seconds, not a few milliseconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import app
+import ui.session as session
+from agents.events import Action, FinalAnswer, Observation, Thought, TokenDelta, Usage
+from agents.trace import Trace
+from ui.recording import REPLAY_MODES
+from ui.render import PANEL_MODES
+from ui.replay import REPLAY_DIR, export_dict, load_recording, open_recording, to_json
+from ui.session import replay
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from bench_replay import make_recording
+
+
+def collect(agen) -> list:
+    async def run():
+        return [f async for f in agen]
+    return asyncio.run(run())
+
+
+def frame_view(frame) -> tuple:
+    """What the page shows, comparable across two replays."""
+    def panel(messages):
+        return [(m.content, dict(m.metadata)) for m in messages]
+    return tuple(panel(p) for p in frame.panels), frame.metrics, frame.table
+
+
+def busy_trace(mode: str) -> Trace:
+    trace = Trace(mode, "What is 17 * 23 + 5?")
+    t = 0.0
+    for call in range(2):
+        for piece in "Thought: I should use the calculator because it is exact.".split(" "):
+            t += 0.003
+            trace.add(TokenDelta(piece + " ", "reasoning" if call and len(piece) < 3 else "thought"), t)
+        trace.add(Usage(10, 20, 0.5), t)
+        trace.add(Thought("I should use the calculator"), t)
+        trace.add(Action("calculate", "17*23+5"), t + 0.01)
+        trace.add(Observation("calculate", "396", elapsed_s=0.01), t + 0.02)
+        t += 0.03
+    trace.add(FinalAnswer("396"), t)
+    return trace
+
+
+def test_replay_modes_match_the_panels():
+    assert REPLAY_MODES == PANEL_MODES
+
+
+def test_condensed_replay_ends_exactly_like_the_recording(tmp_path):
+    traces = {m: busy_trace(m) for m in ("think", "act", "react")}
+    path = tmp_path / "run.json"
+    path.write_text(to_json(export_dict("What is 17 * 23 + 5?", "All", traces, {"model": "m"})), encoding="utf-8")
+    plain = collect(replay(load_recording(str(path)), "instant"))[-1]
+
+    async def condensed(speed):
+        rec = await open_recording(str(path), speed)
+        frames = [f async for f in replay(rec, speed)]
+        assert not rec.schedule_path.exists()  # the schedule file is gone once played
+        return frames[-1]
+
+    for speed in ("instant", 4.0):
+        final = asyncio.run(condensed(speed))
+        assert frame_view(final) == frame_view(plain)
+        assert "396" in final.panels[2][-1].content and final.metrics[2].startswith("2 steps")
+
+
+def test_a_huge_recording_never_stalls_the_event_loop(tmp_path):
+    path = tmp_path / "huge.json"
+    make_recording(path, 100_000)  # ~6 MB; before the fix, ~3 s with the loop blocked
+
+    async def run() -> tuple[float, list]:
+        gaps: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker():
+            last = time.perf_counter()
+            while not done.is_set():
+                await asyncio.sleep(0.01)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        tick = asyncio.create_task(ticker())
+        rec = await open_recording(str(path), "instant")
+        frames = [f async for f in replay(rec, "instant")]
+        done.set()
+        await tick
+        return max(gaps), frames
+
+    worst, frames = asyncio.run(run())
+    assert worst < 1.0, f"the event loop was blocked for {worst:.2f} s"
+    assert len(frames) == 2 and all("42" in p[-1].content for p in frames[-1].panels)
+
+
+@pytest.fixture(scope="module")
+def url(kit):
+    from agents.llm.settings import LLMSettings
+
+    demo = app.build_demo(settings=LLMSettings(model="stub", base_url="http://127.0.0.1:9/v1"), registry=kit.registry())
+    with kit.launched(demo) as local_url:
+        yield local_url.rstrip("/")
+
+
+def upload(url: str, path: Path) -> dict:
+    with path.open("rb") as f:
+        uploaded = httpx.post(f"{url}/gradio_api/upload", files={"files": (path.name, f)}, timeout=60).json()
+    return {"path": uploaded[0], "meta": {"_type": "gradio.FileData"}}
+
+
+def day_long(path: Path, events: int = 2) -> Path:
+    trace = Trace("react", "A long day?")
+    trace.add(TokenDelta("Thought: waiting for tomorrow"), 0.0)
+    for i in range(1, events - 1):
+        trace.add(Thought(f"still waiting {i}"), i * 3600.0)
+    trace.add(FinalAnswer("tomorrow"), 86_400.0)
+    path.write_text(json.dumps({"question": "A long day?", "selection": "ReAct", "traces": {"react": trace.to_dict()}}),
+                    encoding="utf-8")
+    return path
+
+
+def test_a_day_long_gap_replays_at_1x_in_seconds(url, tmp_path):
+    file_data = upload(url, day_long(tmp_path / "day.json"))
+    started = time.perf_counter()
+    posted = httpx.post(f"{url}/gradio_api/call/replay", json={"data": [file_data, "1× (original pace)"]}).json()
+    last = None
+    with httpx.stream("GET", f"{url}/gradio_api/call/replay/{posted['event_id']}", timeout=60) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                last = line
+    took = time.perf_counter() - started
+    assert took < 10, f"a one-day gap took {took:.1f} s at 1×"  # capped at 5 s
+    assert "tomorrow" in last and "Replay finished" in last
+
+
+def test_closing_the_connection_ends_the_replay_and_frees_its_slot(url, tmp_path):
+    file_data = upload(url, day_long(tmp_path / "day.json", events=25))  # ~2 minutes at 1× even with gaps capped
+    before = set(REPLAY_DIR.glob("*.jsonl"))
+    posted = httpx.post(f"{url}/gradio_api/call/replay", json={"data": [file_data, "1× (original pace)"]}).json()
+    with httpx.stream("GET", f"{url}/gradio_api/call/replay/{posted['event_id']}", timeout=60) as stream:
+        for n, _line in enumerate(stream.iter_lines()):
+            if n >= 4:
+                break  # the visitor closes the tab
+    assert session._live >= 1  # still replaying when the connection closed
+    deadline = time.monotonic() + 10
+    while (session._live or set(REPLAY_DIR.glob("*.jsonl")) - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert session._live == 0  # the generator ended (its finally ran): the slot is free
+    assert not set(REPLAY_DIR.glob("*.jsonl")) - before
+
+
+def test_the_fourth_panel_opens_from_a_byte_scan(tmp_path):
+    from ui.replay import hybrid_in_file
+
+    traces = {m: busy_trace(m) for m in ("react", "react_cot_sc")}
+    path = tmp_path / "hybrid.json"
+    path.write_text(to_json(export_dict("q", "ReAct", traces, {"model": "m"})), encoding="utf-8")
+    plain = tmp_path / "plain.json"
+    plain.write_text(to_json(export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})), encoding="utf-8")
+    assert hybrid_in_file(str(path)) == "react_cot_sc"
+    assert hybrid_in_file(str(plain)) is None and hybrid_in_file(str(tmp_path / "missing.json")) is None
+
+
+def test_every_pause_is_capped_also_before_the_first_event():
+    trace = Trace("react", "q")
+    trace.add(Thought("late start"), 100.0)
+    trace.add(FinalAnswer("much later"), 5000.0)
+    rec = load_recording(json.dumps({"traces": {"react": trace.to_dict()}}))
+    started = time.perf_counter()
+    frames = collect(replay(rec, 1.0, max_gap=0.2))
+    took = time.perf_counter() - started
+    assert 0.4 <= took < 2.0  # two pauses of 0.2 s, not 100 s and 4,900 s
+    assert "much later" in frames[-1].panels[2][-1].content
+    assert frames[-1].metrics[2].endswith("5000.0 s")  # the recorded times are kept
