@@ -19,7 +19,7 @@ from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from ui import benchmark_tab as bt
 
 QUESTION = "What is 17 * 23 + 5?"
-BASE = [QUESTION, "All", "stub", "text", 5, 0.2, ["calculate"], "None"]
+BASE = [QUESTION, "All", "stub", "text", 5, 0.2, ["calculate"], "None", None]  # REST needs every input
 
 
 def call(url: str, name: str, data: list | str, timeout: float = 60) -> tuple[str, object]:
@@ -105,6 +105,8 @@ def with_(index: int, raw: str) -> str:
     (3, '["text"]', "Unknown protocol ['text']: choose text or tools"),
     (2, '{"model": 1}', "The model must be a model id (text), not an object"),
     (7, '["x"]', "The fourth panel must be one of"),
+    (8, "1e400", "Max tokens must be a number from 1 to 32768 (got inf)"),
+    (8, '"lots"', "Max tokens must be a number from 1 to 32768 (got 'lots')"),
 ])
 def test_compare_refuses_bad_values_with_one_clear_line(url, stub, index, raw, why):
     stub.requests.clear()
