@@ -29,7 +29,7 @@ from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import Trace
+from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
 from ui import render
 from ui.render import MODE_CHOICES, MODES, PANEL_MODES, Panel, hybrid_mode
@@ -278,13 +278,27 @@ async def live_run(
     for panel in view.panels.values():
         panel.finish()
     elapsed = time.perf_counter() - view.started
-    status = f"✔ Done in {elapsed:.1f} s on {where}." if failure is None else (
+    status = done_status(view.traces, elapsed, where) if failure is None else (
         f"⚠ The run failed: {render.safe_markdown(str(failure))}")
     files = None
     if export:  # off the event loop: other visitors' frames keep flowing while the files are written
         data = export_dict(question, selection, view.traces, config_settings(settings, config, registry))
         files = list(await asyncio.to_thread(write_exports, data, None, view.traces))
     yield view.frame(status, final=True, table=render.comparison_markdown(view.traces), files=files)
+
+
+def done_status(traces: dict[str, Trace], elapsed: float, where: str) -> str:
+    """The status line after a run: "Done", and which modes ended with an error instead of an answer
+    (one panel's failure must not hide behind a green tick, nor be blamed on the whole run)."""
+    failed = [MODE_TITLES.get(m, m) for m, trace in traces.items() if trace.error is not None and trace.answer is None]
+    done = f"Done in {elapsed:.1f} s on {where}"
+    if not failed:
+        return f"✔ {done}."
+    where_to_look = "its panel" if len(failed) == 1 else "their panels"
+    if len(failed) == len(traces):
+        who = failed[0] if len(failed) == 1 else "every mode"
+        return f"⚠ {done}, but {who} ended with an error (see {where_to_look})."
+    return f"⚠ {done}: {', '.join(failed)} ended with an error (see {where_to_look}); the other modes finished."
 
 
 def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegistry) -> dict[str, Any]:
