@@ -158,6 +158,18 @@ def main() -> None:
     import app
     from agents.llm.settings import LLMSettings
 
+    dump = os.environ.get("FAULT_KIT_THREADS")
+    if dump:  # the leak test asks, by SIGUSR1, which threads are alive (names say whose they are)
+        import json
+        import signal
+
+        def write_threads(*_: object) -> None:
+            names = sorted(t.name for t in threading.enumerate())
+            with open(dump + ".tmp", "w", encoding="utf-8") as f:
+                json.dump(names, f)
+            os.replace(dump + ".tmp", dump)
+
+        signal.signal(signal.SIGUSR1, write_threads)
     demo = app.build_demo(settings=LLMSettings.from_env(), registry=fault_registry(), on_space=False)
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
     print(f"URL {demo.local_url}", flush=True)

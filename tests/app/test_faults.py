@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import Counter
 
 import pytest
 from gradio_client import Client
@@ -258,3 +259,214 @@ def test_stop_ends_a_hung_request_at_once(client, faults):
     while act_threads() and time.monotonic() - stopped < TIMEOUT_S:
         time.sleep(0.02)
     assert not act_threads() and time.monotonic() - stopped < 1.5  # Stop, not LLM_TIMEOUT, ended it
+
+
+# --------------------------------------------------------------------------------------------------
+# Nothing leaks: 100 faulty runs and 50 Stops, then the app process's threads and fds are back
+# --------------------------------------------------------------------------------------------------
+
+# Thread pools that grow on demand and keep idle workers (bounded, so not a leak): AnyIO's worker threads
+# (Gradio's sync handlers; at most launch(max_threads=64), idle ones retire only when new work arrives)
+# and asyncio's default executor (asyncio.to_thread for the export files; at most min(32, cpus + 4)).
+POOL_THREADS = {"AnyIO worker thread": 64, "asyncio": 32}
+# Idle keep-alive connections (to the stub, in huggingface_hub's shared httpx pool; to our REST client,
+# which is closed before counting) may linger until the next request reaps them: a few fds, where a per-run
+# leak would show as 100 or more.
+FD_TOLERANCE = 5
+LEAK_FAULTS = ("429", "503-fast", "hang", "cut", "cut-early", "stop-400", "reasoning-only", "garbage", "tool-hang",
+               "tool-raise")
+TOOL_FAULTS = ("stop-400", "garbage", "tool-hang", "tool-raise")  # only Act and ReAct can meet these
+
+
+class RestClient:
+    """Gradio's REST API with httpx (gradio_client costs a core at this rate; see ../shared/NOTES.md)."""
+
+    def __init__(self, url: str) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(timeout=30)
+        config = self.http.get(f"{self.url}/config").json()
+        self.fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "compare")
+
+    def _submit(self, question: str, protocol: str) -> tuple[str, str]:
+        import uuid
+
+        session = uuid.uuid4().hex[:12]
+        data = [question, "All", "stub", protocol, 3, 0.2, ["calculate", "slow_lookup", "broken_tool"], "None"]
+        reply = self.http.post(f"{self.url}/gradio_api/call/compare", json={"data": data, "session_hash": session})
+        reply.raise_for_status()
+        return session, reply.json()["event_id"]
+
+    def run(self, question: str, protocol: str = "text") -> list:
+        """Submit, read the stream to the end, return the final outputs."""
+        import json
+
+        _, event_id = self._submit(question, protocol)
+        kind, data = "", None
+        with self.http.stream("GET", f"{self.url}/gradio_api/call/compare/{event_id}") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("event:"):
+                    kind = line.removeprefix("event:").strip()
+                elif line.startswith("data:") and kind in ("complete", "error"):
+                    data = json.loads(line.removeprefix("data:"))
+                    break
+        assert kind == "complete", (kind, data)
+        return data
+
+    def stop_when(self, question: str, seen: str) -> None:
+        """Submit, and press Stop (Gradio's /cancel) as soon as a streamed frame contains ``seen``."""
+        session, event_id = self._submit(question, "text")
+        with self.http.stream("GET", f"{self.url}/gradio_api/call/compare/{event_id}") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:") and seen in line:
+                    break
+            cancel = {"session_hash": session, "fn_index": self.fn_index, "event_id": event_id}
+            self.http.post(f"{self.url}/gradio_api/cancel", json=cancel).raise_for_status()
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class AppProcess:
+    """The app in its own process (fault registry, stub model), so its threads and fds are its own."""
+
+    def __init__(self, stub_url: str, tmp_path) -> None:
+        import os
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[2]
+        self.threads_file = str(tmp_path / "threads.json")
+        env = {**os.environ, "LLM_BASE_URL": stub_url, "LLM_MODEL": "stub", "LLM_TIMEOUT": "2",
+               "LLM_MAX_DURATION": "30", "PYTHONPATH": str(root), "GRADIO_ANALYTICS_ENABLED": "False",
+               "FAULT_KIT_THREADS": self.threads_file}
+        for key in ("HF_TOKEN", "LLM_API_KEY", "HF_HUB_OFFLINE", "GRADIO_SERVER_PORT"):
+            env.pop(key, None)
+        self.proc = subprocess.Popen([sys.executable, str(root / "tests/app/fault_kit.py")], env=env, cwd=root,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("URL "), f"the app did not start: {line!r}"
+        self.url = line.split()[1]
+
+    def thread_names(self) -> list[str]:
+        import json
+        import os
+        import signal
+
+        before = os.stat(self.threads_file).st_mtime_ns if os.path.exists(self.threads_file) else 0
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if os.path.exists(self.threads_file) and os.stat(self.threads_file).st_mtime_ns != before:
+                with open(self.threads_file, encoding="utf-8") as f:
+                    return json.load(f)
+            time.sleep(0.02)
+        raise AssertionError("the app did not report its threads")
+
+    def counts(self) -> tuple[int, int]:
+        """(threads, open file descriptors) of the app process, from /proc."""
+        import os
+
+        return len(os.listdir(f"/proc/{self.proc.pid}/task")), len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def close(self) -> None:
+        self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(15)
+        except Exception:  # noqa: BLE001 - a stuck app is killed; the test has already reported
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def _kind(name: str) -> str:
+    """'asyncio_3' → 'asyncio', 'AnyIO worker thread' stays, 'mode-act' stays."""
+    return name.rstrip("0123456789_ ")
+
+
+def _non_pool(names: list[str]) -> list[str]:
+    return sorted(n for n in names if _kind(n) not in POOL_THREADS)
+
+
+def _faulty_jobs(n: int, first: int = 0) -> list[tuple[str, str, str]]:
+    """n (fault, victim, protocol) triples cycling through every fault, victim and protocol."""
+    jobs = []
+    for i in range(first, first + n):
+        fault = LEAK_FAULTS[i % len(LEAK_FAULTS)]
+        victims = ("act", "react") if fault in TOOL_FAULTS else MODES
+        protocol = "tools" if fault.startswith("tool-") and i % 2 else "text"
+        jobs.append((fault, victims[(i // len(LEAK_FAULTS)) % len(victims)], protocol))
+    return jobs
+
+
+def _check_run(outputs: list, victim: str) -> None:
+    """The victim's panel ended with an answer or exactly one clear line; the others answered."""
+    assert_healthy(outputs, victim)
+    panel = outputs[MODES.index(victim)]
+    assert_no_internals(panel)
+    assert len(final_answers(panel)) + len(error_lines(panel)) == 1, panel_text(panel)
+
+
+def _settled(proc: AppProcess, baseline: tuple[int, int], base_names: list[str], wait_s: float = 15) -> tuple:
+    """Poll until the app is back within tolerance of its baseline (or the wait ends); the last reading."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        names = proc.thread_names()
+        threads, fds = proc.counts()
+        pools = sum(_kind(n) in POOL_THREADS for n in names)
+        back = _non_pool(names) == _non_pool(base_names) and fds <= baseline[1] + FD_TOLERANCE
+        if back or time.monotonic() > deadline:
+            return threads, fds, names, pools
+        time.sleep(0.25)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_faulty_runs_and_stops_leak_no_threads_or_fds(faults, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with StubLLMServer(faults.FaultPolicy(chunk_chars=8), latency=0.05, token_delay=0.002, chunk_chars=8) as stub:
+        proc = AppProcess(stub.url, tmp_path)
+        rest = None
+        try:
+            def faulty(job: tuple[str, str, str]) -> None:
+                fault, victim, protocol = job
+                _check_run(rest.run(faults.question(fault, victim, nonce()), protocol), victim)
+
+            def stop(i: int) -> None:
+                if i % 5 == 4:  # a hung request waiting for headers, stopped once the other panels answered
+                    rest.stop_when(faults.question("hang", MODES[i % 3], nonce()), "Final answer")
+                else:  # a reply streaming steadily, stopped mid-stream
+                    rest.stop_when(f"Think slowly about this, {nonce()}", "pondering")
+
+            # Warm up the pools (same concurrency as below), then take the baseline with our client closed.
+            rest = RestClient(proc.url)
+            with ThreadPoolExecutor(5) as pool:
+                list(pool.map(faulty, _faulty_jobs(len(LEAK_FAULTS))))
+                list(pool.map(stop, range(5)))
+            rest.close()
+            time.sleep(faults.HANG_S + 0.5)  # the warm-up's hung tool call ends
+            base_names = proc.thread_names()
+            baseline = proc.counts()
+
+            rest = RestClient(proc.url)
+            with ThreadPoolExecutor(5) as pool:  # five visitors at once
+                list(pool.map(faulty, _faulty_jobs(100, first=len(LEAK_FAULTS))))
+                list(pool.map(stop, range(50)))
+            rest.close()
+
+            threads, fds, names, pools = _settled(proc, baseline, base_names)
+            extra = sorted((Counter(_non_pool(names)) - Counter(_non_pool(base_names))).elements())
+            assert extra == [], f"threads left behind: {extra}"
+            assert threads - pools == baseline[0] - sum(_kind(n) in POOL_THREADS for n in base_names)
+            assert all(sum(_kind(n) == k for n in names) <= cap for k, cap in POOL_THREADS.items())
+            assert fds <= baseline[1] + FD_TOLERANCE, (baseline, fds)
+            # every Stop closed its stream: none of the 10 s "slowly" replies ran to its end
+            slow = [r for r in stub.requests if "slowly" in str(r.body["messages"][1].get("content"))]
+            assert len(slow) == 3 * (4 + 40)
+            assert all(r.finished is not None and r.finished - r.started < 5 for r in slow)
+        finally:
+            if rest is not None:
+                rest.close()
+            proc.close()
