@@ -276,6 +276,13 @@ def not_run(mode: str, selection: str) -> list[gr.ChatMessage]:
                                                           f"(mode selection: {plain(selection)})._")]
 
 
+def waiting() -> list[gr.ChatMessage]:
+    """A running mode's panel before its first token: a spinner, so a slow or hung server is not mistaken
+    for a mode that never ran (and Stop, which closes spinners, can say the mode was stopped)."""
+    return [gr.ChatMessage(role="assistant", content="", metadata={"title": "⋯ Waiting for the model…",
+                                                                   "status": "pending"})]
+
+
 def notice(text: str) -> list[gr.ChatMessage]:
     """A panel holding just one message of ours (a refusal, a configuration problem)."""
     return [gr.ChatMessage(role="assistant", content=text)]

@@ -254,6 +254,8 @@ def test_stop_ends_a_hung_request_at_once(client, faults):
         return [t for t in threading.enumerate() if t.name == "mode-act"]
 
     assert act_threads(), "Act should still be waiting for the hung server"
+    # meanwhile the Act panel says it is waiting (not an empty panel that looks like it was never run)
+    assert [title_of(m) for m in job.outputs()[-1][1]] == ["⋯ Waiting for the model…"]
     stopped = time.monotonic()
     job.cancel()
     while act_threads() and time.monotonic() - stopped < TIMEOUT_S:
