@@ -138,7 +138,7 @@ def test_stop_ends_a_hung_request_and_says_so(page, faults):
                            timeout=10_000)
     while [t for t in threading.enumerate() if t.name == "mode-act"] and time.monotonic() - stopped < TIMEOUT_S:
         time.sleep(0.05)
-    assert time.monotonic() - stopped < 2.0  # Stop ended it, not LLM_TIMEOUT
+    assert time.monotonic() - stopped < 3.0  # Stop ended it, not LLM_TIMEOUT (6 s)
     page.wait_for_timeout(500)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "browser-fault-hung-stop.png"))
