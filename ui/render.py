@@ -127,6 +127,7 @@ class Panel:
     _waiting: gr.ChatMessage | None = None
     _draft_stale: bool = False
     _reasoning_stale: bool = False
+    _error: gr.ChatMessage | None = None  # the last model error, until a retry makes it history
 
     @property
     def title(self) -> str:
@@ -155,6 +156,7 @@ class Panel:
         elif isinstance(event, Retry):
             self._keep_draft(INCOMPLETE)
             self._close_pending()
+            self._retire_error()
             self._append(safe_markdown(event.message), title="⟳ Running this mode again", status="done")
         elif isinstance(event, Usage):
             self._end_call(event)
@@ -179,7 +181,7 @@ class Panel:
         elif isinstance(event, LLMError):
             self._keep_draft(INCOMPLETE)
             self._close_pending()
-            self._append(f"⚠ **Model error:** {safe_markdown(event.message)}")
+            self._error = self._append(f"⚠ **Model error:** {safe_markdown(event.message)}")
         elif isinstance(event, FinalAnswer):
             self._drop_draft()
             self._close_pending()
@@ -219,6 +221,13 @@ class Panel:
         self._draft_stale = self._reasoning_stale = False
 
     # -- internals -------------------------------------------------------------------------
+
+    def _retire_error(self) -> None:
+        """A retry follows: the earlier error becomes a closed note, so the panel ends with one ⚠ line at most."""
+        if self._error is not None:
+            self._error.content = str(self._error.content).replace("⚠ **Model error:** ", "", 1)
+            self._error.metadata = {"title": "✗ That attempt failed", "status": "done"}
+            self._error = None
 
     def _append(self, content: str, *, title: str | None = None, status: str | None = None,
                 duration: float | None = None, log: str | None = None) -> gr.ChatMessage:
@@ -312,6 +321,13 @@ def _is_terminal(msg: gr.ChatMessage) -> bool:
 def not_run(mode: str, selection: str) -> list[gr.ChatMessage]:
     return [gr.ChatMessage(role="assistant", content=f"– _{MODE_TITLES.get(mode, mode)} was not run "
                                                           f"(mode selection: {plain(selection)})._")]
+
+
+def waiting() -> list[gr.ChatMessage]:
+    """A running mode's panel before its first token: a spinner, so a slow or hung server is not mistaken
+    for a mode that never ran (and Stop, which closes spinners, can say the mode was stopped)."""
+    return [gr.ChatMessage(role="assistant", content="", metadata={"title": "⋯ Waiting for the model…",
+                                                                   "status": "pending"})]
 
 
 def notice(text: str) -> list[gr.ChatMessage]:

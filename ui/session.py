@@ -153,7 +153,7 @@ class _View:
         panels, metrics = [], []
         for m in MODES:
             if m in self.panels:
-                panels.append(self.panels[m].value())
+                panels.append(self.panels[m].value() or render.waiting())
                 metrics.append(self.metrics(m, running=not final and not self.finished(m)))
             else:
                 panels.append(render.not_run(m, self.selection))
@@ -161,7 +161,7 @@ class _View:
         frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
         hybrid = next((m for m in self.modes if m not in MODES), None)
         if hybrid is not None:
-            frame.fourth = self.panels[hybrid].value()
+            frame.fourth = self.panels[hybrid].value() or render.waiting()
             frame.fourth_metrics = self.metrics(hybrid, running=not final and not self.finished(hybrid))
         return frame
 

@@ -8,7 +8,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.pop("SPACE_ID", None)  # never build the Space variant (login button) by accident
 
 import contextlib
+import importlib.util
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -39,12 +42,24 @@ def launched(demo) -> Iterator[str]:
         demo.close()
 
 
+def _load_fault_kit():
+    """tests/app/fault_kit.py as a module (test modules here are not a package, so it is loaded by path)."""
+    name = "app_fault_kit"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("fault_kit.py"))
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return sys.modules[name]
+
+
 class AppKit:
     """What app tests need, as one fixture (test modules here are not a package, so no imports)."""
 
     registry = staticmethod(calc_registry)
     settings = staticmethod(stub_settings)
     launched = staticmethod(launched)
+    faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,147 @@
+"""Faults in the browser: one fault in one panel, seen as a visitor sees it (headless Chromium, Playwright).
+
+A representative subset of test_faults.py (which drives ``/compare`` through the API): a provider that is
+unavailable, a tool that raises, a reply cut mid-stream, and Stop on a request that hangs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import app
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+        "--no-first-run", "--disable-component-update", "--disable-sync"]
+PANELS = {"think": "#panel-think", "act": "#panel-act", "react": "#panel-react"}
+TIMEOUT_S = 6.0  # LLM_TIMEOUT: Stop must end the hung request long before this
+
+if CHROMIUM is None:
+    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
+@pytest.fixture(scope="module")
+def faults(kit):
+    return kit.faults()
+
+
+@pytest.fixture(scope="module")
+def url(kit, faults):
+    with StubLLMServer(faults.FaultPolicy(chunk_chars=8), latency=0.05, token_delay=0.005, chunk_chars=8) as stub:
+        settings = LLMSettings.from_env({"LLM_BASE_URL": stub.url, "LLM_MODEL": "stub", "LLM_TIMEOUT": str(TIMEOUT_S)})
+        demo = app.build_demo(settings=settings, registry=faults.fault_registry())
+        with kit.launched(demo) as local_url:
+            yield local_url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, url):
+    """One page for the module (loading Gradio's frontend costs seconds on 2 cores); each test runs anew."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    pg = context.new_page()
+    pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+             else route.abort())
+    pg.goto(url)
+    pg.wait_for_selector("#run-btn")
+    yield pg
+    context.close()
+
+
+def ask(pg, question: str) -> None:
+    """Run ``question`` and wait until this run is under way (the status line says Running)."""
+    pg.fill("#question textarea", question)
+    pg.click("#run-btn")
+    pg.wait_for_function("() => /Running/.test(document.querySelector('#run-status')?.innerText || '')",
+                         timeout=10_000)
+
+
+def wait_for_text(pg, selectors: list[str], text: str, timeout: float = 20_000) -> None:
+    pg.wait_for_function("([sel, text]) => sel.every(s => (document.querySelector(s)?.innerText || '').includes(text))",
+                         arg=[selectors, text], timeout=timeout)
+
+
+def wait_until_done(pg, timeout: float = 20_000) -> str:
+    pg.wait_for_function("() => /Done in/.test(document.querySelector('#run-status')?.innerText || '')",
+                         timeout=timeout)
+    return pg.inner_text("#run-status")
+
+
+def others(victim: str) -> list[str]:
+    return [s for m, s in PANELS.items() if m != victim]
+
+
+def assert_clean(text: str) -> None:
+    for bad in ("Traceback", "internal error", 'File "'):
+        assert bad not in text, text
+
+
+def test_unavailable_provider_in_one_panel(page, faults):
+    ask(page, faults.question("503", "think", "browser-a"))
+    status = wait_until_done(page)
+    wait_for_text(page, others("think"), "Final answer")
+    think = page.inner_text(PANELS["think"])
+    assert_clean(think)
+    assert "unavailable" in think and "503" in think and "Final answer" not in think
+    assert think.count("Model error") == 1
+    assert all("396" in page.inner_text(s) for s in others("think"))
+    assert "Think-only" in status and "error" in status
+
+
+def test_a_tool_that_raises_is_a_failed_step_and_the_loop_goes_on(page, faults):
+    ask(page, faults.question("tool-raise", "react", "browser-b"))
+    status = wait_until_done(page)
+    wait_for_text(page, list(PANELS.values()), "Final answer")
+    react = page.inner_text(PANELS["react"])
+    assert_clean(react)
+    assert "broken_tool failed: RuntimeError" in react and "396" in react and "Model error" not in react
+    assert status.startswith("✔"), status
+
+
+def test_a_reply_cut_mid_stream_is_not_shown_as_the_answer(page, faults):
+    ask(page, faults.question("cut", "think", "browser-c"))
+    wait_until_done(page)
+    wait_for_text(page, others("think"), "Final answer")
+    think = page.inner_text(PANELS["think"])
+    assert_clean(think)
+    assert "Final answer" not in think and think.count("Model error") == 1
+    assert re.search(r"(?i)partial|incomplete", think)  # the partial text is kept, marked, to read
+    assert "Final Answer: 396" not in think
+
+
+def test_stop_ends_a_hung_request_and_says_so(page, faults):
+    ask(page, faults.question("hang", "act", "browser-d"))
+    wait_for_text(page, others("act"), "Final answer")
+    assert [t for t in threading.enumerate() if t.name == "mode-act"], "Act should be waiting for the hung server"
+    stopped = time.monotonic()
+    page.click("#stop-btn")
+    page.wait_for_function("() => /Stopped/.test(document.querySelector('#run-status')?.innerText || '')",
+                           timeout=10_000)
+    while [t for t in threading.enumerate() if t.name == "mode-act"] and time.monotonic() - stopped < TIMEOUT_S:
+        time.sleep(0.05)
+    assert time.monotonic() - stopped < 3.0  # Stop ended it, not LLM_TIMEOUT (6 s)
+    page.wait_for_timeout(500)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "browser-fault-hung-stop.png"))
+    act = page.inner_text(PANELS["act"])
+    assert "Stopped" in act
+    assert all("Final answer" in page.inner_text(s) for s in others("act"))  # the answers stay
