@@ -104,7 +104,7 @@ def test_unavailable_provider_in_one_panel(page, faults):
     assert "unavailable" in think and "503" in think and "Final answer" not in think
     assert think.count("Model error") == 1
     assert all("396" in page.inner_text(s) for s in others("think"))
-    assert "Think-only" in status and "error" in status
+    assert "Think-only" in status and "1 of 3 modes failed" in status
 
 
 def test_a_tool_that_raises_is_a_failed_step_and_the_loop_goes_on(page, faults):
