@@ -17,7 +17,8 @@ import gradio as gr
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
-from ui import tabs
+from ui import sessions, tabs
+from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, hybrid_in, load_recording
@@ -25,8 +26,10 @@ from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped,
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
-RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "32"))  # runs are I/O bound: many at once
-QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))
+# Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
+# queue behind itself; past this many runs, more wait in line and see their place (ui/admission.py).
+RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "64"))
+QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))  # runs waiting in line; past it: "full, try again"
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
@@ -34,12 +37,14 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                model_factory: ModelFactory | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
+    sessions.install()  # per-visitor state: cheap to make, given back when idle
     if registry is None:
         from tools import default_registry
 
         registry = default_registry()
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
+    admission = Admission(RUN_CONCURRENCY, QUEUE_SIZE)  # this app's line of Compare runs
 
     with gr.Blocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md, _banner = tabs.header(settings, on_space=on_space)
@@ -127,13 +132,15 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             enabled = registry.subset([str(t) for t in tools] if isinstance(tools, list) else registry.names)
             config = make_config(protocol, max_steps, temperature)
             async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
-                                        fourth=fourth if isinstance(fourth, str) else None):
+                                        fourth=fourth if isinstance(fourth, str) else None, admission=admission):
                 yield as_outputs(frame)
 
         run_event = gr.on([run_btn.click, question.submit], compare,
                           inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth],
                           outputs=outputs,
-                          api_name="compare", concurrency_limit=RUN_CONCURRENCY, concurrency_id="compare",
+                          # no limit in Gradio's queue, which would leave waiting visitors with a frozen page:
+                          # the run waits in `admission` instead, showing its place in line
+                          api_name="compare", concurrency_limit=None, concurrency_id="compare",
                           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
 
         replay_outputs = [*(o for o in outputs if o is not exports), question]

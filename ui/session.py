@@ -32,6 +32,7 @@ from agents.modes import RunConfig
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
+from ui.admission import Admission, Full
 from ui.render import MODE_CHOICES, MODES, PANEL_MODES, Panel, hybrid_mode
 from ui.replay import SPEEDS, Recording, export_dict, run_settings, schedule, write_exports
 
@@ -210,9 +211,10 @@ async def live_run(
     throttle: float = THROTTLE_S,
     export: bool = True,
     fourth: str | None = None,
+    admission: Admission | None = None,
 ) -> AsyncIterator[Frame]:
     """Run the selected modes (plus an optional hybrid in the fourth panel) in parallel and yield
-    frames until they all finish."""
+    frames until they all finish. With ``admission``, first wait for a slot, showing the place in line."""
     problem = validate_question(question)
     if problem is None and selection not in MODE_CHOICES:
         problem = f"Unknown mode {selection!r}: choose Think, Act, ReAct or All."
@@ -227,7 +229,36 @@ async def live_run(
         yield refusal(str(settings.problem()), short=NOT_CONFIGURED_SHORT)
         return
     assert question is not None
-    modes = MODE_CHOICES[selection] + ((hybrid,) if hybrid else ())
+    try:
+        ticket = admission.ticket() if admission is not None else None
+    except Full as exc:
+        yield refusal(str(exc), short="⏳ The app is full right now — please try again in a minute.")
+        return
+    try:
+        if ticket is not None and admission is not None:
+            async for place in ticket.wait():
+                yield waiting(place, admission.running)
+        modes = MODE_CHOICES[selection] + ((hybrid,) if hybrid else ())
+        async for frame in _run(question, selection, modes, settings, registry, config, model_factory=model_factory,
+                                throttle=throttle, export=export):
+            yield frame
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+def waiting(place: int, running: int) -> Frame:
+    """What a visitor sees while its run waits for a slot: its place in line, updated as the line moves."""
+    panel = render.notice(f"⏳ Waiting for a free slot — you are number {place} in the queue.")
+    status = (f"⏳ The app is busy: you are **number {place}** in the queue ({running} runs in progress). "
+              "Your run starts by itself — keep this tab open.")
+    return Frame((panel, panel, panel), ("", "", ""), status)
+
+
+async def _run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
+               config: RunConfig, *, model_factory: ModelFactory | None, throttle: float,
+               export: bool) -> AsyncIterator[Frame]:
+    """The run itself: a pump thread feeds the events to the loop, which yields throttled frames."""
     view = _View(question, selection, modes)
     where = render.plain(settings.describe())
     make = model_factory or HFInferenceModel
