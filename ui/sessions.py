@@ -9,7 +9,7 @@ run when every run was a new session.
 
 :func:`install` makes Gradio's app use :class:`ExpiringStateHolder` (process-wide, idempotent):
 
-* :class:`LeanSessionState` builds a block's entry of ``config_values`` when first needed;
+* :class:`LeanSessionState` keeps no per-session copies of block configs (deep links only read them);
 * :class:`ExpiringStateHolder` also drops, in the sweep Gradio already runs every second on its
   event loop, sessions idle for :data:`SESSION_TTL_S` (``APP_SESSION_TTL``) that have no event
   pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`. An expired visitor who comes
@@ -36,10 +36,11 @@ SWEEP_EVERY_S = 10.0
 
 
 class LeanSessionState(SessionState):
-    """``SessionState`` whose per-block configs are made block by block, when first needed.
+    """``SessionState`` without the per-session copies of block configs that only deep links read.
 
-    Gradio writes the config of each *input* of an event (cheap: a few blocks); only deep links
-    read them all (:attr:`components`), and those are filled in then.
+    Gradio writes into ``config_values`` the config of every input and output of each event,
+    with its last value (a whole chat transcript); this app has no deep links, so nothing reads
+    them. :attr:`components` (the deep-link route) renders them from the session's blocks instead.
     """
 
     def __init__(self, blocks: Any) -> None:  # mirrors SessionState.__init__ minus the eager config_values
@@ -51,12 +52,17 @@ class LeanSessionState(SessionState):
         self.is_closed = False
         self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
 
+    def _update_config(self, key: int) -> None:
+        """Nothing to keep (see the class docstring)."""
+
+    def _update_value_in_config(self, key: int, value: Any) -> None:
+        """Nothing to keep (see the class docstring)."""
+
     @property
     def components(self) -> Iterator[dict]:
         for k, block in self.blocks_config.blocks.items():
-            if k in self._root_blocks.blocks and k not in self.config_values:
-                self.config_values[k] = self.blocks_config.config_for_block(k, [], block)
-        yield from super().components
+            if k in self._root_blocks.blocks:
+                yield self.blocks_config.config_for_block(k, [], block)
 
 
 class ExpiringStateHolder(StateHolder):
@@ -93,6 +99,9 @@ class ExpiringStateHolder(StateHolder):
             with self.lock:
                 self.session_data.pop(session_id, None)
                 self.time_last_used.pop(session_id, None)
+            messages = getattr(queue, "pending_messages_per_session", {})
+            if session_id in messages and messages[session_id].empty():  # an idle REST session's mailbox
+                del messages[session_id]
             dropped += 1
         return dropped
 
