@@ -183,13 +183,18 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                 return tabs.backend_line(settings, visitor_signed_in=oauth_token is not None)
 
             demo.load(visitor, outputs=backend_md, api_visibility="private")
-    demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=QUEUE_SIZE)
+    # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
+    # its limit is a backstop against floods, above our line so that visitors see our message first.
+    demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=2 * (RUN_CONCURRENCY + QUEUE_SIZE))
     return demo
 
 
 def launch_kwargs() -> dict[str, Any]:
     """What ``launch()`` needs besides host/port (Gradio 6 takes css/theme/js here, not in Blocks)."""
-    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"], "max_threads": 64}
+    # max_threads also caps the events Gradio processes at once (its "active jobs"), whatever their
+    # concurrency limits: room for every running and waiting Compare run, plus the page's other events.
+    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"],
+            "max_threads": RUN_CONCURRENCY + QUEUE_SIZE + 40}
 
 
 if __name__ == "__main__":

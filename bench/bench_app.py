@@ -258,9 +258,13 @@ def flood(args: argparse.Namespace) -> dict:
         stop = threading.Event()
         loader = threading.Thread(target=page_loader, args=(stack.url, stop, loads), daemon=True)
         loader.start()
+        spy = profiler(stack.app_pid, f"{args.profile}-flood.txt") if args.profile else None
         cpu0 = stack.cpu()
         wall, visits = crowd(stack.url, [question(k) for k in range(args.flood)])
         cpu = {k: round(v - cpu0[k], 2) for k, v in stack.cpu().items()}
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
         stop.set()
         loader.join(30)
     kinds = {"finished": 0, "told_queued": 0, "told_full": 0, "http_503": 0, "other_errors": 0}

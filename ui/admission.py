@@ -34,7 +34,9 @@ class Ticket:
         return 0 if self.admitted.is_set() else self._line.place_of(self)
 
     async def wait(self, refresh_s: float = 1.0) -> AsyncIterator[int]:
-        """Yield this ticket's place whenever it changed (checked every ``refresh_s``) until admitted."""
+        """Yield this ticket's place whenever it changed until admitted: checked every ``refresh_s``
+        near the front, less often further back (number 200 every 11 s), so that a long line costs
+        the server ~50 frames a second in all rather than one per visitor per second."""
         shown = None
         while not self.admitted.is_set():
             place = self.place
@@ -42,7 +44,7 @@ class Ticket:
                 shown = place
                 yield place
             with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
-                await asyncio.wait_for(self.admitted.wait(), refresh_s)
+                await asyncio.wait_for(self.admitted.wait(), refresh_s * (1 + place / 20))
 
     def release(self) -> None:
         if not self.released:
