@@ -9,7 +9,9 @@ inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN`
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+import sys
 from typing import Any
 
 import gradio as gr
@@ -33,11 +35,21 @@ QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))  # runs waiting in lin
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
+def skip_matplotlib_probe() -> None:
+    """Gradio tries ``import matplotlib`` twice per handler call (every streamed frame) to switch its
+    backend. Without matplotlib installed each try scans ``sys.path`` again — a dozen ``stat``
+    calls on the event loop, each a chance to lose the GIL to the run threads: under a 300-run
+    flood, most of the loop's time. A ``None`` in ``sys.modules`` makes the failing import instant."""
+    if "matplotlib" not in sys.modules and importlib.util.find_spec("matplotlib") is None:
+        sys.modules["matplotlib"] = None  # type: ignore[assignment]
+
+
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
                model_factory: ModelFactory | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
     sessions.install()  # per-visitor state: cheap to make, given back when idle
+    skip_matplotlib_probe()
     if registry is None:
         from tools import default_registry
 

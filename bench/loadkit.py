@@ -127,6 +127,32 @@ def app_command(demo: Any, command: str) -> Any:
         stats = after.compare_to(app_command.snapshot, "traceback")  # type: ignore[attr-defined]
         tracemalloc.stop()
         return [(s.size_diff, s.count_diff, "\n".join(s.traceback.format()[-6:])) for s in stats[:8]]
+    if command == "sample-start":  # where the event loop's thread is, every 2 ms (also while it waits for the GIL)
+        import collections
+        import sys
+        import threading
+
+        loop_thread = next(t for t in threading.enumerate() if t.name.endswith("(run)") or "run" in t.name)
+        counts: collections.Counter = collections.Counter()
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.002):
+                frame = sys._current_frames().get(loop_thread.ident)
+                stack = []
+                while frame is not None and len(stack) < 12:
+                    stack.append(f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}:{frame.f_lineno}")
+                    frame = frame.f_back
+                counts[" < ".join(stack[:6] if "importlib" not in stack[0] else stack[5:12])] += 1
+
+        app_command.sampler = (stop, counts, threading.Thread(target=sample, daemon=True))  # type: ignore[attr-defined]
+        app_command.sampler[2].start()  # type: ignore[attr-defined]
+        return loop_thread.name
+    if command == "sample-stop":
+        stop, counts, thread = app_command.sampler  # type: ignore[attr-defined]
+        stop.set()
+        thread.join()
+        return counts.most_common(25)
     if command == "sessions":
         holder = getattr(demo, "state_holder", None)
         queue = getattr(demo, "_queue", None)
@@ -146,6 +172,8 @@ class Visit:
     question: str
     start: float = 0.0
     end: float | None = None
+    posted: float | None = None  # the POST answered (the run is in Gradio's queue)
+    opened: float | None = None  # the stream's headers arrived
     first_update: float | None = None  # the first thing heard back: a frame (a queue place, a refusal) or an error
     first_text: dict[str, float] = field(default_factory=dict)
     updates: int = 0
@@ -186,8 +214,11 @@ def visit(url: str, question: str, *, session_hash: str | None = None, timeout: 
             seen.status = seen.error
             return seen
         event_id = json.loads(payload)["event_id"]
+        seen.posted = time.perf_counter()
         conn.request("GET", f"/gradio_api/call/compare/{event_id}")
-        read_stream(conn.getresponse(), seen)
+        response = conn.getresponse()
+        seen.opened = time.perf_counter()
+        read_stream(response, seen)
     except Exception as exc:  # noqa: BLE001 - counted as an error and reported
         seen.error = f"{type(exc).__name__}: {exc}"
     finally:
