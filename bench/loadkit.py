@@ -140,10 +140,10 @@ def app_command(demo: Any, command: str) -> Any:
             while not stop.wait(0.002):
                 frame = sys._current_frames().get(loop_thread.ident)
                 stack = []
-                while frame is not None and len(stack) < 12:
+                while frame is not None and len(stack) < 16:
                     stack.append(f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}:{frame.f_lineno}")
                     frame = frame.f_back
-                counts[" < ".join(stack[:6] if "importlib" not in stack[0] else stack[5:12])] += 1
+                counts[" < ".join([f for f in stack if not f.startswith("<frozen")][:6])] += 1
 
         app_command.sampler = (stop, counts, threading.Thread(target=sample, daemon=True))  # type: ignore[attr-defined]
         app_command.sampler[2].start()  # type: ignore[attr-defined]
