@@ -1,0 +1,45 @@
+"""What keeps one app process responsive for a classroom: no thread starts or sys.path scans on the
+event loop, and an HTTP pool big enough for every stream."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+
+import pytest
+
+import app
+from agents.llm import abort
+from ui.session import _Launcher
+
+
+def test_the_launcher_runs_targets_in_their_own_named_threads():
+    ran: list[str] = []
+    done = threading.Event()
+
+    def target() -> None:
+        ran.append(threading.current_thread().name)
+        done.set()
+
+    _Launcher().start(target, "run-pump")
+    assert done.wait(5) and ran == ["run-pump"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed here")
+def test_gradio_s_matplotlib_probe_fails_fast_when_matplotlib_is_absent(monkeypatch):
+    monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
+    app.skip_matplotlib_probe()
+    assert sys.modules["matplotlib"] is None
+    with pytest.raises(ImportError):
+        import matplotlib  # noqa: F401 - Gradio does exactly this on every handler call
+
+
+def test_the_shared_model_client_has_room_for_fifty_visitors_streams():
+    client = abort._client_factory()
+    try:
+        pool = client._transport._pool
+        assert pool._max_connections >= 50 * 3 and pool._max_keepalive_connections >= 100
+        assert isinstance(pool._network_backend, abort._Backend)  # Stop can still abort a waiting read
+    finally:
+        client.close()
