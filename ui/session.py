@@ -15,7 +15,6 @@ import asyncio
 import collections
 import contextlib
 import logging
-import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -34,6 +33,7 @@ from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
 from ui.admission import Admission, Full
+from ui.launcher import launcher as _launcher
 from ui.render import MODE_CHOICES, MODES, PANEL_MODES, Panel, hybrid_mode
 from ui.replay import SPEEDS, Recording, export_dict, run_settings, schedule, write_exports
 
@@ -92,51 +92,6 @@ class Inbox:
         return items
 
 
-class _Launcher:
-    """Starts threads for the event loop without making it wait.
-
-    ``Thread.start()`` blocks until the new thread has run, which on a busy 2-core server (hundreds
-    of threads wanting the GIL) took tens of milliseconds: four per run, on the loop every visitor
-    shares, stalled a flood of 300 submissions and the page itself for seconds. The loop only
-    queues work here; this one thread does the starting.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def start(self, target: Callable[[], None], name: str) -> None:
-        """Run ``target`` in a new thread called ``name``."""
-        self._put(target, name)
-
-    def call(self, target: Callable[[], None]) -> None:
-        """Run ``target`` (something quick, e.g. one that starts threads) in the launcher's own thread."""
-        self._put(target, None)
-
-    def _put(self, target: Callable[[], None], name: str | None) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._serve, name="thread-launcher", daemon=True)
-                self._thread.start()
-        self._jobs.put((target, name))
-
-    def _serve(self) -> None:
-        while True:
-            target, name = self._jobs.get()
-            try:
-                if name is None:
-                    target()
-                else:
-                    threading.Thread(target=target, name=name, daemon=True).start()
-            except RuntimeError:  # can't start new thread: run it here rather than lose it
-                log.exception("could not start %s", name)
-                target()
-            except Exception:
-                log.exception("launcher job failed")
-
-
-_launcher = _Launcher()
 
 
 def _track(delta: int) -> None:

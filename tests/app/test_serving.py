@@ -11,7 +11,7 @@ import pytest
 
 import app
 from agents.llm import abort
-from ui.session import _Launcher
+from ui.launcher import Launcher
 
 
 def test_the_launcher_runs_targets_in_their_own_named_threads():
@@ -22,7 +22,7 @@ def test_the_launcher_runs_targets_in_their_own_named_threads():
         ran.append(threading.current_thread().name)
         done.set()
 
-    _Launcher().start(target, "run-pump")
+    Launcher().start(target, "run-pump")
     assert done.wait(5) and ran == ["run-pump"]
 
 
