@@ -19,7 +19,7 @@ import gradio as gr
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
-from ui import sessions, tabs
+from ui import serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.render import HYBRIDS
@@ -33,6 +33,19 @@ PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native t
 RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "64"))
 QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))  # runs waiting in line; past it: "full, try again"
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
+
+
+class ClassroomBlocks(gr.Blocks):
+    """``gr.Blocks`` whose server, once launched, checks logins on the event loop (see ui/serving.py)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        block = not kwargs.get("prevent_thread_lock", False)
+        kwargs["prevent_thread_lock"] = True
+        result = super().launch(*args, **kwargs)
+        serving.async_login_check(self.server_app, self)
+        if block:
+            self.block_thread()
+        return result
 
 
 def skip_matplotlib_probe() -> None:
@@ -58,7 +71,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
     admission = Admission(RUN_CONCURRENCY, QUEUE_SIZE)  # this app's line of Compare runs
 
-    with gr.Blocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
+    with ClassroomBlocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md, _banner = tabs.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
             with gr.Row(elem_id="ask-row", equal_height=True):

@@ -43,3 +43,30 @@ def test_the_shared_model_client_has_room_for_fifty_visitors_streams():
         assert isinstance(pool._network_backend, abort._Backend)  # Stop can still abort a waiting read
     finally:
         client.close()
+
+
+def test_login_checks_run_on_the_event_loop_and_still_refuse_strangers(kit):
+    import inspect
+    import json
+    import urllib.error
+    import urllib.request
+
+    demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, auth=("teacher", "secret"),
+                **app.launch_kwargs())
+    try:
+        overrides = list(demo.server_app.dependency_overrides.items())
+        assert [k.__name__ for k, _ in overrides] == ["login_check"]
+        assert inspect.iscoroutinefunction(overrides[0][1])
+        body = json.dumps({"data": ["What is 2 + 2?", "Think"]}).encode()
+        request = urllib.request.Request(f"{demo.local_url}gradio_api/call/compare", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 401
+    finally:
+        demo.close()
+
+
+class _NoServer:
+    url = "http://127.0.0.1:9/v1"  # never called: the request is refused before any run
