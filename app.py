@@ -9,7 +9,9 @@ inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN`
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+import sys
 from typing import Any
 
 import gradio as gr
@@ -18,7 +20,8 @@ from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
-from ui import tabs
+from ui import serving, sessions, tabs
+from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.inputs import compare_problem, lenient, protocol_value
 from ui.recording import MAX_REPLAY_BYTES
@@ -28,24 +31,51 @@ from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped,
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
-RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "32"))  # runs are I/O bound: many at once
-QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))
+# Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
+# queue behind itself; past this many runs, more wait in line and see their place (ui/admission.py).
+RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "64"))
+QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))  # runs waiting in line; past it: "full, try again"
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
+
+
+class ClassroomBlocks(gr.Blocks):
+    """``gr.Blocks`` whose server, once launched, checks logins on the event loop (see ui/serving.py)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        block = not kwargs.get("prevent_thread_lock", False)
+        kwargs["prevent_thread_lock"] = True
+        result = super().launch(*args, **kwargs)
+        serving.async_login_check(self.server_app, self)
+        if block:
+            self.block_thread()
+        return result
+
+
+def skip_matplotlib_probe() -> None:
+    """Gradio tries ``import matplotlib`` twice per handler call (every streamed frame) to switch its
+    backend. Without matplotlib installed each try scans ``sys.path`` again — a dozen ``stat``
+    calls on the event loop, each a chance to lose the GIL to the run threads: under a 300-run
+    flood, most of the loop's time. A ``None`` in ``sys.modules`` makes the failing import instant."""
+    if "matplotlib" not in sys.modules and importlib.util.find_spec("matplotlib") is None:
+        sys.modules["matplotlib"] = None  # type: ignore[assignment]
 
 
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
                model_factory: ModelFactory | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
+    sessions.install()  # per-visitor state: cheap to make, given back when idle
+    skip_matplotlib_probe()
     if registry is None:
         from tools import default_registry
 
         registry = default_registry()
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
+    admission = Admission(RUN_CONCURRENCY, QUEUE_SIZE)  # this app's line of Compare runs
 
-    with gr.Blocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
+    with ClassroomBlocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md, _banner = tabs.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
             with gr.Row(elem_id="ask-row", equal_height=True):
@@ -142,13 +172,15 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             enabled = registry.subset(tools)
             config = make_config(protocol_value(protocol), max_steps, temperature, max_tokens)
             async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
-                                        fourth=fourth):
+                                        fourth=fourth, admission=admission):
                 yield as_outputs(frame)
 
         run_event = gr.on([run_btn.click, question.submit], compare,
                           inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens],
                           outputs=outputs,
-                          api_name="compare", concurrency_limit=RUN_CONCURRENCY, concurrency_id="compare",
+                          # no limit in Gradio's queue, which would leave waiting visitors with a frozen page:
+                          # the run waits in `admission` instead, showing its place in line
+                          api_name="compare", concurrency_limit=None, concurrency_id="compare",
                           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
 
         replay_outputs = [*(o for o in outputs if o is not exports), question]
@@ -188,7 +220,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                 return tabs.backend_line(settings, visitor_signed_in=oauth_token is not None)
 
             demo.load(visitor, outputs=backend_md, api_visibility="private")
-    demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=QUEUE_SIZE)
+    # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
+    # its limit is a backstop against floods, above our line so that visitors see our message first.
+    demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=2 * (RUN_CONCURRENCY + QUEUE_SIZE))
     return demo
 
 
@@ -198,8 +232,10 @@ def launch_kwargs() -> dict[str, Any]:
     ``max_file_size``: an upload is a recording to replay (refused over 20 MB anyway) or a benchmark
     dataset (200 questions are a few hundred KB), so Gradio refuses anything larger before storing it.
     """
-    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"], "max_threads": 64,
-            "max_file_size": MAX_UPLOAD_BYTES}
+    # max_threads also caps the events Gradio processes at once (its "active jobs"), whatever their
+    # concurrency limits: room for every running and waiting Compare run, plus the page's other events.
+    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"],
+            "max_threads": RUN_CONCURRENCY + QUEUE_SIZE + 40, "max_file_size": MAX_UPLOAD_BYTES}
 
 
 if __name__ == "__main__":

@@ -1,257 +1,319 @@
-"""App benchmark: many visitors at once, and how soon the first token reaches the screen.
+"""App benchmark: a classroom of visitors on one app process, measured from outside.
 
-Three processes, as in production: the app (this process), the stub model (real HTTP + SSE
-with injected latency, standing in for the provider) and the visitors, each with its own
-``gradio_client.Client``. Before the clock starts each visitor "opens the page" (connects and
-runs the page-load event, which starts its Gradio session, as a browser does); then all click
-Run at once: mode "All" through the ``/compare`` endpoint.
+Three kinds of process, as in production: the app (alone in its process: its CPU and memory
+are read from ``/proc``), the stub model (real HTTP + SSE with injected latency, standing in
+for the provider) and the visitors — light REST clients (``bench/loadkit.py``), many threads in
+this one process, each run in a fresh Gradio session. Scenarios:
 
-1. wall(N visitors at once) ÷ wall(1 visitor) — goal ≤ 1.5, with 0 errors
-2. first token on screen: from the stub server sending a mode's first SSE byte to the first
-   streamed update, as received by the visitor's gradio_client, in which that mode's panel
-   shows text — goal ≤ 150 ms (median and p95 over every visitor × mode). gradio_client
-   itself polls its SSE buffer every 50 ms, so this is an upper bound on what a browser sees.
+``scale``  N visitors click Run (mode All) at the same instant, against a server with 2 s to
+           first token and 100 tokens/s. Goals: wall(N) ÷ wall(1) ≤ 1.5, 0 errors, and each
+           panel's first text on the visitor's side ≤ 1 s after the stub sent that mode's first
+           token (max and p95 over visitors × modes). Also app CPU per streamed token.
+``memory`` 500 runs, each from a new session; the app's RSS before and after. Goal: < 50 MB.
+``flood``  300 submissions at once. Goal: each visitor hears at once that it is queued (its
+           place) or that the app is full; nobody hangs; meanwhile the page (``GET /`` and its
+           JS/CSS) keeps loading in < 2 s.
 
-Usage: ``python bench/bench_app.py [--visitors 20] [--latency 0.3] [--token-delay 0.05] [--stagger 0]``
-(``perf_counter`` is CLOCK_MONOTONIC on Linux, shared by the processes.) Defaults: a hosted model's
-0.3 s to first token, then ≈40 tokens/s, and all visitors clicking Run at the same instant. The app
-is one Python process (one GIL): on a 2-core machine that also runs the stub and the visitors, a much
-faster stream (``--token-delay 0.02``) makes the run CPU-bound, and the ratio shows it.
+Usage: ``python bench/bench_app.py [--scenario scale|memory|flood|all] [--visitors 20 50] [--json]``
+(``perf_counter`` is CLOCK_MONOTONIC on Linux, shared by the processes.) On a 2-core machine the
+three processes share the cores; other load on the machine makes every number pessimistic.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
+import re
+import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-MODES = ("think", "act", "react")
+from bench.loadkit import MODES, Visit, app_main, cpu_seconds, get, pct, rss_mb, stub_main, threads_and_fds, visit
+
+GOALS = {"ratio": 1.5, "first_text_s": 1.0, "rss_mb": 50.0, "page_s": 2.0}
 
 
 def question(i: int) -> str:
     return f"What is 17 * 23 + {i}?"
 
 
-# -- the visitors' process ---------------------------------------------------------------------
+class Stack:
+    """The stub model and the app, each in its own spawned process."""
+
+    def __init__(self, latency: float, token_delay: float, chunk_chars: int = 4, env: dict | None = None) -> None:
+        ctx = mp.get_context("spawn")
+        self.stub, stub_end = ctx.Pipe()
+        self.stub_proc = ctx.Process(target=stub_main, args=(latency, token_delay, chunk_chars, stub_end), daemon=True)
+        self.stub_proc.start()
+        stub_url, self.stub_pid = self.stub.recv()
+        self.app, app_end = ctx.Pipe()
+        self.app_proc = ctx.Process(target=app_main, args=(stub_url, dict(env or {}), app_end), daemon=True)
+        self.app_proc.start()
+        self.url, self.app_pid = self.app.recv()
+
+    def ask_app(self, command: str):
+        self.app.send(command)
+        return self.app.recv()
+
+    def ask_stub(self, command: str):
+        self.stub.send(command)
+        return self.stub.recv()
+
+    def cpu(self) -> dict[str, float]:
+        return {"app": cpu_seconds(self.app_pid), "stub": cpu_seconds(self.stub_pid), "visitors": time.process_time()}
+
+    def close(self) -> None:
+        for conn, proc in ((self.app, self.app_proc), (self.stub, self.stub_proc)):
+            try:
+                conn.send("quit")
+            except OSError:
+                pass
+            proc.join(10)
+            if proc.is_alive():
+                proc.terminate()
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def has_text(panel: list | None) -> bool:
-    for message in panel or []:
-        content = message.get("content") if isinstance(message, dict) else None
-        parts = content if isinstance(content, list) else [{"text": content}]
-        if any(str(p.get("text") or "").strip() for p in parts if isinstance(p, dict)):
-            return True
-    return False
+def crowd(url: str, questions: list[str], *, stagger: float = 0.0, timeout: float = 180.0) -> tuple[float, list[Visit]]:
+    """All visitors submit at the same instant (or spread over ``stagger`` s); wall = start → last result."""
+    visits: list[Visit | None] = [None] * len(questions)
+    barrier = threading.Barrier(len(questions) + 1)
 
+    def one(k: int) -> None:
+        barrier.wait()
+        if stagger:
+            time.sleep(stagger * k / len(questions))
+        visits[k] = visit(url, questions[k], timeout=timeout)
 
-def visit(client, i: int, go: threading.Event, start_at: list, out: dict, delay: float = 0.0) -> None:
-    """One visitor: submit, timestamp every streamed update, note when each panel first shows text."""
-    record: dict = {"i": i, "first_text": {}, "updates": 0, "error": None}
-    try:
-        go.wait()
-        while time.perf_counter() < start_at[0] + delay:
-            time.sleep(0.0005)
-        record["start"] = time.perf_counter()
-        job = client.submit(question=question(i), mode="All", api_name="/compare")
-        seen = 0
-        while True:
-            outputs = job.outputs()
-            now = time.perf_counter()
-            for update in outputs[seen:]:
-                record["updates"] += 1
-                for k, mode in enumerate(MODES):
-                    if mode not in record["first_text"] and has_text(update[k]):
-                        record["first_text"][mode] = now
-            seen = len(outputs)
-            if job.done():
-                break
-            time.sleep(0.005)
-        result = job.result()
-        record["end"] = time.perf_counter()
-        record["answers"] = ["Final answer" in str(result[k]) for k in range(3)]
-        if not all(record["answers"]):
-            missing = [MODES[k] for k in range(3) if not record["answers"][k]]
-            tail = " | ".join(str(result[MODES.index(m)])[-160:] for m in missing)
-            record["error"] = f"no final answer in {', '.join(missing)}: …{tail}"
-    except Exception as exc:  # noqa: BLE001 - counted as an error, reported at the end
-        record["error"] = f"{type(exc).__name__}: {exc}"
-    out[i] = record
-
-
-def visitors_main(url: str, first: int, count: int, conn, stagger: float = 0.0) -> None:
-    """Child process: connect ``count`` clients, say ready, run them all at the start time, send the records."""
-    from gradio_client import Client
-
-    # Plain-HTTP loopback: skip building a certificate store per request (gradio_client opens a new
-    # httpx client for every call, ~50 ms of CPU each with verification on) and leave export files
-    # on the server, so the visitors' process does not eat the CPU the app is being measured on.
-    clients = [Client(url, verbose=False, ssl_verify=False, download_files=False) for _ in range(count)]
-    for client in clients:  # "open the page": a browser's load event (the Prompts view) starts the session
-        client.predict(api_name="/prompts")
-    out: dict = {}
-    go, start_at = threading.Event(), [0.0]
-    threads = [threading.Thread(target=visit, args=(clients[k], first + k, go, start_at, out, stagger * k / count))
-               for k in range(count)]
+    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(len(questions))]
     for t in threads:
         t.start()
-    conn.send("ready")
-    start_at[0] = conn.recv()
-    cpu = time.process_time()
-    go.set()
+    start = time.perf_counter()
+    barrier.wait()
     for t in threads:
-        t.join()
-    out["cpu"] = time.process_time() - cpu
-    conn.send(out)
+        t.join(timeout + 10)
+    done = [v for v in visits if v is not None]
+    return max((v.end or start) for v in done) - start, done
 
 
-def run_visitors(url: str, first: int, count: int, stagger: float = 0.0) -> tuple[float, dict]:
-    """Run ``count`` simultaneous visitors from a fresh process; wall = start → last visitor's final result."""
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=visitors_main, args=(url, first, count, child, stagger), daemon=True)
-    proc.start()
-    assert parent.recv() == "ready"
-    time.sleep(0.5)  # let the connections settle
-    start_at = time.perf_counter() + 0.1
-    parent.send(start_at)
-    records = parent.recv()
-    run_visitors.cpu = records.pop("cpu", 0.0)  # type: ignore[attr-defined]
-    proc.join(10)
-    wall = max(r.get("end", start_at) for r in records.values()) - start_at
-    return wall, records
-
-
-# -- the model server's process ----------------------------------------------------------------
-
-
-def stub_main(latency: float, token_delay: float, conn) -> None:
-    """Child process: the stub model (as a real provider would be: elsewhere), answering to commands."""
-    import http.server
-
-    from agents.llm.stub_server import StubLLMServer
-
-    http.server.ThreadingHTTPServer.request_queue_size = 256  # its default backlog of 5 drops bursts of connects
-    with StubLLMServer(latency=latency, token_delay=token_delay) as stub:
-        conn.send(stub.url)
-        while (command := conn.recv()) != "quit":
-            if command == "clear":
-                stub.requests.clear()
-            if command == "cpu":
-                conn.send(time.process_time())
-                continue
-            conn.send([{"body": r.body, "started": r.started, "first_byte": r.first_byte, "finished": r.finished}
-                       for r in stub.requests] if command == "dump" else "ok")
-
-
-# -- the server side ---------------------------------------------------------------------------
-
-
-def mode_of(body: dict, prompts: dict[str, str]) -> str | None:
-    system = str((body.get("messages") or [{}])[0].get("content") or "")
-    return next((m for m, p in prompts.items() if p == system), None)
-
-
-def first_token_latencies(records: dict, requests: list, prompts: dict[str, str]) -> list[float]:
-    """For each visitor × mode: client first-text time − server first-byte time of that mode's first call."""
-    first_byte: dict[tuple[str, str], float] = {}
-    for r in requests:
-        user = next((str(m.get("content")) for m in r.body.get("messages", []) if m.get("role") == "user"), "")
-        mode = mode_of(r.body, prompts)
-        if r.first_byte is None or mode is None:
-            continue
-        key = (user, mode)
-        first_byte[key] = min(first_byte.get(key, r.first_byte), r.first_byte)
-    latencies = []
-    for rec in records.values():
-        for mode, seen in rec["first_text"].items():
-            sent = first_byte.get((f"Question: {question(rec['i'])}", mode))
-            if sent is not None:
-                latencies.append(seen - sent)
-    return latencies
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--visitors", type=int, default=20)
-    parser.add_argument("--latency", type=float, default=0.3, help="seconds before each reply's first token")
-    parser.add_argument("--token-delay", type=float, default=0.05,
-                        help="seconds between streamed 8-character chunks (0.05 ≈ 40 tokens/s)")
-    parser.add_argument("--stagger", type=float, default=0.0,
-                        help="spread the visitors' clicks over this many seconds (0: all at the same instant)")
-    args = parser.parse_args()
-
-    import app
-    from agents.llm.settings import LLMSettings
+def system_prompts() -> dict[str, str]:
+    """Each mode's system prompt as the app sends it (the bench's registry: the calculator only)."""
     from agents.prompts import system_prompt
     from tools.calculator import calculate
     from tools.registry import ToolRegistry
 
     registry = ToolRegistry([calculate])
-    prompts = {m: system_prompt(m, registry, max_steps=5) for m in MODES}
-    ctx = mp.get_context("spawn")
-    stub, stub_end = ctx.Pipe()
-    stub_proc = ctx.Process(target=stub_main, args=(args.latency, args.token_delay, stub_end), daemon=True)
-    stub_proc.start()
-    stub_url = stub.recv()
-    demo = app.build_demo(settings=LLMSettings(model="stub", base_url=stub_url), registry=registry)
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
-    try:
-        url = demo.local_url
-        run_visitors(url, 1000, 2)  # warm-up (imports, first connections)
-        stub.send("clear")
-        stub.recv()
-        wall1, rec1 = run_visitors(url, 0, 1)
-        cpu0 = time.process_time()
-        stub.send("cpu")
-        stub_cpu0 = stub.recv()
-        wallN, recN = run_visitors(url, 1, args.visitors, args.stagger)
-        app_cpu = time.process_time() - cpu0
-        stub.send("cpu")
-        stub_cpu = stub.recv() - stub_cpu0
-        stub.send("dump")
-        requests = [SimpleNamespace(**r) for r in stub.recv()]
-    finally:
-        demo.close()
-        stub.send("quit")
-        stub_proc.join(5)
+    return {system_prompt(m, registry, max_steps=5): m for m in MODES}
 
-    records = {**rec1, **recN}
-    errors = [r["error"] for r in records.values() if r["error"]]
-    latencies = first_token_latencies(recN, requests, prompts)
-    latencies1 = first_token_latencies(rec1, requests, prompts)
-    ratio = wallN / wall1
-    updates = statistics.median(r["updates"] for r in recN.values())
-    print(f"stub model: {args.latency:.2f} s to first token, {args.token_delay * 1000:.0f} ms between chunks; "
-          f"{len(requests)} LLM requests")
-    print(f"wall(1)  = {wall1:.2f} s   (one visitor, mode All)")
-    print(f"wall({args.visitors}) = {wallN:.2f} s   ({args.visitors} visitors at once, mode All; "
-          f"median {updates:.0f} streamed updates each)")
-    print(f"CPU during wall({args.visitors}): app {app_cpu:.2f} s, stub model {stub_cpu:.2f} s, "
-          f"visitors {run_visitors.cpu:.2f} s (this machine: {os.cpu_count()} cores)")
-    print(f"ratio    = {ratio:.2f}   goal ≤ 1.5 → {'PASS' if ratio <= 1.5 else 'FAIL'}")
-    print(f"errors   = {len(errors)}   goal 0 → {'PASS' if not errors else 'FAIL'}" + (f"  {errors[:3]}" if errors else ""))
-    if latencies:
-        med, p95 = statistics.median(latencies) * 1000, pct(latencies, 0.95) * 1000
-        print(f"first token on screen: median {med:.0f} ms, p95 {p95:.0f} ms, max {max(latencies) * 1000:.0f} ms "
-              f"over {len(latencies)} panels   goal ≤ 150 ms → {'PASS' if p95 <= 150 else 'FAIL'}")
-    else:
-        print("first token on screen: no samples (FAIL)")
-    if latencies1:
-        print(f"first token on screen, one visitor alone: {', '.join(f'{x * 1000:.0f}' for x in sorted(latencies1))} ms")
+
+def first_text_delays(visits: list[Visit], requests: list[dict]) -> list[float]:
+    """Per visitor × mode: the visitor's first text of that panel − the stub's first token of that mode."""
+    first_byte: dict[tuple[str, str], float] = {}
+    prompts = system_prompts()
+    for r in requests:
+        messages = r["body"].get("messages") or [{}]
+        user = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        mode = prompts.get(str(messages[0].get("content") or ""))
+        if r["first_byte"] is None or mode is None:
+            continue
+        key = (user.removeprefix("Question: ").strip(), mode)
+        first_byte[key] = min(first_byte.get(key, r["first_byte"]), r["first_byte"])
+    delays = []
+    for v in visits:
+        for mode, seen in v.first_text.items():
+            sent = first_byte.get((v.question, mode))
+            if sent is not None:
+                delays.append(seen - sent)
+    return delays
+
+
+def errors_of(visits: list[Visit]) -> list[str]:
+    out = [v.error for v in visits if v.error]
+    out += [f"no final answer in {[m for m, a in zip(MODES, v.answers, strict=True) if not a]}: {v.status[:120]}"
+            for v in visits if not v.error and not all(v.answers)]
+    return out
+
+
+def scale(args: argparse.Namespace) -> dict:
+    """wall(N)/wall(1), errors, first text after the server's first token, app CPU per token."""
+    out: dict = {"latency_s": args.latency, "tokens_per_s": round(1 / args.token_delay), "runs": {}}
+    with Stack(args.latency, args.token_delay) as stack:
+        crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up: imports, first connections
+        stack.ask_stub("clear")
+        wall1, one = crowd(stack.url, [question(0)])
+        dump = stack.ask_stub("dump")
+        out["wall1_s"] = round(wall1, 2)
+        out["first_text_alone_ms"] = [round(d * 1000) for d in first_text_delays(one, dump["requests"])]
+        out["errors"] = errors_of(one)
+        for n in args.visitors:
+            stack.ask_stub("clear")
+            spy = profiler(stack.app_pid, f"{args.profile}-{n}.txt") if args.profile else None
+            cpu0 = stack.cpu()
+            wall, visits = crowd(stack.url, [question(1000 * n + k) for k in range(n)], stagger=args.stagger)
+            cpu = {k: v - cpu0[k] for k, v in stack.cpu().items()}
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(30)
+            dump = stack.ask_stub("dump")
+            delays = first_text_delays(visits, dump["requests"])
+            errors = errors_of(visits)
+            out["errors"] += errors
+            out["runs"][n] = {
+                "wall_s": round(wall, 2), "ratio": round(wall / wall1, 3), "errors": len(errors),
+                "error_samples": errors[:3], "llm_requests": len(dump["requests"]), "tokens": dump["chunks"],
+                "first_text_max_ms": round(max(delays, default=float("nan")) * 1000),
+                "first_text_p95_ms": round(pct(delays, 0.95) * 1000),
+                "first_text_median_ms": round(statistics.median(delays) * 1000) if delays else None,
+                "first_text_samples": len(delays), "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
+                "app_cpu_ms_per_token": round(cpu["app"] * 1000 / max(1, dump["chunks"]), 3),
+                "updates_median": statistics.median(v.updates for v in visits),
+            }
+    return out
+
+
+def profiler(pid: int, path: str) -> subprocess.Popen:
+    """py-spy sampling the app (collapsed stacks, one line per stack with its sample count)."""
+    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
+                            "--nonblocking", "--threads", "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # let it attach
+    return spy
+
+
+def memory(args: argparse.Namespace) -> dict:
+    """RSS of the app before and after ``--runs`` runs, each from a new session, ``--parallel`` at a time."""
+    with Stack(0.05, 0.002) as stack:
+        crowd(stack.url, [question(9000 + k) for k in range(args.parallel)])  # warm-up
+        for _ in range(2):  # two warm rounds: lazy imports, caches and pools reach their steady size
+            crowd(stack.url, [question(8000 + k) for k in range(args.parallel)])
+        stack.ask_app("gc")
+        before, sessions0 = rss_mb(stack.app_pid), stack.ask_app("sessions")
+        threads0 = threads_and_fds(stack.app_pid)
+        if args.trace:
+            stack.ask_app("trace-start")
+        errors: list[str] = []
+        start = time.perf_counter()
+        for batch in range(0, args.runs, args.parallel):
+            _, visits = crowd(stack.url, [question(batch + k) for k in range(min(args.parallel, args.runs - batch))])
+            errors += errors_of(visits)
+        elapsed = time.perf_counter() - start
+        top = stack.ask_app("trace-diff") if args.trace else []
+        stack.ask_app("gc")
+        time.sleep(1.0)
+        after, sessions = rss_mb(stack.app_pid), stack.ask_app("sessions")
+        out = {"runs": args.runs, "parallel": args.parallel, "seconds": round(elapsed, 1),
+               "rss_before_mb": round(before, 1), "rss_after_mb": round(after, 1),
+               "growth_mb": round(after - before, 1), "per_run_kb": round((after - before) * 1024 / args.runs, 1),
+               "errors": len(errors), "error_samples": errors[:3], "sessions_before": sessions0,
+               "sessions_after": sessions, "threads_fds_before": threads0,
+               "threads_fds_after": threads_and_fds(stack.app_pid)}
+        if top:
+            out["tracemalloc_top"] = [{"kb": round(size / 1024, 1), "count": count, "where": where}
+                                      for size, count, where in top]
+    return out
+
+
+def page_loader(url: str, stop: threading.Event, loads: list[float], every: float = 0.25) -> None:
+    """A browser opening the page over and over: the HTML, then its JS and CSS; seconds per full load."""
+    html = get_text(url, "/")
+    assets = [a.lstrip(".") for a in re.findall(r'(?:src|href)="(\./assets/[^"]+\.(?:js|css))"', html)]
+    while not stop.is_set():
+        start = time.perf_counter()
+        ok = get(url, "/")[0] == 200 and all(get(url, a)[0] == 200 for a in assets)
+        loads.append(time.perf_counter() - start if ok else float("inf"))
+        stop.wait(every)
+
+
+def get_text(url: str, path: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(url.rstrip("/") + path, timeout=30) as response:
+        return response.read().decode("utf-8", errors="replace")
+
+
+def flood(args: argparse.Namespace) -> dict:
+    """``--flood`` runs submitted at once: what each visitor hears first, and how the page loads meanwhile."""
+    with Stack(args.latency, args.token_delay) as stack:
+        crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up
+        quiet: list[float] = []
+        stop = threading.Event()
+        loader = threading.Thread(target=page_loader, args=(stack.url, stop, quiet), daemon=True)
+        loader.start()
+        time.sleep(2.0)
+        stop.set()
+        loader.join(30)
+        loads: list[float] = []
+        stop = threading.Event()
+        loader = threading.Thread(target=page_loader, args=(stack.url, stop, loads), daemon=True)
+        loader.start()
+        spy = profiler(stack.app_pid, f"{args.profile}-flood.txt") if args.profile else None
+        cpu0 = stack.cpu()
+        wall, visits = crowd(stack.url, [question(k) for k in range(args.flood)])
+        cpu = {k: round(v - cpu0[k], 2) for k, v in stack.cpu().items()}
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
+        stop.set()
+        loader.join(30)
+    kinds = {"finished": 0, "told_queued": 0, "told_full": 0, "http_503": 0, "other_errors": 0}
+    for v in visits:
+        statuses = " ".join(v.statuses).lower()
+        if v.error and v.error.startswith("HTTP 503"):
+            kinds["http_503"] += 1
+        elif v.error:
+            kinds["other_errors"] += 1
+        elif "full" in statuses and not any(v.answers):
+            kinds["told_full"] += 1
+        else:
+            kinds["finished"] += 1
+        if "in the queue" in statuses:
+            kinds["told_queued"] += 1
+    # what each visitor heard first, and when: a queue place, a refusal, or the run itself
+    first_word = [(v.first_update or v.end or v.start) - v.start for v in visits]
+    return {"submissions": args.flood, "wall_s": round(wall, 1), "outcomes": kinds, "cpu_s": cpu,
+            "first_word_max_s": round(max(first_word, default=float("nan")), 2),
+            "first_word_p95_s": round(pct(first_word, 0.95), 2), "first_word_samples": len(first_word),
+            "error_samples": [v.error for v in visits if v.error][:3],
+            "page_quiet_median_s": round(statistics.median(quiet), 3) if quiet else None,
+            "page_loads": len(loads), "page_max_s": round(max(loads, default=float("nan")), 2),
+            "page_p95_s": round(pct(loads, 0.95), 2)}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", choices=["scale", "memory", "flood", "all"], default="scale")
+    parser.add_argument("--visitors", type=int, nargs="+", default=[20, 50])
+    parser.add_argument("--latency", type=float, default=2.0, help="seconds before each reply's first token")
+    parser.add_argument("--token-delay", type=float, default=0.01, help="seconds between 4-character chunks (≈ tokens)")
+    parser.add_argument("--stagger", type=float, default=0.0, help="spread the clicks over this many seconds")
+    parser.add_argument("--runs", type=int, default=500, help="memory: runs, each from a new session")
+    parser.add_argument("--parallel", type=int, default=10, help="memory: runs at a time")
+    parser.add_argument("--trace", action="store_true", help="memory: tracemalloc's top growth sites in the app")
+    parser.add_argument("--flood", type=int, default=300, help="flood: simultaneous submissions")
+    parser.add_argument("--profile", metavar="PREFIX", help="scale: py-spy the app into PREFIX-<N>.txt (needs py-spy)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
+    args = parser.parse_args(argv)
+    result: dict = {"cores": os.cpu_count(), "loadavg": os.getloadavg()[0]}
+    for name, fn in (("scale", scale), ("memory", memory), ("flood", flood)):
+        if args.scenario in (name, "all"):
+            result[name] = fn(args)
+            if not args.json:
+                print(f"== {name} ==\n{json.dumps(result[name], indent=1, default=str)}", flush=True)
+    if args.json:
+        print(json.dumps(result, default=str))
+    return result
 
 
 if __name__ == "__main__":

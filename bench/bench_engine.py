@@ -11,6 +11,7 @@ Usage: ``python bench/bench_engine.py [--latency 0.2] [--token-delay 0.005] [--r
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -58,6 +59,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="server seconds before the first token")
     parser.add_argument("--token-delay", type=float, default=0.005, help="server seconds between chunks")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
     args = parser.parse_args()
     with StubLLMServer(responder, latency=args.latency, token_delay=args.token_delay) as server:
         timed(server, ["react"])  # warm-up: imports, first connection
@@ -77,6 +79,10 @@ def main() -> None:
     slowest = max(med.values())
     ratio = statistics.median(together) / slowest
     overhead_ms = statistics.median(overheads) * 1000
+    if args.json:
+        print(json.dumps({"alone_s": med, "together_s": statistics.median(together), "ratio": round(ratio, 3),
+                          "overhead_ms_per_call": round(overhead_ms, 2), "repeats": args.repeats}))
+        return
     print(f"stub latency {args.latency:g} s first token, {args.token_delay:g} s per chunk; median of {args.repeats} runs")
     print("alone: " + ", ".join(f"{m} {v:.3f} s" for m, v in med.items()))
     print(f"all three together: {statistics.median(together):.3f} s")

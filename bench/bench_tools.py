@@ -11,6 +11,7 @@ Usage: ``python bench/bench_tools.py [--repl-calls 50] [--calc-calls 2000]``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -47,11 +48,33 @@ def summary(label: str, times: list[float]) -> str:
     )
 
 
+def json_report(args: argparse.Namespace) -> int:
+    """The figures bench/report.py puts in its table: sandbox and calculator latencies, in ms."""
+    registry = ToolRegistry([calculate, python_repl])
+    measure(registry, "python_repl", "print(1)", 3)
+    trivial = measure(registry, "python_repl", "print(1 + 1)", args.repl_calls)
+    calc = measure(registry, "calculate", "(3.5 + 2) * 4 / 7 + sqrt(2) ** 10", args.calc_calls)
+    bomb = measure(registry, "calculate", "9**9**9", max(10, args.calc_calls // 10))
+    print(json.dumps({"repl_median_ms": round(statistics.median(trivial), 2), "repl_p95_ms": round(p95(trivial), 2),
+                      "calc_median_ms": round(statistics.median(calc), 3),
+                      "refusal_median_ms": round(statistics.median(bomb), 3), "refusal_max_ms": round(max(bomb), 3),
+                      "repl_calls": len(trivial)}))
+    return 0
+
+
+def p95(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repl-calls", type=int, default=50)
     parser.add_argument("--calc-calls", type=int, default=2000)
+    parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
     args = parser.parse_args()
+    if args.json:
+        return json_report(args)
 
     registry = ToolRegistry([calculate, python_repl])
     print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPU(s), euid {os.geteuid()}")

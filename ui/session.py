@@ -32,7 +32,9 @@ from agents.modes import RunConfig
 from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
 from ui import render
+from ui.admission import Admission, Full
 from ui.inputs import MAX_TOKENS_LIMIT
+from ui.launcher import launcher as _launcher
 from ui.recording import MAX_GAP_S
 from ui.render import MODE_CHOICES, MODES, PANEL_MODES, Panel, hybrid_mode
 from ui.replay import Recording, export_dict, run_settings, speed_factor, write_exports
@@ -42,8 +44,8 @@ log = logging.getLogger(__name__)
 THROTTLE_S = 0.05
 FRAME_BUDGET_PER_S = 80  # frames/s for all live runs together (each costs Gradio ~3 ms of CPU) before runs refresh less often
 TICK_S = 1.0  # refresh the live seconds counter this often while nothing happens
+POLL_S = 0.02  # how often a live run's new events are collected
 ModelFactory = Callable[[LLMSettings], ChatModel]
-_END = object()
 _live = 0  # runs streaming right now, in this process
 _live_lock = threading.Lock()
 
@@ -90,6 +92,8 @@ class Inbox:
             self._signalled = False
             self._ready.clear()
         return items
+
+
 
 
 def _track(delta: int) -> None:
@@ -238,9 +242,10 @@ async def live_run(
     throttle: float = THROTTLE_S,
     export: bool = True,
     fourth: str | None = None,
+    admission: Admission | None = None,
 ) -> AsyncIterator[Frame]:
     """Run the selected modes (plus an optional hybrid in the fourth panel) in parallel and yield
-    frames until they all finish."""
+    frames until they all finish. With ``admission``, first wait for a slot, showing the place in line."""
     problem = validate_question(question)
     if problem is None and (not isinstance(selection, str) or selection not in MODE_CHOICES):
         problem = f"Unknown mode {selection!r}: choose Think, Act, ReAct or All."
@@ -255,45 +260,75 @@ async def live_run(
         yield refusal(str(settings.problem()), short=NOT_CONFIGURED_SHORT)
         return
     assert question is not None
-    modes = MODE_CHOICES[selection] + ((hybrid,) if hybrid else ())
+    try:
+        ticket = admission.ticket() if admission is not None else None
+    except Full as exc:
+        yield refusal(str(exc), short="⏳ The app is full right now — please try again in a minute.")
+        return
+    try:
+        if ticket is not None and admission is not None:
+            async for place in ticket.wait():
+                yield waiting(place, admission.running)
+        modes = MODE_CHOICES[selection] + ((hybrid,) if hybrid else ())
+        async for frame in _run(question, selection, modes, settings, registry, config, model_factory=model_factory,
+                                throttle=throttle, export=export):
+            yield frame
+    finally:
+        if ticket is not None:
+            ticket.release()
+
+
+def waiting(place: int, running: int) -> Frame:
+    """What a visitor sees while its run waits for a slot: its place in line, updated as the line moves."""
+    panel = render.notice(f"⏳ Waiting for a free slot — you are number {place} in the queue.")
+    status = (f"⏳ The app is busy: you are **number {place}** in the queue ({running} runs in progress). "
+              "Your run starts by itself — keep this tab open.")
+    return Frame((panel, panel, panel), ("", "", ""), status)
+
+
+async def _run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
+               config: RunConfig, *, model_factory: ModelFactory | None, throttle: float,
+               export: bool) -> AsyncIterator[Frame]:
+    """The run itself: the loop collects the modes' events every :data:`POLL_S` and yields throttled frames.
+
+    Polling, not a thread per run waking the loop: on 2 cores with 50 runs, those 50 extra threads and
+    their hand-offs (each a GIL acquisition) delayed every visitor's frames; a poll costs microseconds,
+    and the three panels' first tokens, arriving together, share one frame."""
     view = _View(question, selection, modes)
     where = render.plain(settings.describe())
     make = model_factory or HFInferenceModel
     run = ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
-    inbox = Inbox(asyncio.get_running_loop())
+    start_failed: list[Exception] = []
 
-    def pump() -> None:
+    def start() -> None:
         try:
-            while (item := run.poll()) is not None:
-                inbox.put(item)
+            run.start()
         except Exception as exc:
-            log.exception("run failed")
-            inbox.put(exc)
-        finally:
-            inbox.put(_END)
+            log.exception("run failed to start")
+            start_failed.append(exc)
 
-    thread = threading.Thread(target=pump, name="run-pump", daemon=True)
     failure: Exception | None = None
     running = f"● Running **{selection}** on {where}…"
     _track(+1)
     try:
-        run.start()
-        thread.start()
+        _launcher.call(start)  # the mode threads are started off the event loop
         yield view.frame(running)
         last, dirty, ended = time.perf_counter(), False, False
         while not ended:
+            await asyncio.sleep(POLL_S)
             interval = frame_interval(throttle)
-            items = await inbox.drain(max(0.0, last + interval - time.perf_counter()) if dirty else TICK_S)
             urgent = False
-            for item in items:
-                if item is _END:
-                    ended = True
-                elif isinstance(item, Exception):
-                    failure = item
-                else:
-                    mode, event = item  # type: ignore[misc]
+            try:
+                while (item := run.poll(timeout=0)) is not None:
+                    mode, event = item
                     urgent = view.add(mode, event) or urgent
                     dirty = True
+                ended = run.done
+            except Exception as exc:
+                log.exception("run failed")
+                failure, ended = exc, True
+            if start_failed:
+                failure, ended = start_failed[0], True
             now = time.perf_counter()
             if not ended and (urgent or now - last >= (interval if dirty else TICK_S)):
                 dirty, last = False, now
@@ -302,7 +337,7 @@ async def live_run(
         _track(-1)
         # Stop, a closed tab, or the end: cancel every mode and close the clients still open (which ends
         # their streams at once). close() joins the mode threads, so it runs off the event loop.
-        threading.Thread(target=run.close, name="run-close", daemon=True).start()
+        _launcher.start(run.close, "run-close")
     for panel in view.panels.values():
         panel.finish()
     elapsed = time.perf_counter() - view.started

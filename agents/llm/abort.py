@@ -22,6 +22,12 @@ from typing import Any
 
 import httpcore2
 from huggingface_hub.utils import _http as hf_http
+from huggingface_hub.utils import httpx  # httpx2 under its stable alias
+
+# Every run streams one reply per mode through the one shared client: 50 visitors running All
+# are 150 streams at once, over httpx's default cap of 100 connections (the rest wait for a free
+# connection, i.e. for someone else's reply to end) and 20 kept alive (the rest reconnect per call).
+POOL_LIMITS = httpx.Limits(max_connections=1024, max_keepalive_connections=256)
 
 _active: dict[int, socket.socket] = {}
 _aborted: set[int] = set()  # threads told to stop before they reached a socket
@@ -94,12 +100,16 @@ class _Backend(httpcore2.NetworkBackend):
 
 
 def _client_factory() -> Any:
-    """huggingface_hub's default client, with our backend under its default transport.
+    """huggingface_hub's default client with :data:`POOL_LIMITS`, and our backend under its transport.
 
-    httpx has no public hook for the network backend, hence the private attribute; if a
-    future version moves it, we keep the default client and only lose early aborts.
+    The hooks, redirects and timeout are copied from huggingface_hub's own factory, which has no
+    parameter for the limits. httpx has no public hook for the network backend, hence the private
+    attribute; if a future version moves it, we keep the client and only lose early aborts.
     """
-    client = hf_http.default_client_factory()
+    default = hf_http.default_client_factory()
+    client = httpx.Client(event_hooks=default.event_hooks, follow_redirects=default.follow_redirects,
+                          timeout=default.timeout, headers=default.headers, limits=POOL_LIMITS)
+    default.close()
     pool = getattr(getattr(client, "_transport", None), "_pool", None)
     if pool is not None and hasattr(pool, "_network_backend"):
         pool._network_backend = _Backend()

@@ -1,0 +1,150 @@
+"""One performance report: every benchmark, one table of figures with their goals beside them.
+
+    python -m bench            # full run, ~5 minutes on 2 cores
+    python -m bench --quick    # smaller runs for development, ~2 minutes
+    python -m bench --json     # the raw figures of every benchmark, as one JSON object
+
+Each benchmark runs in its own process (``bench/bench_*.py --json``), so one's threads, memory
+and imports cannot colour another's figures. On a machine that is busy with other work every
+figure is pessimistic; the machine's load average is printed with the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+FULL = {
+    "engine": ["--repeats", "3"],
+    "tools": ["--repl-calls", "50", "--calc-calls", "2000"],
+    "eval": ["--n", "60"],
+    "app": ["--scenario", "all", "--visitors", "20", "50", "--runs", "500", "--flood", "300"],
+}
+QUICK = {
+    "engine": ["--repeats", "1"],
+    "tools": ["--repl-calls", "10", "--calc-calls", "200"],
+    "eval": ["--n", "12"],
+    "app": ["--scenario", "all", "--visitors", "10", "20", "--runs", "100", "--flood", "100", "--latency", "1.0"],
+}
+
+
+def run(name: str, args: list[str], timeout: float = 900) -> dict:
+    """``bench/bench_<name>.py --json ARGS`` → its JSON (or ``{"failed": ...}``)."""
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, str(HERE / f"bench_{name}.py"), "--json", *args], capture_output=True,
+                              text=True, timeout=timeout, cwd=HERE.parent)
+    except subprocess.TimeoutExpired:
+        return {"failed": f"timed out after {timeout:.0f} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"failed": (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
+    result = json.loads(lines[-1])
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def fmt(value: float | None, unit: str = "", digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.{digits}f}{unit}"
+
+
+Row = tuple[str, str, str, bool | None]  # measure, figure, goal, met (None: no goal)
+
+
+def rows(r: dict) -> list[Row]:
+    """The table, from the benchmarks' JSON."""
+    out: list[Row] = []
+    engine, tools, evals, app = r.get("engine", {}), r.get("tools", {}), r.get("eval", {}), r.get("app", {})
+
+    def add(measure: str, value: float | None, shown: str, goal: str, ok: Callable[[float], bool] | None) -> None:
+        met = None if ok is None or value is None or (isinstance(value, float) and math.isnan(value)) else ok(value)
+        out.append((measure, shown, goal, met))
+
+    add("All vs slowest mode alone (wall ratio)", engine.get("ratio"), fmt(engine.get("ratio"), "", 3), "≤ 1.15",
+        lambda v: v <= 1.15)
+    add("orchestration overhead per LLM call", engine.get("overhead_ms_per_call"),
+        fmt(engine.get("overhead_ms_per_call"), " ms"), "≤ 5 ms", lambda v: v <= 5)
+    scale = app.get("scale", {})
+    runs = scale.get("runs", {})
+    for n, s in sorted(runs.items(), key=lambda kv: int(kv[0])):
+        add(f"{n} visitors vs 1, mode All (wall ratio, errors)", s["ratio"] if not s["errors"] else math.inf,
+            f"{s['ratio']:.2f} ({s['wall_s']:.1f} s vs {scale['wall1_s']:.1f} s), {s['errors']} errors",
+            "≤ 1.5, 0 errors", lambda v: v <= 1.5)
+    if runs:
+        n, s = max(runs.items(), key=lambda kv: int(kv[0]))
+        add(f"first text on screen after the server's first token ({n} visitors × 3 panels)",
+            s["first_text_max_ms"], f"max {s['first_text_max_ms']} ms, p95 {s['first_text_p95_ms']} ms, "
+            f"median {s['first_text_median_ms']} ms", "≤ 1000 ms (max)", lambda v: v <= 1000)
+        add("app CPU per streamed token", s["app_cpu_ms_per_token"],
+            f"{s['app_cpu_ms_per_token']:.2f} ms ({s['cpu_s']['app']:.1f} s for {s['tokens']} tokens)", "—", None)
+    memory = app.get("memory", {})
+    if memory:
+        add(f"app RSS growth over {memory['runs']} runs from {memory['runs']} sessions", memory["growth_mb"],
+            f"{memory['growth_mb']:+.1f} MB ({memory['per_run_kb']:.0f} KB/run), {memory['errors']} errors",
+            "< 50 MB", lambda v: v < 50 and not memory["errors"])
+    flood = app.get("flood", {})
+    if flood:
+        kinds = flood["outcomes"]
+        answered = kinds["finished"] + kinds["told_full"]
+        add(f"{flood['submissions']} submissions at once: each told its place or 'full'",
+            flood["first_word_max_s"] if answered == flood["submissions"] else math.inf,
+            f"{kinds['finished']} ran ({kinds['told_queued']} told their place first), {kinds['told_full']} told "
+            f"full, {kinds['http_503'] + kinds['other_errors']} errors; first word ≤ {flood['first_word_max_s']:.1f} s",
+            "no error, first word ≤ 5 s", lambda v: v <= 5)
+        add("page load (GET / + JS + CSS) during that flood", flood["page_max_s"],
+            f"max {flood['page_max_s']:.2f} s, p95 {flood['page_p95_s']:.2f} s over {flood['page_loads']} loads "
+            f"(quiet: {flood['page_quiet_median_s']} s)", "< 2 s", lambda v: v < 2)
+    add("benchmark concurrency (concurrent ÷ sequential wall)", evals.get("ratio"),
+        f"{fmt(evals.get('ratio'), '', 3)} ({evals.get('concurrent_wall_s')} s vs {evals.get('sequential_wall_s')} s, "
+        f"concurrency {evals.get('concurrency')})", "≤ 0.2", lambda v: v <= 0.2)
+    add("sandbox call latency (python_repl, trivial program)", tools.get("repl_median_ms"),
+        f"median {fmt(tools.get('repl_median_ms'), ' ms', 1)}, p95 {fmt(tools.get('repl_p95_ms'), ' ms', 1)}",
+        "median ≤ 150 ms", lambda v: v <= 150)
+    add("calculator refusal (9**9**9)", tools.get("refusal_median_ms"),
+        f"median {fmt(tools.get('refusal_median_ms'), ' ms', 2)}, max {fmt(tools.get('refusal_max_ms'), ' ms', 2)}",
+        "median ≤ 5 ms", lambda v: v <= 5)
+    return out
+
+
+def table(r: dict) -> str:
+    lines = ["| measure | figure | goal | |", "| --- | --- | --- | --- |"]
+    for measure, shown, goal, met in rows(r):
+        lines.append(f"| {measure} | {shown} | {goal} | {'' if met is None else ('PASS' if met else 'FAIL')} |")
+    failed = [f"{name}: {res['failed']}" for name, res in r.items() if isinstance(res, dict) and "failed" in res]
+    return "\n".join(lines + ([""] + [f"FAILED {f}" for f in failed] if failed else []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller runs, for development")
+    parser.add_argument("--json", action="store_true", help="print the raw figures as JSON instead of the table")
+    parser.add_argument("--only", nargs="+", choices=list(FULL), help="run only these benchmarks")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    results: dict = {}
+    for name in args.only or list(plan):
+        print(f"running bench_{name} {' '.join(plan[name])} …", file=sys.stderr, flush=True)
+        results[name] = run(name, plan[name])
+    if args.json:
+        print(json.dumps(results))
+        return 0
+    print(f"`python -m bench{' --quick' if args.quick else ''}` on {os.cpu_count()} cores, "
+          f"load average {load:.1f} → {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s\n")
+    print(table(results))
+    return 0 if all(met is not False for *_, met in rows(results)) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

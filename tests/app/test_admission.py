@@ -1,0 +1,109 @@
+"""A busy app tells each visitor its place in line, or that it is full — never a silent wait."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+
+import app
+from agents.llm.stub_server import StubLLMServer, StubReply
+from ui.admission import Admission, Full
+
+STATUS = 6  # output index of the status line
+
+
+def test_free_slots_admit_at_once_and_the_rest_wait_in_order():
+    async def scenario():
+        line = Admission(slots=2, max_waiting=2)
+        a, b = line.ticket(), line.ticket()
+        c, d = line.ticket(), line.ticket()
+        assert a.admitted.is_set() and b.admitted.is_set()
+        assert (c.place, d.place) == (1, 2) and line.waiting == 2
+        with pytest.raises(Full, match="try again"):
+            line.ticket()
+        a.release()
+        assert c.admitted.is_set() and d.place == 1
+        c.release()
+        c.release()  # twice is harmless: the slot is given back once
+        assert d.admitted.is_set() and line.running == 2 and line.waiting == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_visitor_who_leaves_the_line_frees_its_place():
+    async def scenario():
+        line = Admission(slots=1, max_waiting=5)
+        first, second, third = line.ticket(), line.ticket(), line.ticket()
+        places = []
+
+        async def wait(ticket):
+            async for place in ticket.wait(refresh_s=0.01):
+                places.append(place)
+
+        waiter = asyncio.create_task(wait(third))
+        await asyncio.sleep(0.05)
+        second.release()  # e.g. the tab was closed while waiting
+        await asyncio.sleep(0.1)
+        assert third.place == 1 and places == [2, 1]
+        first.release()
+        await asyncio.wait_for(waiter, 1)
+        assert third.admitted.is_set() and line.running == 1
+
+    asyncio.run(scenario())
+
+
+def slow_answer(body: dict) -> StubReply:
+    return StubReply(text="Thought: thinking.\nFinal Answer: 42", first_token_delay=1.5)
+
+
+def submit(url: str, question: str) -> str:
+    request = urllib.request.Request(f"{url}gradio_api/call/compare", method="POST",
+                                     data=json.dumps({"data": [question, "Think", "stub", "text", 5, 0.2,
+                                                               ["calculate"], "None"]}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())["event_id"]
+
+
+def statuses(url: str, event_id: str) -> list[str]:
+    """Every status line the REST client is sent, in order, until the run completes."""
+    seen: list[str] = []
+    with urllib.request.urlopen(f"{url}gradio_api/call/compare/{event_id}", timeout=30) as response:
+        for line in response:
+            if line.startswith(b"data:") and line[5:].strip().startswith(b"["):
+                status = json.loads(line[5:])[STATUS]
+                if not seen or seen[-1] != status:
+                    seen.append(status)
+    return seen
+
+
+def test_a_full_app_says_so_and_a_queued_visitor_sees_its_place(kit, monkeypatch):
+    monkeypatch.setattr(app, "RUN_CONCURRENCY", 1)
+    monkeypatch.setattr(app, "QUEUE_SIZE", 1)
+    with StubLLMServer(slow_answer) as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as url:
+            results: dict[int, list[str]] = {}
+            ids = []
+            for k in range(3):  # one runs, one waits, one is turned away (in this order)
+                ids.append(submit(url, f"question {k}"))
+                deadline = time.monotonic() + 5
+                while k == 0 and not server.requests and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                time.sleep(0.2)
+            threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, statuses(url, ids[k])))
+                       for k in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+    runner, waiter, refused = results[0], results[1], results[2]
+    assert runner[-1].startswith("✔ Done")
+    assert "number 1** in the queue" in waiter[0] and waiter[-1].startswith("✔ Done")
+    assert len(refused) == 1 and "full" in refused[0] and "try again" in refused[0]
+    assert len(server.requests) == 2  # the refused question never reached the model

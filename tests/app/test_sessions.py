@@ -1,0 +1,73 @@
+"""Per-visitor session state is cheap, and idle sessions give their memory back."""
+
+from __future__ import annotations
+
+import datetime
+import inspect
+import json
+import urllib.request
+import uuid
+
+import gradio as gr
+from gradio.state_holder import SessionState
+
+import app
+from agents.llm.stub_server import StubLLMServer
+from ui import sessions
+from ui.sessions import ExpiringStateHolder, LeanSessionState
+
+
+def run_in_new_session(url: str, question: str) -> None:
+    """One REST run with a session of its own, read to the end."""
+    body = {"data": [question, "Think", "stub", "text", 5, 0.2, ["calculate"], "None"],
+            "session_hash": uuid.uuid4().hex}
+    request = urllib.request.Request(f"{url}gradio_api/call/compare", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        event_id = json.loads(response.read())["event_id"]
+    with urllib.request.urlopen(f"{url}gradio_api/call/compare/{event_id}", timeout=30) as response:
+        assert b"event: complete" in response.read()
+
+
+def test_lean_session_state_sets_what_gradio_sets():
+    """Guard for Gradio upgrades: a new attribute in SessionState.__init__ must be mirrored here."""
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    ours, theirs = LeanSessionState(demo), SessionState(demo)
+    assert set(vars(theirs)) <= set(vars(ours))
+    assert "config_values" in inspect.getsource(SessionState._update_value_in_config)
+
+
+def test_idle_sessions_expire_and_busy_ones_stay(kit, monkeypatch):
+    with StubLLMServer() as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as url:
+            holder = demo.state_holder
+            assert isinstance(holder, ExpiringStateHolder)
+            for k in range(5):
+                run_in_new_session(url, f"What is {k} + 1?")
+            assert len(holder.session_data) == 5
+            assert all(isinstance(s, LeanSessionState) and not s.config_values for s in holder.session_data.values())
+            busy = next(iter(holder.session_data))
+            demo._queue.pending_event_ids_session[busy] = {"an-event-still-running"}
+            later = datetime.datetime.now() + datetime.timedelta(seconds=sessions.SESSION_TTL_S + 1)
+            try:
+                assert holder.expire_idle(later) == 4
+            finally:
+                demo._queue.pending_event_ids_session.pop(busy, None)
+            assert list(holder.session_data) == [busy] and list(holder.time_last_used) == [busy]
+            assert holder.expire_idle(datetime.datetime.now()) == 0  # not idle long enough yet
+            run_in_new_session(url, "What is 2 + 2?")  # the app goes on as before
+            assert len(holder.session_data) == 2
+
+
+def test_a_closed_tab_expires_sooner():
+    holder = ExpiringStateHolder()
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    holder.set_blocks(demo)
+    for session_id in ("open", "closed"):
+        holder[session_id]  # creating the sessions is the point
+    holder.session_data["closed"].is_closed = True
+    soon = datetime.datetime.now() + datetime.timedelta(seconds=sessions.CLOSED_TTL_S + 1)
+    assert holder.expire_idle(soon) == 1 and list(holder.session_data) == ["open"]

@@ -1,0 +1,111 @@
+"""Per-visitor session state that is cheap to make and is given back.
+
+Gradio keeps a ``SessionState`` per session hash — every page load, every REST call without a
+session of its own. As shipped (6.31) it (1) renders the config of every block of the page for
+that session up front (``config_values``, used only by deep links, which this app has none of):
+~19 ms of CPU on the event loop, which stalls every other visitor's stream, and ~170 KB per
+session for this page; and (2) never drops a session until 10,000 exist: RSS grew 73 KB per
+run when every run was a new session.
+
+:func:`install` makes Gradio's app use :class:`ExpiringStateHolder` (process-wide, idempotent):
+
+* :class:`LeanSessionState` keeps no per-session copies of block configs (deep links only read them);
+* :class:`ExpiringStateHolder` also drops, in the sweep Gradio already runs every second on its
+  event loop, sessions idle for :data:`SESSION_TTL_S` (``APP_SESSION_TTL``) that have no event
+  pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`. An expired visitor who comes
+  back gets a fresh session: this app keeps nothing per session that the page does not resend.
+
+``tests/app/test_sessions.py`` checks the subclasses still match Gradio's (a new attribute in
+``SessionState.__init__`` fails it), so an upgrade cannot silently change them.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from gradio import routes
+from gradio.state_holder import SessionState, StateHolder
+
+SESSION_TTL_S = float(os.environ.get("APP_SESSION_TTL", "900"))  # idle sessions are dropped after this
+CLOSED_TTL_S = 60.0  # a closed tab's session, after this (a reload within a minute keeps it)
+SWEEP_EVERY_S = 10.0
+
+
+class LeanSessionState(SessionState):
+    """``SessionState`` without the per-session copies of block configs that only deep links read.
+
+    Gradio writes into ``config_values`` the config of every input and output of each event,
+    with its last value (a whole chat transcript); this app has no deep links, so nothing reads
+    them. :attr:`components` (the deep-link route) renders them from the session's blocks instead.
+    """
+
+    def __init__(self, blocks: Any) -> None:  # mirrors SessionState.__init__ minus the eager config_values
+        self.blocks_config = copy.copy(blocks.default_config)
+        self._root_blocks = blocks
+        self.config_values: dict[int, dict] = {}
+        self.state_data: dict[int, Any] = {}
+        self._state_ttl: dict[int, Any] = {}
+        self.is_closed = False
+        self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
+
+    def _update_config(self, key: int) -> None:
+        """Nothing to keep (see the class docstring)."""
+
+    def _update_value_in_config(self, key: int, value: Any) -> None:
+        """Nothing to keep (see the class docstring)."""
+
+    @property
+    def components(self) -> Iterator[dict]:
+        for k, block in self.blocks_config.blocks.items():
+            if k in self._root_blocks.blocks:
+                yield self.blocks_config.config_for_block(k, [], block)
+
+
+class ExpiringStateHolder(StateHolder):
+    """``StateHolder`` that also forgets idle sessions (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last_sweep = datetime.datetime.now()
+
+    def __getitem__(self, session_id: str) -> SessionState:
+        if session_id not in self.session_data:
+            self.session_data[session_id] = LeanSessionState(self.blocks)
+        return super().__getitem__(session_id)
+
+    def delete_all_expired_state(self) -> None:
+        super().delete_all_expired_state()
+        now = datetime.datetime.now()
+        if (now - self._last_sweep).total_seconds() >= SWEEP_EVERY_S:
+            self._last_sweep = now
+            self.expire_idle(now)
+
+    def expire_idle(self, now: datetime.datetime | None = None) -> int:
+        """Drop sessions idle past their TTL with nothing pending; returns how many were dropped."""
+        now = now or datetime.datetime.now()
+        queue = getattr(getattr(self, "blocks", None), "_queue", None)
+        pending = getattr(queue, "pending_event_ids_session", {}) or {}
+        dropped = 0
+        for session_id, session in list(self.session_data.items()):
+            idle = (now - self.time_last_used.get(session_id, now)).total_seconds()
+            ttl = CLOSED_TTL_S if session.is_closed else SESSION_TTL_S
+            if idle < ttl or pending.get(session_id):
+                continue
+            self.delete_state(session_id)  # gr.State values first: their delete_callback runs
+            with self.lock:
+                self.session_data.pop(session_id, None)
+                self.time_last_used.pop(session_id, None)
+            messages = getattr(queue, "pending_messages_per_session", {})
+            if session_id in messages and messages[session_id].empty():  # an idle REST session's mailbox
+                del messages[session_id]
+            dropped += 1
+        return dropped
+
+
+def install() -> None:
+    """Make Gradio build new apps with :class:`ExpiringStateHolder` (idempotent)."""
+    routes.StateHolder = ExpiringStateHolder  # type: ignore[misc]
