@@ -194,7 +194,7 @@ def has_text(panel: Any) -> bool:
 
 def compare_inputs(question: str, mode: str = "All") -> list:
     """Every input of ``/compare`` (the REST route needs them all), in the endpoint's order."""
-    return [question, mode, "stub", "text", 5, 0.2, ["calculate"], "None"]
+    return [question, mode, "stub", "text", 5, 0.2, ["calculate"], "None", None]  # every /compare input, max_tokens last
 
 
 def visit(url: str, question: str, *, session_hash: str | None = None, timeout: float = 120.0) -> Visit:

@@ -64,7 +64,7 @@ def slow_answer(body: dict) -> StubReply:
 def submit(url: str, question: str) -> str:
     request = urllib.request.Request(f"{url}gradio_api/call/compare", method="POST",
                                      data=json.dumps({"data": [question, "Think", "stub", "text", 5, 0.2,
-                                                               ["calculate"], "None"]}).encode(),
+                                                               ["calculate"], "None", None]}).encode(),
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())["event_id"]

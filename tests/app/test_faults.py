@@ -315,7 +315,7 @@ class RestClient:
         import uuid
 
         session = uuid.uuid4().hex[:12]
-        data = [question, "All", "stub", protocol, 3, 0.2, ["calculate", "slow_lookup", "broken_tool"], "None"]
+        data = [question, "All", "stub", protocol, 3, 0.2, ["calculate", "slow_lookup", "broken_tool"], "None", None]
         reply = self.http.post(f"{self.url}/gradio_api/call/compare", json={"data": data, "session_hash": session})
         reply.raise_for_status()
         return session, reply.json()["event_id"]

@@ -19,7 +19,7 @@ from ui.sessions import ExpiringStateHolder, LeanSessionState
 
 def run_in_new_session(url: str, question: str) -> None:
     """One REST run with a session of its own, read to the end."""
-    body = {"data": [question, "Think", "stub", "text", 5, 0.2, ["calculate"], "None"],
+    body = {"data": [question, "Think", "stub", "text", 5, 0.2, ["calculate"], "None", None],
             "session_hash": uuid.uuid4().hex}
     request = urllib.request.Request(f"{url}gradio_api/call/compare", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
