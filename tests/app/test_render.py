@@ -384,6 +384,19 @@ def test_waiting_retry_and_token_limit_are_shown():
     panel.add(Truncated("the reply hit the token limit of 9 tokens and may be cut short"))
     titles = [m.metadata.get("title", "") for m in panel.value()]
     assert titles[0].startswith("⚠ Incomplete reply") and "Running this mode again" in titles[2]
+    assert titles[1] == "✗ That attempt failed" and not panel.value()[1].content.startswith("⚠")  # history now
     assert "hit the token limit" in titles[3] and "Max tokens" in panel.value()[3].content
     panel.finish()
     assert not any("Waiting" in t for t in titles)
+
+
+def test_a_panel_ends_with_one_warning_line_after_a_failed_retry():
+    from agents.events import Retry
+
+    panel = Panel("think")
+    panel.add(LLMError("the server closed this reply when another request arrived", "interrupted"))
+    panel.add(Retry("running it again"))
+    panel.add(LLMError("the provider is unavailable (HTTP 503) after 3 tries"))
+    panel.finish()
+    warnings = [m.content for m in panel.value() if str(m.content).startswith("⚠")]
+    assert warnings == ["⚠ **Model error:** the provider is unavailable (HTTP 503) after 3 tries"]
