@@ -90,6 +90,7 @@ class StubLLMServer:
         self._in_flight = 0
         self.requests: list[RecordedRequest] = []
         self._script: collections.deque[StubReply] = collections.deque()
+        self._held: dict[str, StubReply] = {}  # replies whose request was refused for `stop`, by conversation
         self._lock = threading.Lock()
         self._shutdown = threading.Event()
         self._httpd = _QuietServer(("127.0.0.1", port), _make_handler(self))
@@ -108,6 +109,9 @@ class StubLLMServer:
 
     def next_reply(self, body: dict[str, Any]) -> StubReply:
         with self._lock:
+            held = self._held.pop(_conversation(body), None)
+            if held is not None:  # the retry without `stop` of a refused request
+                return held
             if self._script:
                 return self._script.popleft()
         return self.responder(body)
@@ -143,6 +147,11 @@ class _QuietServer(ThreadingHTTPServer):
 
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+
+def _conversation(body: dict[str, Any]) -> str:
+    """A request's messages as a key: a retry of the same call carries the same ones."""
+    return json.dumps(body.get("messages"), sort_keys=True, default=str)
 
 
 def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
@@ -192,8 +201,8 @@ def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                 server._shutdown.wait(300)
                 return
             if reply.reject_stop and body.get("stop"):
-                with server._lock:  # the client's retry without `stop` gets this same reply
-                    server._script.appendleft(reply)
+                with server._lock:  # the client's retry without `stop` (same messages) gets this same reply,
+                    server._held[_conversation(body)] = reply  # not another mode's concurrent request
                 return self._send_json(400, {"error": {"message": "Unsupported parameter: 'stop' is not supported"}})
             if reply.status != 200:
                 message = reply.error_body or f"stub error {reply.status}"

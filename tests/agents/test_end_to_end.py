@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agents.comparison import ComparisonRun, compare, run_comparison
@@ -218,3 +219,14 @@ def test_late_close_does_not_reach_the_next_stream_on_the_same_thread(server):
     first.close()  # late, from the same thread that now streams for `second`
     text += "".join(c.text for c in chunks)
     assert text == "a fairly long streamed reply " * 4
+
+
+def test_a_reply_refused_for_stop_waits_for_its_own_retry(server):
+    """The stub keeps a reply refused for `stop` for the retry of that same request, not for whichever
+    request of another mode happens to arrive first."""
+    server.script(StubReply(text="for A", reject_stop=True), StubReply(text="for B"))
+    a = {"model": "stub", "stream": True, "messages": [{"role": "user", "content": "A"}]}
+    b = {"model": "stub", "stream": True, "messages": [{"role": "user", "content": "B"}]}
+    assert httpx.post(f"{server.url}/chat/completions", json={**a, "stop": ["Observation:"]}).status_code == 400
+    assert "for B" in httpx.post(f"{server.url}/chat/completions", json=b).text  # another mode's request
+    assert "for A" in httpx.post(f"{server.url}/chat/completions", json=a).text  # A's retry without `stop`
