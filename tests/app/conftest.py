@@ -9,6 +9,7 @@ os.environ.pop("SPACE_ID", None)  # never build the Space variant (login button)
 
 import contextlib
 import importlib.util
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,30 @@ def launched(demo) -> Iterator[str]:
         demo.close()
 
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"  # screenshots (gitignored)
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                 "--no-first-run", "--disable-component-update", "--disable-sync"]
+
+
+@contextlib.contextmanager
+def open_page(browser, url: str) -> Iterator:
+    """A 1366×768 page of the app that may reach nothing but the app itself; ``page.external`` lists
+    the other URLs it tried (the page must work with no network at all)."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    pg = context.new_page()
+    external: list[str] = []
+    pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+             else (external.append(route.request.url), route.abort()))
+    pg.goto(url)
+    pg.wait_for_selector("#run-btn")
+    pg.external = external  # type: ignore[attr-defined]
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
 def _load_fault_kit():
     """tests/app/fault_kit.py as a module (test modules here are not a package, so it is loaded by path)."""
     name = "app_fault_kit"
@@ -60,11 +85,25 @@ class AppKit:
     settings = staticmethod(stub_settings)
     launched = staticmethod(launched)
     faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
+    open_page = staticmethod(open_page)
+    artifacts = ARTIFACTS
 
 
 @pytest.fixture(scope="session")
 def kit() -> type[AppKit]:
     return AppKit
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless system Chromium through Playwright (skips the test where either is missing)."""
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
 
 
 @pytest.fixture

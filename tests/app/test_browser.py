@@ -6,9 +6,7 @@ Screenshots land in ``artifacts/`` (gitignored): 1366×768 after a run, and a ph
 from __future__ import annotations
 
 import json
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,17 +17,9 @@ from agents.trace import Trace
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-        "--no-first-run", "--disable-component-update", "--disable-sync"]
 PAYLOAD = ('<img src=x onerror="window.__pwned=1"> <script>window.__pwned=1</script> <b>bold?</b> '
            '[click me](javascript:window.__pwned=1)')
 PANELS = ("#panel-think", "#panel-act", "#panel-react")
-
-if CHROMIUM is None:
-    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 
 def responder(body: dict) -> StubReply:
@@ -55,27 +45,10 @@ def url(stub, kit):
         yield local_url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
 @pytest.fixture
-def page(browser, url):
-    context = browser.new_context(viewport={"width": 1366, "height": 768})
-    pg = context.new_page()
-    external: list[str] = []
-    # The page must work with no network at all: refuse anything that is not the app itself.
-    pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
-             else (external.append(route.request.url), route.abort()))
-    pg.goto(url)
-    pg.wait_for_selector("#run-btn")
-    pg.external = external  # type: ignore[attr-defined]
-    yield pg
-    context.close()
+def page(browser, url, kit):
+    with kit.open_page(browser, url) as pg:
+        yield pg
 
 
 def panel_text(pg, selector: str) -> str:
@@ -88,8 +61,8 @@ def wait_for_answers(pg, timeout: float = 30_000) -> None:
         arg=list(PANELS), timeout=timeout)
 
 
-def test_example_run_fills_three_panels_side_by_side(page):
-    ARTIFACTS.mkdir(exist_ok=True)
+def test_example_run_fills_three_panels_side_by_side(page, kit):
+    kit.artifacts.mkdir(exist_ok=True)
     page.get_by_role("tab", name="Arithmetic traps").click()
     page.get_by_role("button", name="17 × 23 + 5").click()
     assert page.input_value("#question textarea") == "What is 17 * 23 + 5?"
@@ -104,18 +77,18 @@ def test_example_run_fills_three_panels_side_by_side(page):
     font = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#panel-react .message')).fontSize)")
     assert font >= 14
     page.wait_for_timeout(700)  # let the step boxes finish opening
-    page.screenshot(path=str(ARTIFACTS / "browser-1366x768.png"))
+    page.screenshot(path=str(kit.artifacts / "browser-1366x768.png"))
     # presentation mode enlarges the text, in the browser only
     page.locator("#presentation input").check()
     page.wait_for_function("() => document.body.classList.contains('presentation')")
     bigger = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#panel-react .message')).fontSize)")
     assert bigger >= font * 1.25
     page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / "browser-1366x768-presentation.png"))
+    page.screenshot(path=str(kit.artifacts / "browser-1366x768-presentation.png"))
     assert page.external == []  # type: ignore[attr-defined]
 
 
-def test_phone_width_stacks_the_panels(page):
+def test_phone_width_stacks_the_panels(page, kit):
     page.set_viewport_size({"width": 400, "height": 860})
     page.fill("#question textarea", "What is 17 * 23 + 5?")
     page.click("#run-btn")
@@ -123,8 +96,8 @@ def test_phone_width_stacks_the_panels(page):
     boxes = [page.locator(s).bounding_box() for s in PANELS]
     assert boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"]
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 400 + 1  # nothing overflows sideways
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "browser-400-phone.png"), full_page=True)
+    kit.artifacts.mkdir(exist_ok=True)
+    page.screenshot(path=str(kit.artifacts / "browser-400-phone.png"), full_page=True)
 
 
 def test_html_in_an_answer_is_shown_not_executed(page):

@@ -7,10 +7,8 @@ unavailable, a tool that raises, a reply cut mid-stream, and Stop on a request t
 from __future__ import annotations
 
 import re
-import shutil
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,16 +18,8 @@ from agents.llm.stub_server import StubLLMServer
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-        "--no-first-run", "--disable-component-update", "--disable-sync"]
 PANELS = {"think": "#panel-think", "act": "#panel-act", "react": "#panel-react"}
 TIMEOUT_S = 6.0  # LLM_TIMEOUT: Stop must end the hung request long before this
-
-if CHROMIUM is None:
-    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -47,24 +37,10 @@ def url(kit, faults):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def page(browser, url):
+def page(browser, url, kit):
     """One page for the module (loading Gradio's frontend costs seconds on 2 cores); each test runs anew."""
-    context = browser.new_context(viewport={"width": 1366, "height": 768})
-    pg = context.new_page()
-    pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
-             else route.abort())
-    pg.goto(url)
-    pg.wait_for_selector("#run-btn")
-    yield pg
-    context.close()
+    with kit.open_page(browser, url) as pg:
+        yield pg
 
 
 def ask(pg, question: str) -> None:
@@ -128,7 +104,7 @@ def test_a_reply_cut_mid_stream_is_not_shown_as_the_answer(page, faults):
     assert "Final Answer: 396" not in think
 
 
-def test_stop_ends_a_hung_request_and_says_so(page, faults):
+def test_stop_ends_a_hung_request_and_says_so(page, faults, kit):
     ask(page, faults.question("hang", "act", "browser-d"))
     wait_for_text(page, others("act"), "Final answer")
     assert [t for t in threading.enumerate() if t.name == "mode-act"], "Act should be waiting for the hung server"
@@ -140,8 +116,8 @@ def test_stop_ends_a_hung_request_and_says_so(page, faults):
         time.sleep(0.05)
     assert time.monotonic() - stopped < 3.0  # Stop ended it, not LLM_TIMEOUT (6 s)
     page.wait_for_timeout(500)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "browser-fault-hung-stop.png"))
+    kit.artifacts.mkdir(exist_ok=True)
+    page.screenshot(path=str(kit.artifacts / "browser-fault-hung-stop.png"))
     act = page.inner_text(PANELS["act"])
     assert "Stopped" in act
     assert all("Final answer" in page.inner_text(s) for s in others("act"))  # the answers stay
