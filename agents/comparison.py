@@ -13,6 +13,12 @@ time). A mode that got no first token in time while the others streamed (reason 
 was probably queued behind them) is run again too, but only when the server proved alive in
 this run (a mode answered or was interrupted): a hung server is not waited for twice.
 ``LLM_MAX_CONCURRENT=1`` avoids the collisions from the start.
+
+A run started with ``stepping=True`` goes one step at a time (see ``agents/stepping.py``):
+each mode pauses after each model reply and its observations (a ``Paused`` event) until
+:meth:`ComparisonRun.step` lets every unfinished mode take one more step, or
+:meth:`ComparisonRun.resume` lets them run to the end. All three are poll-style: they never
+block, so a UI calls them straight from its event loop.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from agents.llm.base import ChatModel, LLMFailure
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
+from agents.stepping import StepGate
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
@@ -149,6 +156,7 @@ class ComparisonRun:
         model_factory: ModelFactory | None = None,
         registry: ToolRegistry | None = None,
         config: RunConfig | None = None,
+        stepping: bool = False,
     ) -> None:
         from agents.evaluation.hybrids import EVAL_MODES  # the paper's hybrids can be a fourth panel
 
@@ -173,6 +181,37 @@ class ComparisonRun:
         self._round = threading.Condition()
         self._retry_lock = threading.Lock()  # modes that run again do so one at a time
         self._server_alive = False  # some mode answered or was cut off by another: the server does serve
+        self._gates = {m: StepGate(self.cancel, stepping=stepping) for m in self.modes}
+        self._finished: set[str] = set()  # modes whose thread has ended
+        self._held: set[str] = set()  # modes waiting for their turn to run again (not stepping, not done)
+
+    # -- step control: each call returns at once; the mode threads do the waiting --------------------
+
+    def step(self) -> None:
+        """Let every unfinished mode run one more step (a mode still busy with its step runs the next too)."""
+        for gate in self._gates.values():
+            gate.grant(1)
+
+    def resume(self) -> None:
+        """Stop pausing: every mode runs to its end."""
+        for gate in self._gates.values():
+            gate.release()
+
+    def pause(self) -> None:
+        """Switch a running run to stepping: each mode pauses before its next model call."""
+        for gate in self._gates.values():
+            gate.pause_next()
+
+    @property
+    def paused(self) -> list[str]:
+        """Modes waiting for :meth:`step` or :meth:`resume` now (a mode that has ended is never paused)."""
+        return [m for m in self.modes if self._gates[m].paused and m not in self._finished]
+
+    @property
+    def waiting_for_step(self) -> bool:
+        """True when nothing runs and some mode is paused: time to ask the user for the next step."""
+        paused = set(self.paused)
+        return bool(paused) and all(m in paused or m in self._finished or m in self._held for m in self.modes)
 
     def start(self) -> ComparisonRun:
         for t in self._threads:
@@ -200,6 +239,8 @@ class ComparisonRun:
         self.cancel.set()
         with self._round:
             self._round.notify_all()  # modes waiting for their retry give up
+        for gate in self._gates.values():
+            gate.wake()  # paused modes see the cancel and end
         self._models.close_all()
         deadline = time.monotonic() + JOIN_TIMEOUT_S  # one budget for all threads, not one each
         for t in self._threads:
@@ -214,19 +255,23 @@ class ComparisonRun:
                 with self._round:
                     self._first_round -= 1
                     self._round.notify_all()
-            if reason in ("interrupted", "busy") and len(self.modes) > 1 and self._others_finished() and (
+            if reason in ("interrupted", "busy") and len(self.modes) > 1 and self._others_finished(mode) and (
                     reason == "interrupted" or self._server_alive):
                 with self._retry_lock:
                     if not self.cancel.is_set():
                         self._events.put((mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE)))
                         self._attempt(mode)
         finally:
+            self._finished.add(mode)
             self._events.put((mode, _DONE))
 
     def _attempt(self, mode: str) -> str:
         """Run the mode once, forwarding its events; returns the reason of the error it ended with ("": none)."""
         reason = ""
-        for event in run_one(mode, self.question, self.factory, self.registry, self.config, self._models):
+        gate = self._gates[mode]
+        gate.restart()
+        config = replace(self.config, stepper=gate)
+        for event in run_one(mode, self.question, self.factory, self.registry, config, self._models):
             self._events.put((mode, event))
             if isinstance(event, LLMError | FinalAnswer):
                 reason = event.reason if isinstance(event, LLMError) else ""
@@ -236,11 +281,15 @@ class ComparisonRun:
                 break
         return "" if self.cancel.is_set() else reason
 
-    def _others_finished(self) -> bool:
+    def _others_finished(self, mode: str) -> bool:
         """Wait until no mode is on its first attempt any more; False if the run was cancelled meanwhile."""
-        with self._round:
-            while self._first_round > 0 and not self.cancel.is_set():
-                self._round.wait(1.0)
+        self._held.add(mode)
+        try:
+            with self._round:
+                while self._first_round > 0 and not self.cancel.is_set():
+                    self._round.wait(1.0)
+        finally:
+            self._held.discard(mode)
         return not self.cancel.is_set()
 
 

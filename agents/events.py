@@ -109,13 +109,25 @@ class Usage:
     ``estimated`` is set when the server reported no usage and the counts were
     approximated from text length, so metrics never pass off a guess as a measurement
     (also for a call that ended early: cut off, timed out or stopped).
+
+    ``reply`` and ``tool_calls`` keep the reply exactly as the loop sends it back to the model
+    (text cut at any hallucinated Observation; native calls as ``(id, name, arguments)``), so a
+    fork can rebuild the conversation byte for byte. None: the call failed (nothing was sent
+    back) or the trace predates forking.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     elapsed_s: float = 0.0
     estimated: bool = False
+    reply: str | None = None
+    tool_calls: tuple[tuple[str, str, str], ...] = ()
     kind: ClassVar[str] = "usage"
+
+    def __post_init__(self) -> None:
+        # JSON turns the tuples into lists; keep the event hashable and from_dict(to_dict()) equal.
+        calls = self.tool_calls if isinstance(self.tool_calls, list | tuple) else ()
+        object.__setattr__(self, "tool_calls", tuple(tuple(str(x) for x in c) for c in calls if isinstance(c, list | tuple)))
 
 
 @dataclass(frozen=True)
@@ -126,13 +138,43 @@ class Truncated:
     kind: ClassVar[str] = "truncated"
 
 
+@dataclass(frozen=True)
+class Paused:
+    """A stepping run waits after its ``step``-th model reply (and its observations) until told to go on.
+
+    Nothing is in flight while it waits: the reply is complete and the next call has not started.
+    """
+
+    step: int
+    kind: ClassVar[str] = "paused"
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A paused mode goes on; ``waited_s`` is left out of the trace's times (metrics count what ran)."""
+
+    waited_s: float = 0.0
+    kind: ClassVar[str] = "resumed"
+
+
+@dataclass(frozen=True)
+class Forked:
+    """The run continues from a teacher's edit: observation ``step`` (0-based, as in ``Trace.steps``)
+    said ``original`` and now says ``edited`` (for Think-only, step 0 is its reasoning)."""
+
+    step: int
+    original: str
+    edited: str
+    kind: ClassVar[str] = "forked"
+
+
 Event = (TokenDelta | Thought | Action | Observation | FinalAnswer | ParseError | LLMError | Usage | Truncated
-         | Waiting | Retry)
+         | Waiting | Retry | Paused | Resumed | Forked)
 
 EVENT_TYPES: dict[str, type] = {
     cls.kind: cls
     for cls in (TokenDelta, Thought, Action, Observation, FinalAnswer, ParseError, LLMError, Usage, Truncated,
-                Waiting, Retry)
+                Waiting, Retry, Paused, Resumed, Forked)
 }
 
 

@@ -56,6 +56,11 @@ def forced_answer_message() -> str:
     return template("forced_answer").template
 
 
+def answer_again_message() -> str:
+    """Think-only fork: after the (edited) reasoning, ask for the answer that follows from it."""
+    return template("answer_again").template
+
+
 def repeat_call_message(tool: str, previous: str) -> str:
     return template("repeat_call").safe_substitute(tool=tool, previous=previous)
 

@@ -17,9 +17,12 @@ from agents.events import (
     Action,
     Event,
     FinalAnswer,
+    Forked,
     LLMError,
     Observation,
     ParseError,
+    Paused,
+    Resumed,
     Retry,
     Thought,
     TokenDelta,
@@ -60,17 +63,27 @@ class Trace:
     events: list[tuple[float, Event]] = field(default_factory=list)
     elapsed_s: float = 0.0
     _t0: float = field(default_factory=time.perf_counter, repr=False, compare=False)
+    _paused_s: float = field(default=0.0, repr=False, compare=False)  # time spent waiting for "next step"
 
     def add(self, event: Event, t: float | None = None) -> Event:
-        """Record an event now (or at offset ``t``) and return it, so loops can ``yield trace.add(e)``."""
-        offset = time.perf_counter() - self._t0 if t is None else t
+        """Record an event now (or at offset ``t``) and return it, so loops can ``yield trace.add(e)``.
+
+        Offsets leave out the time a stepping run waited (each :class:`Resumed` says how long), so
+        the wall time counts only what ran and a replay does not sit through a class discussion.
+        """
+        if isinstance(event, Resumed) and t is None:
+            self._paused_s += event.waited_s
+        offset = self._now() if t is None else t
         self.events.append((offset, event))
         self.elapsed_s = max(self.elapsed_s, offset)
         return event
 
+    def _now(self) -> float:
+        return max(0.0, time.perf_counter() - self._t0 - self._paused_s)
+
     def finish(self) -> None:
         """Mark the end of the run (the wall time includes work after the last event)."""
-        self.elapsed_s = max(self.elapsed_s, time.perf_counter() - self._t0)
+        self.elapsed_s = max(self.elapsed_s, self._now())
 
     def of(self, kind: type) -> list[Any]:
         return [e for _, e in self.events if isinstance(e, kind)]
@@ -188,9 +201,15 @@ class Trace:
         lines = [f"### {title}", "", f"**Question:** {self.question}", ""]
         n = 0
         for _, event in self.events:
-            if isinstance(event, TokenDelta | Usage | Waiting):
+            if isinstance(event, TokenDelta | Usage | Waiting | Resumed):
                 continue
-            if isinstance(event, Truncated):
+            if isinstance(event, Paused):
+                lines.append(f"_⏸ Paused after step {event.step}._")
+            elif isinstance(event, Forked):
+                what = "Reasoning" if self.mode == "think" else f"Observation {event.step + 1}"
+                lines.append(f"**✎ {what} edited by the teacher** (was: {_quote(event.original)}):"
+                             f"\n\n```text\n{event.edited}\n```")
+            elif isinstance(event, Truncated):
                 lines.append(f"_✂ {event.message[:1].upper()}{event.message[1:]}._")
             elif isinstance(event, Retry):
                 lines.append(f"**⟳ Retry:** {event.message}")
@@ -211,6 +230,11 @@ class Trace:
             lines.append("")
         lines.append(f"_{metrics_line(self)}_")
         return "\n".join(lines).strip() + "\n"
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    one_line = " ".join(text.split())
+    return f"“{one_line[:limit]}{'…' if len(one_line) > limit else ''}”"
 
 
 def _fmt_input(value: str | dict) -> str:

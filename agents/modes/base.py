@@ -12,7 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import json_repair
 
@@ -20,6 +20,7 @@ from agents import prompts
 from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waiting
 from agents.llm.base import ChatModel, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
 from agents.parsing import cut_observation, parse_step
+from agents.stepping import StepGate, Stopped
 from tools.registry import ToolRegistry, normalize_name, truncate
 
 STOP = ["Observation:"]
@@ -36,6 +37,7 @@ class RunConfig:
     max_tokens: int | None = None  # per reply; None: the model's default (LLM_MAX_TOKENS, 2048)
     observation_chars: int = 1500
     cancel: threading.Event = field(default_factory=threading.Event, compare=False)
+    stepper: StepGate | None = field(default=None, compare=False)  # set per mode when the run goes step by step
 
     def __post_init__(self) -> None:
         if self.protocol not in prompts.PROTOCOLS:
@@ -51,10 +53,6 @@ class Reply:
     text: str = ""
     reasoning: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
-
-
-class Stopped(Exception):
-    """The run was cancelled between steps."""
 
 
 def complete(
@@ -75,6 +73,8 @@ def complete(
     """
     if config.cancel.is_set():
         raise Stopped
+    if config.stepper is not None:
+        yield from config.stepper.before_call()  # a stepping run waits here, with nothing in flight
     call = _Call(answer_only=answer_only)
     stream = model.stream(messages, stop=stop, max_tokens=config.max_tokens, temperature=config.temperature,
                           tools=tools)
@@ -102,13 +102,17 @@ def complete(
         close = getattr(stream, "close", None)
         if close is not None:
             close()  # now, not when garbage-collected: a slot under LLM_MAX_CONCURRENT is freed at once
-    yield _usage(call.usage, messages, call.output, call.elapsed)
+    reply = Reply(text=cut_observation(call.text) if stop else call.text, reasoning=call.reasoning,
+                  tool_calls=assemble_tool_calls(call.deltas))
+    empty = not reply.text.strip() and not reply.tool_calls
+    usage = _usage(call.usage, messages, call.output, call.elapsed)
+    if not empty:  # what the loop sends back, so a fork can rebuild the conversation exactly
+        usage = replace(usage, reply=reply.text, tool_calls=tuple((c.id, c.name, c.arguments) for c in reply.tool_calls))
+    yield usage
     if call.finish == "length":
         limit = f" of {config.max_tokens} tokens" if config.max_tokens else ""
         yield Truncated(f"the reply hit the token limit{limit} and may be cut short")
-    reply = Reply(text=cut_observation(call.text) if stop else call.text, reasoning=call.reasoning,
-                  tool_calls=assemble_tool_calls(call.deltas))
-    if not reply.text.strip() and not reply.tool_calls:
+    if empty:
         why = " (reasoning used the whole token budget)" if call.reasoning else ""
         if call.finish == "length" and not why:
             why = " (it hit the token limit)"
@@ -217,13 +221,20 @@ def forced_answer(
     model: ChatModel, messages: list[Message], config: RunConfig
 ) -> Generator[Event, None, None]:
     """One last call without tools asking for the best answer now; the answer is marked ``forced``."""
-    messages = [*messages, {"role": "user", "content": prompts.forced_answer_message()}]
+    yield from answer_now(model, messages, config, prompts.forced_answer_message(), forced=True)
+
+
+def answer_now(
+    model: ChatModel, messages: list[Message], config: RunConfig, prompt: str, *, forced: bool
+) -> Generator[Event, None, None]:
+    """Send ``prompt`` after ``messages`` and turn the reply into the run's :class:`FinalAnswer`."""
+    messages = [*messages, {"role": "user", "content": prompt}]
     reply = yield from complete(model, messages, config, stop=STOP, answer_only=True)
     if reply is None:
         return
     parsed = parse_step(reply.text)
     text = parsed.text if isinstance(parsed, FinalAnswer) else reply.text.strip()
-    yield FinalAnswer(text, forced=True)
+    yield FinalAnswer(text, forced=forced)
 
 
 _THOUGHT_LABEL = re.compile(r"^\W*thought\s*\d*\s*\W*:\W*", re.I | re.M)

@@ -16,7 +16,8 @@ THIRD_REPEAT = "Same call a third time: stopping the loop and asking for the fin
 
 
 def text_loop(
-    question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool
+    question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool,
+    runner: ToolRunner | None = None,
 ) -> Iterator[Event]:
     """One action per model call until a Final Answer, the step budget, or a third identical call."""
     mode = "react" if thoughts else "act"
@@ -24,7 +25,7 @@ def text_loop(
         {"role": "system", "content": prompts.system_prompt(mode, registry, max_steps=config.max_steps)},
         {"role": "user", "content": prompts.question_message(question)},
     ]
-    runner = ToolRunner(registry, config)
+    runner = runner or ToolRunner(registry, config)  # a fork passes one that replays the recorded observations
     for _ in range(config.max_steps):
         reply = yield from complete(model, messages, config, stop=STOP)
         if reply is None:

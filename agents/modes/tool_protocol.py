@@ -17,7 +17,8 @@ from tools.registry import ToolRegistry
 
 
 def tools_loop(
-    question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool
+    question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool,
+    runner: ToolRunner | None = None,
 ) -> Iterator[Event]:
     """Call tools natively until the model answers in text, the budget ends, or a call repeats a third time."""
     mode = "react" if thoughts else "act"
@@ -25,7 +26,7 @@ def tools_loop(
         {"role": "system", "content": prompts.system_prompt(mode, registry, protocol="tools", max_steps=config.max_steps)},
         {"role": "user", "content": prompts.question_message(question)},
     ]
-    runner, schemas = ToolRunner(registry, config), registry.schemas()
+    runner, schemas = runner or ToolRunner(registry, config), registry.schemas()  # a fork's runner replays
     for _ in range(config.max_steps):
         reply = yield from complete(model, messages, config, tools=schemas)
         if reply is None:

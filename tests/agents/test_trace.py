@@ -11,9 +11,12 @@ from agents.comparison import compare, run_comparison, validate_question
 from agents.events import (
     Action,
     FinalAnswer,
+    Forked,
     LLMError,
     Observation,
     ParseError,
+    Paused,
+    Resumed,
     Thought,
     TokenDelta,
     Usage,
@@ -72,14 +75,37 @@ def test_json_round_trip_is_exact():
 
 
 def test_every_event_kind_round_trips():
-    from agents.events import EVENT_TYPES, Retry, Truncated, Waiting
+    from agents.events import EVENT_TYPES, Forked, Paused, Resumed, Retry, Truncated, Waiting
 
-    extra = [LLMError("boom"), LLMError("cut", "interrupted"), Waiting(), Retry("again"), Truncated("limit")]
+    extra = [LLMError("boom"), LLMError("cut", "interrupted"), Waiting(), Retry("again"), Truncated("limit"),
+             Paused(2), Resumed(12.5), Forked(1, "the Rhine flows into the North Sea", "the Baltic"),
+             Usage(5, 3, 0.1, reply="Thought: x\nAction: search", tool_calls=(("call_1", "search", '{"q": 1}'),))]
     assert {e.kind for e in [*EVENTS, *extra]} == set(EVENT_TYPES)
     for event in [*EVENTS, *extra]:
         assert event_from_dict(json.loads(json.dumps(event_to_dict(event)))) == event
     with pytest.raises(ValueError):
         event_from_dict({"kind": "nope"})
+
+
+def test_old_exports_load_and_new_fields_round_trip():
+    """An export written before forking (no reply fields) still loads; a new one keeps them exactly."""
+    old = {"kind": "usage", "prompt_tokens": 3, "completion_tokens": 2, "elapsed_s": 0.1, "estimated": False}
+    assert event_from_dict(old) == Usage(3, 2, 0.1) and event_from_dict(old).reply is None
+    trace = make_trace()
+    trace.add(Usage(1, 1, 0.1, reply="", tool_calls=(("c1", "calculator", "{}"),)))
+    trace.add(Paused(1))
+    trace.add(Forked(0, "old", "new"))
+    again = Trace.from_dict(json.loads(trace.to_json()))
+    assert again.events == trace.events and again.to_dict() == trace.to_dict()
+    assert "edited by the teacher" in again.to_markdown() and "Paused after step 1" in again.to_markdown()
+
+
+def test_time_spent_paused_is_left_out():
+    trace = Trace("react", "q")
+    trace.add(Paused(1))
+    trace.add(Resumed(600.0))  # ten minutes of class discussion
+    trace.finish()
+    assert trace.elapsed_s < 1.0 and "0.0 s" in metrics_line(trace)
 
 
 def test_markdown_shows_steps_and_answer():

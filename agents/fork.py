@@ -1,0 +1,214 @@
+"""Fork a run: change what a tool said at one step and let the mode continue live from there.
+
+``fork(trace, step_index, new_observation, model, registry, config)`` rebuilds the mode's
+conversation from the trace, replaces observation ``step_index`` (0-based, as in
+``Trace.steps``) with the teacher's text and continues the mode live. The rebuild is not a
+second copy of the loop: the *same* loop runs from the start, fed by a :class:`ReplayModel`
+that streams the recorded replies back (each ``Usage`` keeps the reply exactly as it was sent
+back, tool-call ids and raw arguments included) and a :class:`ReplayRunner` that returns the
+recorded observations. So the messages of the first live call are, without an edit, the very
+messages the original run sent for that call, byte for byte.
+
+The fork's events are the original run's events up to the end of that step (the edited
+observation in place of the old one, followed by a :class:`Forked` marker), then the live
+continuation; so a fork's export holds the whole conversation and can be forked again.
+
+Think-only has no observations: its "step 0" is its reasoning, and a fork asks the model for
+the answer that follows from the edited reasoning. The hybrids cannot be forked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agents.events import Event, Forked, LLMError, Observation, Paused, Resumed, Retry, Thought, Usage
+from agents.llm.base import ChatModel, Chunk, Message, ToolCallDelta
+from agents.modes.base import RunConfig, ToolRunner
+from agents.modes.text_protocol import THIRD_REPEAT, text_loop
+from agents.modes.think import think_only
+from agents.modes.tool_protocol import tools_loop
+from agents.trace import Trace
+from tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+FORKABLE = ("think", "act", "react")
+
+
+class ForkMismatch(ValueError):
+    """Replaying the trace took another path than the recorded run (other tools or settings)."""
+
+
+def fork(
+    trace: Trace, step_index: int, new_observation: str, model: ChatModel, registry: ToolRegistry, config: RunConfig
+) -> Iterator[Event]:
+    """The forked run's events: the original up to ``step_index`` (edited), a ``Forked`` marker, then live.
+
+    ``registry`` and ``config`` must be those of the original run (same tools, protocol and
+    ``max_steps``), as the system prompt is rebuilt from them. Raises ValueError at once, before
+    any model call, when the trace cannot be forked there; ``model`` is used for the live calls.
+    """
+    if not isinstance(new_observation, str):
+        raise ValueError("the edited observation must be text")
+    if trace.mode == "think":
+        return _fork_think(trace, step_index, new_observation, model, registry, config)
+    if trace.mode not in FORKABLE:
+        raise ValueError(f"only the modes {', '.join(FORKABLE)} can be forked; {trace.mode!r} is a hybrid of "
+                         "several runs, so there is no single conversation to continue")
+    plan = plan_fork(trace, step_index, new_observation, config)
+    return _continue(plan, trace, model, registry, config)
+
+
+@dataclass
+class ForkPlan:
+    """What a fork replays: the replies to stream back, the observations to return, the events to show first."""
+
+    replies: list[Usage]
+    observations: list[Observation]
+    prefix: list[Event]
+
+
+def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> ForkPlan:
+    """Read the trace into a :class:`ForkPlan`; ValueError (one clear line) when it cannot be forked there."""
+    events = [e for _, e in trace.events]
+    observed = [i for i, e in enumerate(events) if isinstance(e, Observation)]
+    if not 0 <= step_index < len(observed):
+        raise ValueError(f"there is no observation {step_index + 1}: this run has {len(observed)}")
+    start = max((i + 1 for i, e in enumerate(events) if isinstance(e, Retry)), default=0)
+    target = observed[step_index]
+    if target < start:
+        raise ValueError("that observation belongs to an attempt the mode abandoned and ran again; fork a later one")
+    original = events[target]
+    if original.output == THIRD_REPEAT and original.is_error:
+        raise ValueError("that observation was never sent to the model (the loop stopped a repeated call)")
+    owner = _owner(events, start, target)
+    end = max(i for i in observed if i >= target and _owner(events, start, i) == owner)
+    replies = [e for e in events[start:end] if isinstance(e, Usage) and e.reply is not None]
+    _check_recorded(replies, config)
+    observations = [replace(e, output=edited) if i == target else e for i, e in enumerate(events) if start <= i <= end
+                    and isinstance(e, Observation) and not (e.output == THIRD_REPEAT and e.is_error)]
+    prefix: list[Event] = []
+    for i, event in enumerate(events[: end + 1]):
+        if isinstance(event, Paused | Resumed):
+            continue  # the original run's stepping is not the fork's
+        prefix.append(replace(event, output=edited) if i == target else event)
+        if i == target:
+            prefix.append(Forked(step_index, original.output, edited))
+    return ForkPlan(replies, observations, prefix)
+
+
+def _owner(events: list[Event], start: int, index: int) -> int:
+    """How many complete replies came before event ``index`` in the attempt starting at ``start``."""
+    return sum(1 for e in events[start:index] if isinstance(e, Usage) and e.reply is not None)
+
+
+def _check_recorded(replies: list[Usage], config: RunConfig) -> None:
+    if not replies:
+        raise ValueError("this trace was saved before runs could be forked (it does not keep the model's replies); "
+                         "run the question again to fork it")
+    native = any(r.tool_calls for r in replies)
+    if native != (config.protocol == "tools"):
+        used = "native tool calls" if native else "the text protocol"
+        raise ValueError(f"this run used {used}; fork it with the same protocol")
+    if len(replies) > config.max_steps:
+        raise ValueError(f"this run took {len(replies)} steps to get there; fork it with max_steps ≥ {len(replies)}")
+
+
+def _continue(plan: ForkPlan, trace: Trace, model: ChatModel, registry: ToolRegistry,
+              config: RunConfig) -> Iterator[Event]:
+    """Show the prefix, replay the same loop silently up to the fork, then pass its live events on."""
+    replay = ReplayModel(plan.replies, model)
+    runner = ReplayRunner(registry, config, plan.observations)
+    if config.stepper is not None:
+        config.stepper.grant(len(plan.replies))  # the replayed calls are not steps to pause at
+    loop = tools_loop if config.protocol == "tools" else text_loop
+    yield from plan.prefix
+    try:
+        for event in loop(trace.question, replay, registry, config, thoughts=trace.mode == "react", runner=runner):
+            if replay.live:
+                yield event
+    except ForkMismatch as exc:
+        log.warning("fork of %s diverged: %s", trace.mode, exc)
+        yield LLMError(f"the fork could not rebuild this run: {exc}")
+        return
+    if not replay.live:
+        yield LLMError("the fork could not rebuild this run: it ended before reaching the edited step")
+
+
+def _fork_think(trace: Trace, step_index: int, edited: str, model: ChatModel, registry: ToolRegistry,
+                config: RunConfig) -> Iterator[Event]:
+    """Think-only: the edited reasoning stands as the model's reply; ask for the answer again."""
+    if step_index != 0:
+        raise ValueError("Think-only has one step, its reasoning (step 0)")
+    events = [e for _, e in trace.events]
+    thoughts = [i for i, e in enumerate(events) if isinstance(e, Thought)]
+    replies = [e for e in events if isinstance(e, Usage) and e.reply is not None]
+    if not thoughts and not replies:
+        raise ValueError("this Think-only run has no reasoning to edit")
+    cut = thoughts[-1] if thoughts else len(events)
+    original = events[cut].text if thoughts else (replies[-1].reply or "")
+    prefix = [e for e in events[:cut] if not isinstance(e, Paused | Resumed)]
+    return _think_events([*prefix, Thought(edited), Forked(0, original, edited)],
+                         think_only(trace.question, model, registry, config, reasoning=edited))
+
+
+def _think_events(prefix: list[Event], live: Iterator[Event]) -> Iterator[Event]:
+    yield from prefix
+    yield from live
+
+
+class ReplayModel:
+    """Streams recorded replies back for the first calls, then hands every call to the live model."""
+
+    def __init__(self, replies: list[Usage], live: ChatModel) -> None:
+        self._replies = deque(replies)
+        self._live = live
+        self.model_id = getattr(live, "model_id", "")
+        self.live = False
+
+    def stream(self, messages: list[Message], **kwargs: Any) -> Iterator[Chunk]:
+        if not self._replies:
+            self.live = True
+            return self._live.stream(messages, **kwargs)
+        return self._play(self._replies.popleft())
+
+    @staticmethod
+    def _play(reply: Usage) -> Iterator[Chunk]:
+        if reply.reply:
+            yield Chunk(text=reply.reply)
+        deltas = tuple(ToolCallDelta(index=i, id=cid, name=name, arguments=args)
+                       for i, (cid, name, args) in enumerate(reply.tool_calls))
+        yield Chunk(tool_calls=deltas, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                    finish_reason="tool_calls" if deltas else "stop")
+
+    def close(self) -> None:
+        self._live.close()
+
+
+class ReplayRunner(ToolRunner):
+    """Returns the recorded observations (one of them edited) before running tools for real.
+
+    It remembers them as :class:`ToolRunner` would have, so a repeated call after the fork is
+    answered from memory just as in the original run.
+    """
+
+    def __init__(self, registry: ToolRegistry, config: RunConfig, recorded: list[Observation]) -> None:
+        super().__init__(registry, config)
+        self._recorded = deque(recorded)
+
+    def run(self, action: Any) -> Observation:
+        if not self._recorded:
+            return super().run(action)
+        observation = self._recorded.popleft()
+        tool = self.registry.resolve(action.tool)
+        if (tool.name if tool else action.tool) != observation.tool:
+            raise ForkMismatch(f"the recorded run called {observation.tool!r} where the replay calls {action.tool!r}")
+        key = self.key(action)
+        self.seen[key] += 1
+        if self.seen[key] == 1:
+            self.results[key] = observation.output
+        return observation
