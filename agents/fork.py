@@ -91,13 +91,19 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
     _check_recorded(replies, config)
     observations = [replace(e, output=edited) if i == target else e for i, e in enumerate(events) if start <= i <= end
                     and isinstance(e, Observation) and not (e.output == THIRD_REPEAT and e.is_error)]
+    while end + 1 < len(events) and isinstance(events[end + 1], Forked):
+        end += 1  # an earlier fork's marker stays with its observation: the history of edits is kept
     prefix: list[Event] = []
+    marker = Forked(step_index, original.output, edited)
+    placed = False
     for i, event in enumerate(events[: end + 1]):
-        if isinstance(event, Paused | Resumed):
-            continue  # the original run's stepping is not the fork's
-        prefix.append(replace(event, output=edited) if i == target else event)
-        if i == target:
-            prefix.append(Forked(step_index, original.output, edited))
+        if not placed and i > target and not isinstance(event, Forked):
+            prefix.append(marker)  # after the edited observation and any earlier edits of it
+            placed = True
+        if not isinstance(event, Paused | Resumed):  # the original run's stepping is not the fork's
+            prefix.append(replace(event, output=edited) if i == target else event)
+    if not placed:
+        prefix.append(marker)
     return ForkPlan(replies, observations, prefix)
 
 

@@ -1,0 +1,166 @@
+"""Fork: the rebuilt conversation equals the original byte for byte; an edit reaches the model and is recorded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.events import FinalAnswer, Forked, Observation, Usage
+from agents.fork import fork
+from agents.llm.scripted import Reply, ScriptedModel
+from agents.modes import RunConfig, act_only, react, think_only
+from agents.trace import Trace
+from tools.registry import ToolRegistry, tool
+
+
+@tool
+def calculate(expression: str) -> str:
+    """Add integers written as a+b."""
+    return str(sum(int(x) for x in expression.replace(" ", "").split("+")))
+
+
+@tool
+def lookup(query: str) -> str:
+    """Where a river flows."""
+    return f"The {query} flows into the North Sea."
+
+
+REGISTRY = ToolRegistry([calculate, lookup])
+MODES = {"act": act_only, "react": react}
+
+TEXT_SCRIPT = [
+    "Thought: add first.\nAction: calculate\nAction Input: 1+1",
+    "I will just think about it.",  # a parse error: the nudge is part of the conversation
+    "Thought: again.\nAction: calculate\nAction Input: 1+1",  # a repeat: answered from memory
+    "Thought: the river.\nAction: lookup\nAction Input: Rhine\nObservation: hallucinated",  # cut client-side
+    "Thought: done.\nFinal Answer: the North Sea",
+]
+TOOLS_SCRIPT = [
+    Reply("I add and look up.", tool_calls=(("calculate", {"expression": "1+1"}), ("lookup", '{"query":  "Rhine"}'))),
+    Reply("Again.", tool_calls=(("calculate", {"expression": "1+1"}),)),
+    Reply("", tool_calls=(("lookup", {"query": "Elbe"}),)),
+    Reply("Final Answer: the North Sea"),
+]
+SCRIPTS = {"text": TEXT_SCRIPT, "tools": TOOLS_SCRIPT}
+
+
+def run(mode: str, protocol: str, steps: list) -> tuple[Trace, ScriptedModel]:
+    model = ScriptedModel(list(steps))
+    trace = Trace(mode, "Where does the Rhine flow?")
+    for event in MODES[mode](trace.question, model, REGISTRY, RunConfig(protocol=protocol, max_steps=6)):
+        trace.add(event)
+    model.assert_done()
+    return trace, model
+
+
+def run_fork(trace: Trace, step: int, text: str, steps: list, protocol: str) -> tuple[Trace, ScriptedModel]:
+    model = ScriptedModel(list(steps))
+    forked = Trace(trace.mode, trace.question)
+    for event in fork(trace, step, text, model, REGISTRY, RunConfig(protocol=protocol, max_steps=6)):
+        forked.add(event)
+    return forked, model
+
+
+def same(a: object, b: object) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def calls_before(trace: Trace, step: int) -> int:
+    """How many model calls the original made up to and including the reply holding observation ``step``."""
+    seen, calls = -1, 0
+    for _, event in trace.events:
+        if isinstance(event, Usage):
+            if seen >= step:
+                return calls
+            calls += 1
+        elif isinstance(event, Observation):
+            seen += 1
+    return calls
+
+
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+@pytest.mark.parametrize("mode", ["act", "react"])
+def test_fork_without_edit_rebuilds_the_messages_byte_for_byte(mode, protocol):
+    script = SCRIPTS[protocol]
+    original, model = run(mode, protocol, script)
+    for step in range(len(original.of(Observation))):
+        k = calls_before(original, step)
+        forked, live = run_fork(original, step, original.of(Observation)[step].output, script[k:], protocol)
+        live.assert_done()
+        assert len(live.requests) == len(model.requests) - k
+        for sent, again in zip(model.requests[k:], live.requests, strict=True):
+            assert same(sent.messages, again.messages) and sent.stop == again.stop and same(sent.tools, again.tools)
+        assert forked.answer == original.answer == "the North Sea"
+        assert forked.of(Forked) == [Forked(step, original.of(Observation)[step].output,
+                                            original.of(Observation)[step].output)]
+
+
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+@pytest.mark.parametrize("mode", ["act", "react"])
+def test_an_edited_observation_reaches_the_model_and_the_fork_is_recorded(mode, protocol):
+    original, _ = run(mode, protocol, SCRIPTS[protocol])
+    step = len(original.of(Observation)) - 1  # the last lookup
+    edited = "The Rhine flows into the Baltic Sea."
+    forked, live = run_fork(original, step, edited, ["Final Answer: the Baltic Sea"], protocol)
+    live.assert_done()
+    last = live.requests[0].messages[-1]
+    assert edited in last["content"] and ("tool_call_id" in last) == (protocol == "tools")
+    assert forked.answer == "the Baltic Sea" and original.answer == "the North Sea"
+    assert forked.of(Forked) == [Forked(step, original.of(Observation)[step].output, edited)]
+    assert forked.of(Observation)[step].output == edited
+    assert "edited by the teacher" in forked.to_markdown()
+
+    # Exported and loaded again, the fork can itself be forked: here without an edit, at the same step.
+    loaded = Trace.from_dict(json.loads(forked.to_json()))
+    again, live2 = run_fork(loaded, step, edited, ["Final Answer: the Baltic Sea"], protocol)
+    assert same(live2.requests[0].messages, live.requests[0].messages)
+    assert again.answer == "the Baltic Sea" and len(again.of(Forked)) == 2
+
+
+def test_a_repeat_after_the_fork_is_answered_from_the_edited_memory():
+    original, _ = run("react", "text", TEXT_SCRIPT)
+    repeat = "Thought: once more.\nAction: calculate\nAction Input: 1+1"
+    forked, live = run_fork(original, 0, "11", [repeat, "Final Answer: 11"], "text")
+    assert "11" in live.requests[1].messages[-1]["content"]  # "you already called it: 11"
+    assert forked.of(Observation)[-1].is_error
+
+
+def test_think_only_fork_asks_for_the_answer_after_the_edited_reasoning():
+    model = ScriptedModel(["Thought: 17 × 23 = 391, plus 5.\nFinal Answer: 396"])
+    trace = Trace("think", "17 × 23 + 5?")
+    for event in think_only(trace.question, model, REGISTRY, RunConfig()):
+        trace.add(event)
+    live = ScriptedModel(["Final Answer: 400"])
+    forked = Trace("think", trace.question)
+    for event in fork(trace, 0, "17 × 23 = 395, plus 5.", live, REGISTRY, RunConfig()):
+        forked.add(event)
+    live.assert_done()
+    messages = live.requests[0].messages
+    assert same(messages[:2], model.requests[0].messages)
+    assert messages[2] == {"role": "assistant", "content": "17 × 23 = 395, plus 5."} and messages[3]["role"] == "user"
+    assert forked.answer == "400" and not forked.forced
+    assert forked.of(Forked) == [Forked(0, "17 × 23 = 391, plus 5.", "17 × 23 = 395, plus 5.")]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda t: Trace("cot_sc", t.question, t.events), "hybrid"),
+    (lambda t: Trace.from_dict({**t.to_dict(), "events": [
+        {k: v for k, v in e.items() if k not in ("reply", "tool_calls")} for e in t.to_dict()["events"]]}),
+     "saved before"),
+])
+def test_what_cannot_be_forked_says_why_before_any_call(change, message):
+    original, _ = run("react", "text", TEXT_SCRIPT)
+    with pytest.raises(ValueError, match=message):
+        fork(change(original), 0, "x", ScriptedModel([]), REGISTRY, RunConfig())
+
+
+def test_bad_step_or_protocol_is_a_value_error():
+    original, _ = run("react", "text", TEXT_SCRIPT)
+    with pytest.raises(ValueError, match="no observation 9"):
+        fork(original, 8, "x", ScriptedModel([]), REGISTRY, RunConfig())
+    with pytest.raises(ValueError, match="same protocol"):
+        fork(original, 0, "x", ScriptedModel([]), REGISTRY, RunConfig(protocol="tools"))
+    with pytest.raises(ValueError, match="max_steps"):
+        fork(original, 2, "x", ScriptedModel([]), REGISTRY, RunConfig(max_steps=2))
+    assert original.of(FinalAnswer)
