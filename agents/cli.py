@@ -9,18 +9,22 @@ call is a run with ``error`` set, as it is in the app.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-from typing import TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
-from agents.comparison import ALL_MODES, compare, default_model_factory, validate_question
+from agents.comparison import ALL_MODES, ComparisonRun, compare, default_model_factory, validate_question
 from agents.events import (
     Action,
     Event,
     FinalAnswer,
+    Forked,
     LLMError,
     Observation,
     ParseError,
+    Paused,
     Retry,
     Thought,
     TokenDelta,
@@ -48,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="longest reply per model call, in tokens (default: LLM_MAX_TOKENS or 2048)")
     parser.add_argument("--tools", help="comma-separated tools to enable (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a readable trace")
+    parser.add_argument("--step", action="store_true",
+                        help="pause after each step of each mode: Enter advances, end of input (Ctrl-D) runs to the end")
     return parser
 
 
@@ -79,13 +85,53 @@ def ask_main(argv: list[str], out: TextIO = sys.stdout) -> int:
     if printer:
         print(f"Model: {settings.describe()}  ·  protocol: {args.protocol}\n", file=out)
     # Not configured → every run fails with the "three ways" message, shown like any other LLM error.
-    traces = compare(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,
-                     on_event=printer.on_event if printer else None)
+    run = compare if not args.step else functools.partial(
+        ask_stepping, stdin=sys.stdin, prompt_out=sys.stderr if args.json else out)
+    traces = run(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,
+                 on_event=printer.on_event if printer else None)
     if args.json:
         print(json.dumps(to_json(args.question, traces, settings), ensure_ascii=False, indent=2), file=out)
     else:
         _print_summary(traces, out)
     return 0
+
+
+def ask_stepping(question: str, modes: list[str], *, stdin: TextIO, prompt_out: TextIO,
+                 on_event: Callable[[str, Event], None] | None = None, **kwargs: Any) -> dict[str, Trace]:
+    """``--step``: like :func:`compare`, but every mode pauses after each step until Enter is read.
+
+    End of input (Ctrl-D, or a pipe that runs dry) lets every mode run to the end.
+    """
+    traces = {m: Trace(m, question) for m in modes}
+    run = ComparisonRun(question, modes, stepping=True, **kwargs).start()
+    stepping = True
+    try:
+        while True:
+            item = run.poll(timeout=0.05)
+            if item is not None:
+                traces[item[0]].add(item[1])
+                if on_event:
+                    on_event(*item)
+            elif run.done:
+                break
+            elif stepping and run.waiting_for_step:
+                stepping = _ask_for_step(run, prompt_out, stdin)
+    finally:
+        run.close()
+    for trace in traces.values():
+        trace.finish()
+    return traces
+
+
+def _ask_for_step(run: ComparisonRun, out: TextIO, stdin: TextIO) -> bool:
+    """Prompt, wait for a line, advance; False (after resuming) once the input has ended."""
+    waiting = ", ".join(MODE_TITLES[m] for m in run.paused)
+    print(f"⏸ paused: {waiting} — Enter: next step · Ctrl-D: run to the end", file=out, flush=True)
+    if stdin.readline():
+        run.step()
+        return True
+    run.resume()
+    return False
 
 
 def to_json(question: str, traces: dict[str, Trace], settings: LLMSettings) -> dict:
@@ -135,6 +181,10 @@ def _describe(event: Event) -> str | None:
         return f"Retrying: {event.message}"
     if isinstance(event, Truncated):
         return f"Note: {event.message} (raise --max-tokens / LLM_MAX_TOKENS)"
+    if isinstance(event, Paused):
+        return f"⏸ step {event.step} done"
+    if isinstance(event, Forked):
+        return f"✎ observation {event.step + 1} edited by the teacher: {event.edited}"
     if isinstance(event, FinalAnswer):
         return f"Final Answer{' (forced)' if event.forced else ''}: {event.text}"
     return None

@@ -101,6 +101,12 @@ class StubLLMServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered right now (a paused run must leave none open)."""
+        with self._lock:
+            return self._in_flight
+
     def script(self, *replies: StubReply | str) -> StubLLMServer:
         """Queue replies served before the responder is consulted (strings become text replies)."""
         with self._lock:

@@ -1,0 +1,143 @@
+"""Step gating: one step per ``step()``, nothing in flight or timing out while paused, ``close()`` ends it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from agents.comparison import ComparisonRun
+from agents.events import FinalAnswer, LLMError, Paused, Resumed, Usage
+from agents.llm.gate import gate_for
+from agents.llm.hf import HFInferenceModel
+from agents.llm.scripted import ScriptedModel
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer
+from agents.modes import RunConfig
+from agents.trace import Trace
+from tools.calculator import calculate
+from tools.registry import ToolRegistry
+
+QUESTION = "What is 17 * 23 + 5?"
+REGISTRY = ToolRegistry([calculate])
+LOOP = ["Thought: compute.\nAction: calculate\nAction Input: 17 * 23", "Thought: add.\nAction: calculate\n"
+        "Action Input: 391 + 5", "Thought: done.\nFinal Answer: 396"]
+SCRIPTS = {"think": ["Thought: 17 × 23 = 391; +5.\nFinal Answer: 396"], "act": LOOP, "react": LOOP}
+
+
+def scripted_factory(models: dict[str, ScriptedModel]):
+    """One ScriptedModel per mode, chosen by the mode's thread (ComparisonRun names them mode-<name>)."""
+    def make() -> ScriptedModel:
+        mode = threading.current_thread().name.removeprefix("mode-")
+        models[mode] = ScriptedModel(list(SCRIPTS[mode]))
+        return models[mode]
+    return make
+
+
+def drain(run: ComparisonRun, traces: dict[str, Trace], until, limit: float = 10.0) -> None:
+    """Collect events until ``until(run)`` holds (checked when no event is waiting) or the run is done."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        item = run.poll(timeout=0.02)
+        if item is not None:
+            traces[item[0]].add(item[1])
+        elif run.done or until(run):
+            return
+    raise AssertionError(f"timed out; paused={run.paused}")
+
+
+def calls(traces: dict[str, Trace]) -> dict[str, int]:
+    return {m: t.llm_calls for m, t in traces.items()}
+
+
+def stepping_run(modes=("think", "act", "react"), **kw) -> tuple[ComparisonRun, dict[str, Trace]]:
+    run = ComparisonRun(QUESTION, modes, registry=REGISTRY, stepping=True, **kw).start()
+    return run, {m: Trace(m, QUESTION) for m in modes}
+
+
+def test_step_advances_exactly_one_step_per_unfinished_mode_and_resume_finishes():
+    models: dict[str, ScriptedModel] = {}
+    run, traces = stepping_run(model_factory=scripted_factory(models))
+    try:
+        drain(run, traces, lambda r: r.waiting_for_step)
+        assert calls(traces) == {"think": 1, "act": 1, "react": 1}
+        assert traces["think"].answer == "396" and sorted(run.paused) == ["act", "react"]  # Think ends in one step
+        assert traces["act"].of(Paused) == [Paused(1)] and not traces["think"].of(Paused)
+        run.step()
+        drain(run, traces, lambda r: r.waiting_for_step and len(traces["act"].of(Paused)) == 2)
+        assert calls(traces) == {"think": 1, "act": 2, "react": 2}
+        assert traces["react"].of(Paused)[-1] == Paused(2) and len(traces["react"].of(Resumed)) == 1
+        run.resume()
+        drain(run, traces, lambda r: False)
+        assert run.done and not run.paused
+        assert all(t.answer == "396" and t.error is None for t in traces.values())
+        assert calls(traces) == {"think": 1, "act": 3, "react": 3}  # the metrics count only what ran
+        for model in models.values():
+            model.assert_done()
+    finally:
+        run.close()
+
+
+def test_close_while_paused_ends_promptly():
+    run, traces = stepping_run(model_factory=scripted_factory({}))
+    drain(run, traces, lambda r: r.waiting_for_step)
+    started = time.monotonic()
+    run.close()
+    assert time.monotonic() - started < 1.0
+    assert not any(t.is_alive() for t in run._threads)
+    drain(run, traces, lambda r: False, limit=2.0)
+    assert run.done and not any(t.of(LLMError) for t in traces.values())  # a stop is not an error
+    assert traces["act"].answer is None and traces["act"].llm_calls == 1
+
+
+def test_pause_switches_a_running_run_to_stepping():
+    gate_open = threading.Event()
+
+    def slow_first(request):
+        gate_open.wait(5)
+        return LOOP[0]
+
+    model = ScriptedModel([slow_first, *LOOP[1:]])
+    run, traces = ComparisonRun(QUESTION, ["react"], registry=REGISTRY, model_factory=lambda: model).start(), {
+        "react": Trace("react", QUESTION)}
+    try:
+        run.pause()
+        gate_open.set()
+        drain(run, traces, lambda r: r.waiting_for_step)
+        assert traces["react"].llm_calls == 1 and run.paused == ["react"]
+        run.resume()
+        drain(run, traces, lambda r: False)
+        assert traces["react"].answer == "396"
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+def test_over_http_a_paused_run_holds_no_request_no_slot_and_outlives_the_timeouts(protocol):
+    """The real client against the stub server: LLM_TIMEOUT, LLM_MAX_DURATION and LLM_MAX_CONCURRENT are tiny."""
+    with StubLLMServer() as server:
+        settings = LLMSettings(base_url=server.url, model="stub", timeout_s=0.3, max_duration_s=0.5, max_concurrent=1)
+        run, traces = stepping_run(model_factory=lambda: HFInferenceModel(settings),
+                                   config=RunConfig(protocol=protocol))
+        try:
+            drain(run, traces, lambda r: r.waiting_for_step)
+            assert sorted(run.paused) == ["act", "react"]
+            deadline = time.monotonic() + 2.0
+            while server.in_flight and time.monotonic() < deadline:  # the handler may still be closing the body
+                time.sleep(0.01)
+            assert server.in_flight == 0
+            assert gate_for(settings.server_key(), 1).in_flight == 0  # no LLM_MAX_CONCURRENT slot held
+            time.sleep(1.2)  # longer than both limits: nothing may fire while the class talks
+            assert run.waiting_for_step and not any(t.of(LLMError) for t in traces.values())
+            requests = len(server.requests)
+            run.step()
+            drain(run, traces, lambda r: False)
+            assert len(server.requests) == requests + 2  # one more call each for act and react
+            for mode in ("act", "react"):
+                trace = traces[mode]
+                assert trace.error is None and trace.answer is not None and "396" in trace.answer, trace.to_markdown()
+                assert trace.elapsed_s < 1.2  # the pause is not counted as running time
+                assert isinstance(trace.of(FinalAnswer)[0], FinalAnswer) and trace.llm_calls == len(trace.of(Usage))
+        finally:
+            run.close()
