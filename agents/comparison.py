@@ -45,6 +45,7 @@ ALL_MODES = ("think", "act", "react")
 MAX_QUESTION_CHARS = 2000
 JOIN_TIMEOUT_S = 2.0
 ModelFactory = Callable[[], ChatModel]
+ModeSource = Callable[[ChatModel, RunConfig], Iterator[Event]]  # a mode's events, given its client and settings
 _DONE = object()
 RETRY_NOTE = ("the model server cut this mode's reply off when another mode's request arrived; running it again now "
               "that the other modes have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")
@@ -115,11 +116,13 @@ def run_one(
     registry: ToolRegistry,
     config: RunConfig,
     models: OpenModels,
+    source: ModeSource | None = None,
     **options: object,
 ) -> Iterator[Event]:
     """One mode's run on a fresh model client, as events: a failure ends it with an ``LLMError``,
     a cancel ends it quietly, and the client is closed however it ends (also when the caller
-    stops iterating). ``options`` go to the hybrid modes (``sc_n``, ``vote_key``)."""
+    stops iterating). ``options`` go to the hybrid modes (``sc_n``, ``vote_key``); ``source``, when
+    given, replaces the mode's own loop (a fork: ``agents.fork.prepare_fork``)."""
     from agents.evaluation.hybrids import run_any_mode  # the paper's hybrids are modes too
 
     model = None
@@ -127,7 +130,8 @@ def run_one(
         model = factory()
         models.add(model)
         if not config.cancel.is_set():
-            yield from run_any_mode(mode, question, model, registry, config, **options)  # type: ignore[arg-type]
+            yield from (source(model, config) if source is not None else
+                        run_any_mode(mode, question, model, registry, config, **options))  # type: ignore[arg-type]
     except Stopped:
         return
     except LLMFailure as exc:
@@ -157,6 +161,7 @@ class ComparisonRun:
         registry: ToolRegistry | None = None,
         config: RunConfig | None = None,
         stepping: bool = False,
+        sources: dict[str, ModeSource] | None = None,
     ) -> None:
         from agents.evaluation.hybrids import EVAL_MODES  # the paper's hybrids can be a fourth panel
 
@@ -181,6 +186,7 @@ class ComparisonRun:
         self._round = threading.Condition()
         self._retry_lock = threading.Lock()  # modes that run again do so one at a time
         self._server_alive = False  # some mode answered or was cut off by another: the server does serve
+        self._sources = dict(sources or {})  # modes whose events come from elsewhere (a fork)
         self._gates = {m: StepGate(self.cancel, stepping=stepping) for m in self.modes}
         self._finished: set[str] = set()  # modes whose thread has ended
         self._held: set[str] = set()  # modes waiting for their turn to run again (not stepping, not done)
@@ -271,7 +277,8 @@ class ComparisonRun:
         gate = self._gates[mode]
         gate.restart()
         config = replace(self.config, stepper=gate)
-        for event in run_one(mode, self.question, self.factory, self.registry, config, self._models):
+        for event in run_one(mode, self.question, self.factory, self.registry, config, self._models,
+                             self._sources.get(mode)):
             self._events.put((mode, event))
             if isinstance(event, LLMError | FinalAnswer):
                 reason = event.reason if isinstance(event, LLMError) else ""

@@ -126,6 +126,8 @@ class Usage:
 
     def __post_init__(self) -> None:
         # JSON turns the tuples into lists; keep the event hashable and from_dict(to_dict()) equal.
+        if self.reply is not None and not isinstance(self.reply, str):
+            object.__setattr__(self, "reply", str(self.reply))
         calls = self.tool_calls if isinstance(self.tool_calls, list | tuple) else ()
         object.__setattr__(self, "tool_calls", tuple(tuple(str(x) for x in c) for c in calls if isinstance(c, list | tuple)))
 

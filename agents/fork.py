@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agents.comparison import ComparisonRun, ModelFactory
 from agents.events import Event, Forked, LLMError, Observation, Paused, Resumed, Retry, Thought, Usage
 from agents.llm.base import ChatModel, Chunk, Message, ToolCallDelta
 from agents.modes.base import RunConfig, ToolRunner
@@ -52,15 +53,36 @@ def fork(
     ``max_steps``), as the system prompt is rebuilt from them. Raises ValueError at once, before
     any model call, when the trace cannot be forked there; ``model`` is used for the live calls.
     """
+    return prepare_fork(trace, step_index, new_observation, registry, config)(model, config)
+
+
+def prepare_fork(
+    trace: Trace, step_index: int, new_observation: str, registry: ToolRegistry, config: RunConfig
+) -> Callable[[ChatModel, RunConfig], Iterator[Event]]:
+    """Check the fork now (ValueError) and return it as a mode source: ``(model, config) → events``."""
     if not isinstance(new_observation, str):
         raise ValueError("the edited observation must be text")
     if trace.mode == "think":
-        return _fork_think(trace, step_index, new_observation, model, registry, config)
+        return _think_source(trace, step_index, new_observation, registry)
     if trace.mode not in FORKABLE:
         raise ValueError(f"only the modes {', '.join(FORKABLE)} can be forked; {trace.mode!r} is a hybrid of "
                          "several runs, so there is no single conversation to continue")
     plan = plan_fork(trace, step_index, new_observation, config)
-    return _continue(plan, trace, model, registry, config)
+    return lambda model, run_config: _continue(plan, trace, model, registry, run_config)
+
+
+def start_fork(
+    trace: Trace, step_index: int, new_observation: str, *, registry: ToolRegistry, config: RunConfig,
+    model_factory: ModelFactory | None = None, stepping: bool = False,
+) -> ComparisonRun:
+    """A fork as a started :class:`ComparisonRun` of one mode: poll it, step it, close it like any run.
+
+    This is what a UI uses (nothing blocks its event loop); ValueError comes before anything starts.
+    """
+    source = prepare_fork(trace, step_index, new_observation, registry, config)
+    run = ComparisonRun(trace.question, [trace.mode], model_factory=model_factory, registry=registry, config=config,
+                        stepping=stepping, sources={trace.mode: source})
+    return run.start()
 
 
 @dataclass
@@ -145,8 +167,8 @@ def _continue(plan: ForkPlan, trace: Trace, model: ChatModel, registry: ToolRegi
         yield LLMError("the fork could not rebuild this run: it ended before reaching the edited step")
 
 
-def _fork_think(trace: Trace, step_index: int, edited: str, model: ChatModel, registry: ToolRegistry,
-                config: RunConfig) -> Iterator[Event]:
+def _think_source(trace: Trace, step_index: int, edited: str,
+                  registry: ToolRegistry) -> Callable[[ChatModel, RunConfig], Iterator[Event]]:
     """Think-only: the edited reasoning stands as the model's reply; ask for the answer again."""
     if step_index != 0:
         raise ValueError("Think-only has one step, its reasoning (step 0)")
@@ -158,8 +180,9 @@ def _fork_think(trace: Trace, step_index: int, edited: str, model: ChatModel, re
     cut = thoughts[-1] if thoughts else len(events)
     original = events[cut].text if thoughts else (replies[-1].reply or "")
     prefix = [e for e in events[:cut] if not isinstance(e, Paused | Resumed)]
-    return _think_events([*prefix, Thought(edited), Forked(0, original, edited)],
-                         think_only(trace.question, model, registry, config, reasoning=edited))
+    prefix = [*prefix, Thought(edited), Forked(0, original, edited)]
+    return lambda model, config: _think_events(prefix, think_only(trace.question, model, registry, config,
+                                                                  reasoning=edited))
 
 
 def _think_events(prefix: list[Event], live: Iterator[Event]) -> Iterator[Event]:

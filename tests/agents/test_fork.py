@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
-from agents.events import FinalAnswer, Forked, Observation, Usage
-from agents.fork import fork
+from agents.events import FinalAnswer, Forked, Observation, Paused, Usage
+from agents.fork import fork, start_fork
 from agents.llm.scripted import Reply, ScriptedModel
 from agents.modes import RunConfig, act_only, react, think_only
 from agents.trace import Trace
@@ -164,3 +165,29 @@ def test_bad_step_or_protocol_is_a_value_error():
     with pytest.raises(ValueError, match="max_steps"):
         fork(original, 2, "x", ScriptedModel([]), REGISTRY, RunConfig(max_steps=2))
     assert original.of(FinalAnswer)
+
+
+def test_start_fork_is_a_run_to_poll_step_and_close():
+    """The UI's way in: a started one-mode ComparisonRun, stepping from the first live step on."""
+    original, _ = run("react", "text", TEXT_SCRIPT)
+    live = ScriptedModel(["Thought: check.\nAction: calculate\nAction Input: 2+2", "Final Answer: 4"])
+    forked = Trace("react", original.question)
+    handle = start_fork(original, 0, "3", registry=REGISTRY, config=RunConfig(max_steps=6),
+                        model_factory=lambda: live, stepping=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not handle.waiting_for_step and time.monotonic() < deadline:
+            if (item := handle.poll(timeout=0.02)) is not None:
+                forked.add(item[1])
+        assert handle.paused == ["react"] and len(live.requests) == 1
+        while (item := handle.poll(timeout=0.02)) is not None:
+            forked.add(item[1])
+        assert forked.of(Paused) == [Paused(2)]  # numbered in the conversation: the replayed step counts
+        handle.resume()
+        while (item := handle.poll(timeout=5)) is not None:
+            forked.add(item[1])
+    finally:
+        handle.close()
+    live.assert_done()
+    assert forked.answer == "4" and forked.of(Forked)[0].edited == "3"
+    assert live.requests[0].messages[-1] == {"role": "user", "content": "Observation: 3"}
