@@ -108,14 +108,17 @@ def ask_stepping(question: str, modes: list[str], *, stdin: TextIO, prompt_out: 
     try:
         while True:
             item = run.poll(timeout=0.05)
+            if item is None and stepping and run.waiting_for_step:
+                item = run.poll(timeout=0)  # an event queued just before the pause is shown before the prompt
+                if item is None:
+                    stepping = _ask_for_step(run, prompt_out, stdin)
+                    continue
             if item is not None:
                 traces[item[0]].add(item[1])
                 if on_event:
                     on_event(*item)
             elif run.done:
                 break
-            elif stepping and run.waiting_for_step:
-                stepping = _ask_for_step(run, prompt_out, stdin)
     finally:
         run.close()
     for trace in traces.values():

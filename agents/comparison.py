@@ -211,7 +211,7 @@ class ComparisonRun:
     @property
     def paused(self) -> list[str]:
         """Modes waiting for :meth:`step` or :meth:`resume` now (a mode that has ended is never paused)."""
-        return [m for m in self.modes if self._gates[m].paused and m not in self._finished]
+        return [m for m in self.modes if self._gates[m].waiting and m not in self._finished]
 
     @property
     def waiting_for_step(self) -> bool:

@@ -63,6 +63,13 @@ class StepGate:
         with self._cond:
             self.started = 0
 
+    @property
+    def waiting(self) -> bool:
+        """Paused and not yet let go: False from the moment ``grant``/``release`` is called, not when
+        the mode's thread gets round to waking (so a caller never asks twice for the same step)."""
+        with self._cond:
+            return self.paused and not self._may_go()
+
     def _may_go(self) -> bool:
         return self.allowed is None or self.started < self.allowed or self.cancel.is_set()
 
@@ -73,13 +80,12 @@ class StepGate:
         """
         with self._cond:
             must_wait = not self._may_go()
-            if must_wait:
-                self.paused = True
         if must_wait:
             try:
-                yield Paused(self.started)
+                yield Paused(self.started)  # the consumer has it before anyone can see this mode waiting
                 began = time.monotonic()
                 with self._cond:
+                    self.paused = True
                     # Woken by grant/release/wake; the timeout only re-checks, it never ends the wait.
                     while not self._may_go():
                         self._cond.wait(60.0)

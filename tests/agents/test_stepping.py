@@ -9,6 +9,7 @@ import pytest
 
 from agents.comparison import ComparisonRun
 from agents.events import FinalAnswer, LLMError, Paused, Resumed, Usage
+from agents.llm import watchdog
 from agents.llm.gate import gate_for
 from agents.llm.hf import HFInferenceModel
 from agents.llm.scripted import ScriptedModel
@@ -117,7 +118,8 @@ def test_pause_switches_a_running_run_to_stepping():
 def test_over_http_a_paused_run_holds_no_request_no_slot_and_outlives_the_timeouts(protocol):
     """The real client against the stub server: LLM_TIMEOUT, LLM_MAX_DURATION and LLM_MAX_CONCURRENT are tiny."""
     with StubLLMServer() as server:
-        settings = LLMSettings(base_url=server.url, model="stub", timeout_s=0.3, max_duration_s=0.5, max_concurrent=1)
+        # Small limits, yet roomy enough for a real call on a loaded 2-core machine; the pause outlasts both.
+        settings = LLMSettings(base_url=server.url, model="stub", timeout_s=1.0, max_duration_s=1.5, max_concurrent=1)
         run, traces = stepping_run(model_factory=lambda: HFInferenceModel(settings),
                                    config=RunConfig(protocol=protocol))
         try:
@@ -128,8 +130,9 @@ def test_over_http_a_paused_run_holds_no_request_no_slot_and_outlives_the_timeou
                 time.sleep(0.01)
             assert server.in_flight == 0
             assert gate_for(settings.server_key(), 1).in_flight == 0  # no LLM_MAX_CONCURRENT slot held
-            time.sleep(1.2)  # longer than both limits: nothing may fire while the class talks
-            assert run.waiting_for_step and not any(t.of(LLMError) for t in traces.values())
+            assert not watchdog._watchdog._watches  # no call's clock is running
+            time.sleep(2.0)  # longer than both limits: nothing may fire while the class talks
+            assert run.waiting_for_step and not any(t.of(LLMError) for t in traces.values()), {m: t.error for m, t in traces.items()}
             requests = len(server.requests)
             run.step()
             drain(run, traces, lambda r: False)
@@ -137,7 +140,26 @@ def test_over_http_a_paused_run_holds_no_request_no_slot_and_outlives_the_timeou
             for mode in ("act", "react"):
                 trace = traces[mode]
                 assert trace.error is None and trace.answer is not None and "396" in trace.answer, trace.to_markdown()
-                assert trace.elapsed_s < 1.2  # the pause is not counted as running time
+                assert trace.elapsed_s < 2.0  # the pause is not counted as running time
                 assert isinstance(trace.of(FinalAnswer)[0], FinalAnswer) and trace.llm_calls == len(trace.of(Usage))
         finally:
             run.close()
+
+
+def test_a_mode_is_no_longer_paused_the_moment_it_is_let_go():
+    """A caller that polls right after step() must not see the same pause again (it would step twice)."""
+    from agents.stepping import StepGate
+
+    gate = StepGate(threading.Event())
+    assert list(gate.before_call()) == []  # the first call is always allowed
+    seen: list = []
+    worker = threading.Thread(target=lambda: seen.extend(gate.before_call()))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not gate.waiting and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert gate.waiting and seen == [Paused(1)]  # the event was handed over before the mode counts as waiting
+    gate.grant()
+    assert not gate.waiting  # at once, before the waiting thread has even run again
+    worker.join(5)
+    assert isinstance(seen[-1], Resumed) and gate.started == 2
