@@ -62,6 +62,8 @@ def prepare_fork(
     """Check the fork now (ValueError) and return it as a mode source: ``(model, config) → events``."""
     if not isinstance(new_observation, str):
         raise ValueError("the edited observation must be text")
+    if not isinstance(step_index, int) or isinstance(step_index, bool):
+        raise ValueError("the step to fork from must be a whole number (0 for the first observation)")
     if trace.mode == "think":
         return _think_source(trace, step_index, new_observation, registry)
     if trace.mode not in FORKABLE:
@@ -107,11 +109,13 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
     original = events[target]
     if original.output == THIRD_REPEAT and original.is_error:
         raise ValueError("that observation was never sent to the model (the loop stopped a repeated call)")
+    # The teacher's text is what the tool "said" now: not an error, not from the cache (the model sees text only).
+    changed = original if edited == original.output else replace(original, output=edited, is_error=False, cached=False)
     owner = _owner(events, start, target)
     end = max(i for i in observed if i >= target and _owner(events, start, i) == owner)
     replies = [e for e in events[start:end] if isinstance(e, Usage) and e.reply is not None]
     _check_recorded(replies, config)
-    observations = [replace(e, output=edited) if i == target else e for i, e in enumerate(events) if start <= i <= end
+    observations = [changed if i == target else e for i, e in enumerate(events) if start <= i <= end
                     and isinstance(e, Observation) and not (e.output == THIRD_REPEAT and e.is_error)]
     while end + 1 < len(events) and isinstance(events[end + 1], Forked):
         end += 1  # an earlier fork's marker stays with its observation: the history of edits is kept
@@ -123,7 +127,7 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
             prefix.append(marker)  # after the edited observation and any earlier edits of it
             placed = True
         if not isinstance(event, Paused | Resumed):  # the original run's stepping is not the fork's
-            prefix.append(replace(event, output=edited) if i == target else event)
+            prefix.append(changed if i == target else event)
     if not placed:
         prefix.append(marker)
     return ForkPlan(replies, observations, prefix)

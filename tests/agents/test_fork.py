@@ -191,3 +191,14 @@ def test_start_fork_is_a_run_to_poll_step_and_close():
     live.assert_done()
     assert forked.answer == "4" and forked.of(Forked)[0].edited == "3"
     assert live.requests[0].messages[-1] == {"role": "user", "content": "Observation: 3"}
+
+
+def test_an_edited_tool_error_is_no_longer_an_error_and_a_bad_step_type_is_refused():
+    broken = ["Action: calculate\nAction Input: one+1", "Final Answer: 2"]
+    original, _ = run("act", "text", broken)
+    assert original.of(Observation)[0].is_error
+    forked, _ = run_fork(original, 0, "2", ["Final Answer: 2"], "text")
+    assert not forked.of(Observation)[0].is_error and forked.of(Observation)[0].output == "2"
+    for bad in ("0", True, 0.5):
+        with pytest.raises(ValueError, match="whole number"):
+            fork(original, bad, "x", ScriptedModel([]), REGISTRY, RunConfig())
