@@ -202,3 +202,33 @@ def test_an_edited_tool_error_is_no_longer_an_error_and_a_bad_step_type_is_refus
     for bad in ("0", True, 0.5):
         with pytest.raises(ValueError, match="whole number"):
             fork(original, bad, "x", ScriptedModel([]), REGISTRY, RunConfig())
+
+
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+def test_over_http_the_answer_follows_the_edited_observation(protocol):
+    """The real client against the stub server, whose toy model answers with whatever the calculator said."""
+    from agents.comparison import compare
+    from agents.llm.hf import HFInferenceModel
+    from agents.llm.settings import LLMSettings
+    from agents.llm.stub_server import StubLLMServer
+    from tools.calculator import calculate as real_calculate
+
+    registry, config = ToolRegistry([real_calculate]), RunConfig(protocol=protocol)
+    with StubLLMServer() as server:
+        settings = LLMSettings(base_url=server.url, model="stub", timeout_s=10)
+        factory = lambda: HFInferenceModel(settings)  # noqa: E731
+        original = compare("What is 17 * 23 + 5?", ["react"], model_factory=factory, registry=registry,
+                           config=config)["react"]
+        assert "396" in original.answer
+        loaded = Trace.from_dict(json.loads(original.to_json()))  # as a teacher would, from an export
+        handle = start_fork(loaded, 0, "400", registry=registry, config=config, model_factory=factory)
+        forked = Trace("react", loaded.question)
+        try:
+            while (item := handle.poll(timeout=10)) is not None:
+                forked.add(item[1])
+        finally:
+            handle.close()
+        sent = server.requests[-1].body["messages"]
+    assert "400" in forked.answer and forked.error is None and forked.of(Forked)[0].original == "396"
+    assert sent[-1]["content"] in ("Observation: 400", "400")
+    assert forked.llm_calls == original.llm_calls  # the replayed call keeps its recorded usage; one live call
