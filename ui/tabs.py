@@ -80,8 +80,9 @@ def presentation_toggle() -> gr.Checkbox:
     return box
 
 
-def examples(question: gr.Textbox) -> list[gr.Button]:
-    """Example buttons in one tab per category; a click fills the question box in the browser (no server call)."""
+def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[gr.Button]:
+    """Example buttons in one tab per category; a click fills the question box (and the expected answer,
+    emptied for an example without a stable one) in the browser (no server call)."""
     buttons = []
     with gr.Tabs(elem_id="examples"):
         for category, items in by_category():
@@ -90,7 +91,11 @@ def examples(question: gr.Textbox) -> list[gr.Button]:
                     for ex in items:
                         btn = gr.Button(ex.label, size="sm", variant="secondary", elem_classes="example-btn",
                                         min_width=80, scale=0)
-                        btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
+                        if expected is None:
+                            btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
+                        else:
+                            btn.click(fn=None, outputs=[question, expected],
+                                      js=f"() => {json.dumps([ex.question, ex.answer or ''])}")
                         buttons.append(btn)
                     gr.Markdown(f"_{category.blurb}_", elem_classes="example-cat")
     return buttons
