@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import httpx
 import pytest
 
 pytest.importorskip("mcp", reason="gradio[mcp] is not installed")
@@ -100,3 +101,23 @@ def test_parse_modes():
     assert mcp_tool.parse_modes(["react", "Think"]) == ("think", "react")
     assert mcp_tool.parse_modes("act, react") == ("act", "react")
     assert "Unknown mode" in mcp_tool.parse_modes(["x"]) and "list" in mcp_tool.parse_modes(3)
+
+
+def test_gradio_schema_route_lists_only_the_tool(url):
+    schema = httpx.get(url.rstrip("/") + "/schema", timeout=30).json()
+    assert [t["name"] for t in schema] == ["compare_reasoning_modes"]
+
+
+def test_restrict_keeps_one_tool_and_fails_closed():
+    class Server:  # what gradio.mcp.GradioMCPServer builds: every public endpoint, named after its function
+        tool_prefix = "space_"
+        tool_to_endpoint = {"space_compare": "/compare", "space_play": "/replay",
+                            "space_compare_reasoning_modes": "/compare_reasoning_modes"}
+
+    server = Server()
+    mcp_tool.restrict(server)
+    assert server.tool_to_endpoint == {"compare_reasoning_modes": "/compare_reasoning_modes"}
+    assert server.tool_prefix == ""
+    server.tool_to_endpoint = {"space_compare": "/compare"}
+    mcp_tool.restrict(server)
+    assert server.tool_to_endpoint == {}
