@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -15,7 +16,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 import app
-from agents.llm.stub_server import StubLLMServer
+from agents.llm.stub_server import StubLLMServer, StubReply
 from ui import mcp_tool
 
 QUESTION = "What is 17 * 23 + 5?"
@@ -121,3 +122,27 @@ def test_restrict_keeps_one_tool_and_fails_closed():
     server.tool_to_endpoint = {"space_compare": "/compare"}
     mcp_tool.restrict(server)
     assert server.tool_to_endpoint == {}
+
+
+def test_the_tool_waits_in_the_same_line_as_compare(kit, monkeypatch):
+    """One slot: a Compare run holds it, so the MCP call waits for it instead of running beside it."""
+    monkeypatch.setattr(app, "RUN_CONCURRENCY", 1)
+    monkeypatch.setattr(app, "QUEUE_SIZE", 1)
+
+    def slow(body: dict) -> StubReply:
+        return StubReply(text="Thought: thinking.\nFinal Answer: 42", first_token_delay=1.0)
+
+    with StubLLMServer(slow) as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as base:
+            posted = httpx.post(f"{base}gradio_api/call/compare", timeout=10, json={"data": [
+                "question one", "Think", "stub", "text", 5, 0.2, ["calculate"], "None", None]})
+            assert posted.status_code == 200
+            deadline = time.monotonic() + 10
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            res = mcp(base + "gradio_api/mcp/", lambda s: s.call_tool(
+                "compare_reasoning_modes", {"question": "question two", "modes": ["think"], "expected": "42"}))
+    assert not res.isError and json.loads(res.content[0].text)["modes"]["think"]["mark"] == "✓"
+    first, second = sorted(server.requests, key=lambda r: r.started)
+    assert second.started >= first.finished - 0.05  # it ran after Compare's run, not beside it
