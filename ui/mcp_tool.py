@@ -22,19 +22,23 @@ import importlib.util
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
 from agents.comparison import ComparisonRun, validate_question
 from agents.correctness import clean_expected, judge
+from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
+from agents.modes import RunConfig
 from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
 from ui.admission import Admission, Full
 from ui.launcher import launcher
 from ui.render import MODES
+from ui.session import ModelFactory, make_config
 from ui.verdicts import expected_problem
 
 log = logging.getLogger(__name__)
@@ -125,8 +129,8 @@ def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dic
     return {"question": question, "expected": expected, "modes": modes}
 
 
-async def run_traces(question: str, modes: tuple[str, ...], make_model: Any, registry: ToolRegistry,
-                     config: Any) -> dict[str, Trace]:
+async def run_traces(question: str, modes: tuple[str, ...], make_model: Callable[[], ChatModel],
+                     registry: ToolRegistry, config: RunConfig) -> dict[str, Trace]:
     """Run the modes to the end on the engine, collecting one :class:`Trace` each; closing (a cancelled
     call) stops every mode. Threads are started by the launcher, never on the event loop."""
     run = ComparisonRun(question, modes, model_factory=make_model, registry=registry, config=config)
@@ -154,10 +158,8 @@ async def run_traces(question: str, modes: tuple[str, ...], make_model: Any, reg
 
 
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
-             model_factory: Any = None) -> None:
+             model_factory: ModelFactory | None = None) -> None:
     """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
-    from ui.session import make_config  # the UI's defaults for the settings the tool does not take
-
     make = model_factory or HFInferenceModel
 
     async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
@@ -184,7 +186,7 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
         try:
             async for _place in ticket.wait():
                 pass
-            config = make_config("text", 5, 0.2, settings.max_tokens)
+            config = make_config("text", 5, 0.2, settings.max_tokens)  # the Compare tab's defaults
             traces = await run_traces(question, chosen, lambda: make(settings), registry, config)
         finally:
             ticket.release()
