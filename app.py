@@ -184,7 +184,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                         fourth=fourth, admission=admission, expected=expected or None):
                 yield as_outputs(frame)
 
-        run_event = gr.on([run_btn.click, question.submit], compare,
+        run_event = gr.on([run_btn.click, question.submit, expected.submit], compare,
                           inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens,
                                   expected],
                           outputs=outputs,
