@@ -50,7 +50,6 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
         kwargs["prevent_thread_lock"] = True
-        kwargs.setdefault("mcp_server", mcp_tool.mcp_enabled())
         result = super().launch(*args, **kwargs)
         serving.async_login_check(self.server_app, self)
         if block:

@@ -18,7 +18,9 @@ any visitor. ``APP_MCP=0`` turns the MCP server off.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import io
 import json
 import logging
 import os
@@ -73,7 +75,17 @@ def restrict(server: Any) -> None:
 
 
 class OneToolMCP:
-    """Mixin for ``gr.Blocks``: whenever Gradio creates its MCP server, :func:`restrict` it at once."""
+    """Mixin for ``gr.Blocks``: MCP on unless ``APP_MCP=0``, and whenever Gradio creates its MCP server,
+    :func:`restrict` it at once."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("mcp_server", mcp_enabled())
+        if kwargs["mcp_server"] and kwargs.get("quiet") and kwargs.get("prevent_thread_lock"):
+            # Gradio prints the MCP URL even when quiet, and a launcher that reads the app's first
+            # line of output (tests/app/fault_kit.py) would read that instead of its own.
+            with contextlib.redirect_stdout(io.StringIO()):
+                return super().launch(*args, **kwargs)  # type: ignore[misc]
+        return super().launch(*args, **kwargs)  # type: ignore[misc]
 
     @property
     def mcp_server_obj(self) -> Any:
