@@ -129,7 +129,8 @@ def about_tab(on_space: bool) -> None:
 
 Under each panel: steps (action → observation rounds), LLM calls, tool calls, tokens in/out (`~` = estimated),
 seconds, and flags for a *forced* answer (the step budget ran out) and *format retries* (the model broke the
-format and was re-prompted). After a run, the table compares the answers.
+format and was re-prompted). After a run, the table compares the answers; with an **Expected answer** (under the
+question, filled in by the examples that have one) it marks each mode ✓ or ✗ by the ReAct paper's scoring, F1 beside.
 
 ### Three ways to give it a model
 1. `HF_TOKEN` — a Hugging Face token with *Inference Providers* permission (the Hugging Face router).
@@ -149,5 +150,6 @@ for think, act, react, *rest in job:  # streamed updates: the three panels first
     pass
 print(job.result()[:3])
 ```
+AI assistants can use the app as an MCP server at `/gradio_api/mcp/` (one tool, `compare_reasoning_modes`; see the README).
 """
     )
