@@ -146,3 +146,12 @@ def test_the_tool_waits_in_the_same_line_as_compare(kit, monkeypatch):
     assert not res.isError and json.loads(res.content[0].text)["modes"]["think"]["mark"] == "✓"
     first, second = sorted(server.requests, key=lambda r: r.started)
     assert second.started >= first.finished - 0.05  # it ran after Compare's run, not beside it
+
+
+def test_an_unconfigured_app_says_why_in_one_line(kit):
+    from agents.llm.settings import LLMSettings
+
+    demo = app.build_demo(settings=LLMSettings(model="stub"), registry=kit.registry())
+    with kit.launched(demo) as base:
+        res = mcp(base + "gradio_api/mcp/", lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION}))
+    assert res.isError and "HF_TOKEN" in res.content[0].text and "Traceback" not in res.content[0].text
