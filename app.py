@@ -20,14 +20,15 @@ from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
-from ui import serving, sessions, tabs
+from ui import mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
-from ui.inputs import compare_problem, lenient, protocol_value
+from ui.inputs import OptionalTrailingInputs, compare_problem, lenient, protocol_value
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
+from ui.verdicts import MAX_EXPECTED_CHARS, expected_problem
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
@@ -39,8 +40,12 @@ MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
-class ClassroomBlocks(gr.Blocks):
-    """``gr.Blocks`` whose server, once launched, checks logins on the event loop (see ui/serving.py)."""
+class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
+    """``gr.Blocks`` whose server, once launched, checks logins on the event loop (see ui/serving.py),
+    serves MCP with one tool unless ``APP_MCP=0`` (ui/mcp_tool.py), and lets REST callers of ``/compare``
+    omit its last input (``expected``, added later)."""
+
+    optional_tail = {"compare": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -85,7 +90,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                 elem_id="mode")
                 run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
                 stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
-            tabs.examples(question)
+            expected = gr.Textbox(show_label=False, container=False, lines=1, max_lines=1, elem_id="expected",
+                                  label="Expected answer", max_length=MAX_EXPECTED_CHARS,
+                                  placeholder="Expected answer (optional): each mode's answer is then marked ✓ / ✗")
+            tabs.examples(question, expected)
             with gr.Row(elem_id="status-row"):
                 status = gr.Markdown("", label="Status", elem_id="run-status")
                 tabs.presentation_toggle()
@@ -153,17 +161,17 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                           max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                          fourth: str = "None", max_tokens: float | None = None,
+                          fourth: str = "None", max_tokens: float | None = None, expected: str | None = None,
                           oauth_token: gr.OAuthToken | None = None):
             """Run the question through the chosen modes in parallel; streams the three panels, then
             the three metrics lines, the status line, the comparison table, the export files, and the
-            optional fourth (hybrid) panel with its metrics. ``max_tokens`` (the last input) caps each reply;
-            None: LLM_MAX_TOKENS."""
+            optional fourth (hybrid) panel with its metrics. ``max_tokens`` caps each reply (None: LLM_MAX_TOKENS);
+            ``expected`` (the last input, optional) marks each mode's answer ✓ / ✗ in the table and metrics."""
             # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); they are checked
             # here and in live_run (one clear line, no model call), which saves Gradio a thread hop per input.
             problem = validate_question(question) or compare_problem(
                 mode=mode, model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
-                tools=tools, fourth=fourth, registry=registry, max_tokens=max_tokens)
+                tools=tools, fourth=fourth, registry=registry, max_tokens=max_tokens) or expected_problem(expected)
             if problem is not None:
                 yield as_outputs(refusal(problem))
                 return
@@ -172,11 +180,12 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             enabled = registry.subset(tools)
             config = make_config(protocol_value(protocol), max_steps, temperature, max_tokens)
             async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
-                                        fourth=fourth, admission=admission):
+                                        fourth=fourth, admission=admission, expected=expected or None):
                 yield as_outputs(frame)
 
-        run_event = gr.on([run_btn.click, question.submit], compare,
-                          inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens],
+        run_event = gr.on([run_btn.click, question.submit, expected.submit], compare,
+                          inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens,
+                                  expected],
                           outputs=outputs,
                           # no limit in Gradio's queue, which would leave waiting visitors with a frozen page:
                           # the run waits in `admission` instead, showing its place in line
@@ -214,6 +223,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         stop_btn.click(fn=None, cancels=[run_event, replay_event]).then(
             stopped, inputs=[*chats, chat4], outputs=[*chats, chat4, status], api_visibility="private",
             show_progress="hidden")
+
+        mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool's endpoint
 
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:

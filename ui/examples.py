@@ -23,6 +23,7 @@ class Example:
     label: str  # short button text
     question: str
     demonstrates: str  # what to watch for in the panels
+    answer: str | None = None  # the expected answer when it is stable (None: a fresh fact, or no single answer)
 
 
 CATEGORIES: tuple[Category, ...] = (
@@ -42,7 +43,7 @@ EXAMPLES: tuple[Example, ...] = (
     # knowledge
     Example("knowledge", "Pride and Prejudice",
             "Who wrote the novel 'Pride and Prejudice'?",
-            "All three answer; Act/ReAct spend a search to confirm what Think already knew."),
+            "All three answer; Act/ReAct spend a search to confirm what Think already knew.", "Jane Austen"),
     Example("knowledge", "Gold's symbol",
             "What is the chemical symbol for gold, and which Latin word does it come from?",
             "Textbook knowledge: Think answers in one call."),
@@ -62,7 +63,8 @@ EXAMPLES: tuple[Example, ...] = (
     # multi-hop
     Example("multihop", "Hitchhiker's author's college",
             "Which college did the author of 'The Hitchhiker's Guide to the Galaxy' attend, and in which city is it?",
-            "Find the author first, then the college: the second lookup depends on the first."),
+            "Find the author first, then the college: the second lookup depends on the first.",
+            "St John's College, Cambridge"),
     Example("multihop", "Where the Rhine ends",
             "What is the population of the capital of the country where the Rhine flows into the sea?",
             "Three hops: river → country → capital → population."),
@@ -72,26 +74,26 @@ EXAMPLES: tuple[Example, ...] = (
     # arithmetic
     Example("arithmetic", "17 × 23 + 5",
             "What is 17 * 23 + 5?",
-            "Small but exact: Think often gets it right, sometimes not."),
+            "Small but exact: Think often gets it right, sometimes not.", "396"),
     Example("arithmetic", "987654 × 123457",
             "What is 987654 * 123457?",
-            "Twelve digits: mental multiplication fails, the calculator does not."),
+            "Twelve digits: mental multiplication fails, the calculator does not.", "121932799878"),
     Example("arithmetic", "Seconds in 13 weeks",
             "How many seconds are there in 13 weeks?",
-            "A unit chain (weeks → days → hours → seconds) where one slip ruins the answer."),
+            "A unit chain (weeks → days → hours → seconds) where one slip ruins the answer.", "7862400"),
     Example("arithmetic", "3.7% of 48,250",
             "What is 3.7% of 48,250, rounded to two decimals?",
-            "Percentages and rounding: exact arithmetic matters."),
+            "Percentages and rounding: exact arithmetic matters.", "1785.25"),
     # code
     Example("code", "30th Fibonacci number",
             "What is the 30th Fibonacci number (with F(1) = F(2) = 1)? Compute it with code.",
-            "A loop the REPL runs in milliseconds."),
+            "A loop the REPL runs in milliseconds.", "832040"),
     Example("code", "Primes below 10,000",
             "How many prime numbers are there below 10,000?",
-            "Counting is hard in your head and trivial in Python."),
+            "Counting is hard in your head and trivial in Python.", "1229"),
     Example("code", "Sort the words",
             "Sort these words by length, then alphabetically: pear, fig, banana, kiwi, apple, date.",
-            "A small program beats reasoning about ties."),
+            "A small program beats reasoning about ties.", "fig, date, kiwi, pear, apple, banana"),
 )
 
 

@@ -181,7 +181,9 @@ def header(data: dict[str, Any]) -> dict[str, Any]:
     """What replay shows besides the events: question, selection, settings, and each mode's elapsed time."""
     traces = traces_of(data)
     question = data.get("question") or next((t.get("question") for t in traces.values() if t.get("question")), "")
+    expected = data.get("expected") if isinstance(data.get("expected"), str) else None  # absent in older exports
     return {"question": question, "selection": data.get("selection"), "settings": data.get("settings") or {},
+            "expected": expected,
             "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])), default=0.0))
                       for m, t in traces.items()}}
 

@@ -26,7 +26,8 @@ from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES, Trace
 from ui import recording
 from ui.recording import MAX_REPLAY_BYTES, ReplayError
-from ui.render import MODES, PANEL_MODES, agreement, comparison_markdown, comparison_rows
+from ui.render import MODES, PANEL_MODES, agreement, comparison_rows
+from ui.verdicts import comparison_table, export_fields
 
 FORMAT = "think-act-react/run@1"
 SPEEDS = {"1× (original pace)": 1.0, "2×": 2.0, "4×": 4.0, "instant": 0.0}
@@ -57,7 +58,7 @@ def run_settings(settings: LLMSettings, *, protocol: str, max_steps: int, temper
 
 
 def export_dict(question: str, selection: str, traces: dict[str, Trace], settings: dict[str, Any],
-                started_at: float | None = None, stopped: bool = False) -> dict[str, Any]:
+                started_at: float | None = None, stopped: bool = False, expected: str | None = None) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "question": question,
@@ -67,6 +68,7 @@ def export_dict(question: str, selection: str, traces: dict[str, Trace], setting
         "settings": settings,
         "elapsed_s": round(max((t.elapsed_s for t in traces.values()), default=0.0), 4),
         "comparison": {"rows": comparison_rows(traces), "agreement": agreement(traces)},
+        **export_fields(traces, expected, question),  # "expected" and each mode's ✓/✗ verdict
         "traces": {mode: trace.to_dict() for mode, trace in traces.items()},
     }
 
@@ -87,7 +89,7 @@ def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None
         "",
         "## Comparison",
         "",
-        comparison_markdown(traces),
+        comparison_table(traces, data.get("expected") if isinstance(data.get("expected"), str) else None),
         "",
     ]
     for trace in traces.values():
@@ -143,6 +145,7 @@ class Recording:
     selection: str
     traces: dict[str, Trace]
     settings: dict[str, Any] = field(default_factory=dict)
+    expected: str | None = None  # the expected answer, if the run had one (older exports: none)
     schedule_path: Path | None = None  # one ``[t, mode, event]`` per line, read lazily while playing
 
     def events(self) -> Iterator[tuple[float, str, Event]]:
@@ -172,7 +175,8 @@ def traces_from_export(data: dict[str, Any]) -> dict[str, Trace]:
 def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
     question = str(head.get("question") or "")
     selection = str(head.get("selection") or (MODE_TITLES[next(iter(traces))] if len(traces) == 1 else "All"))
-    return Recording(question, selection, traces, dict(head.get("settings") or {}))
+    expected = head.get("expected") if isinstance(head.get("expected"), str) else None
+    return Recording(question, selection, traces, dict(head.get("settings") or {}), expected)
 
 
 def load_recording(source: str | Path | bytes) -> Recording:

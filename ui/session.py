@@ -31,7 +31,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
-from ui import render
+from ui import render, verdicts
 from ui.admission import Admission, Full
 from ui.inputs import MAX_TOKENS_LIMIT
 from ui.launcher import launcher as _launcher
@@ -120,8 +120,8 @@ class Frame:
 class _View:
     """Panels + traces of the modes in play; renders a Frame."""
 
-    def __init__(self, question: str, selection: str, modes: tuple[str, ...]) -> None:
-        self.selection, self.modes = selection, modes
+    def __init__(self, question: str, selection: str, modes: tuple[str, ...], expected: str | None = None) -> None:
+        self.selection, self.modes, self.expected = selection, modes, expected
         self.traces = {m: Trace(m, question) for m in modes}
         self.panels = {m: Panel(m) for m in modes}
         self.started = time.perf_counter()
@@ -144,7 +144,8 @@ class _View:
         key = (self._steps[mode], round(trace.elapsed_s, 1), running)
         cached = self._metrics.get(mode)
         if cached is None or cached[0] != key:
-            cached = (key, render.metrics_markdown(trace, running=running))
+            line = render.metrics_markdown(trace, running=running)
+            cached = (key, verdicts.metrics_with_verdict(line, trace, self.expected, running=running))
             self._metrics[mode] = cached
         return cached[1]
 
@@ -243,6 +244,7 @@ async def live_run(
     export: bool = True,
     fourth: str | None = None,
     admission: Admission | None = None,
+    expected: str | None = None,
 ) -> AsyncIterator[Frame]:
     """Run the selected modes (plus an optional hybrid in the fourth panel) in parallel and yield
     frames until they all finish. With ``admission``, first wait for a slot, showing the place in line."""
@@ -271,7 +273,7 @@ async def live_run(
                 yield waiting(place, admission.running)
         modes = MODE_CHOICES[selection] + ((hybrid,) if hybrid else ())
         async for frame in _run(question, selection, modes, settings, registry, config, model_factory=model_factory,
-                                throttle=throttle, export=export):
+                                throttle=throttle, export=export, expected=expected):
             yield frame
     finally:
         if ticket is not None:
@@ -288,13 +290,13 @@ def waiting(place: int, running: int) -> Frame:
 
 async def _run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
                config: RunConfig, *, model_factory: ModelFactory | None, throttle: float,
-               export: bool) -> AsyncIterator[Frame]:
+               export: bool, expected: str | None = None) -> AsyncIterator[Frame]:
     """The run itself: the loop collects the modes' events every :data:`POLL_S` and yields throttled frames.
 
     Polling, not a thread per run waking the loop: on 2 cores with 50 runs, those 50 extra threads and
     their hand-offs (each a GIL acquisition) delayed every visitor's frames; a poll costs microseconds,
     and the three panels' first tokens, arriving together, share one frame."""
-    view = _View(question, selection, modes)
+    view = _View(question, selection, modes, expected)
     where = render.plain(settings.describe())
     make = model_factory or HFInferenceModel
     run = ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
@@ -344,9 +346,10 @@ async def _run(question: str, selection: str, modes: tuple[str, ...], settings: 
     status = run_status(view.traces, elapsed, where, failure)
     files = None
     if export:  # off the event loop: other visitors' frames keep flowing while the files are written
-        data = export_dict(question, selection, view.traces, config_settings(settings, config, registry))
+        data = export_dict(question, selection, view.traces, config_settings(settings, config, registry),
+                           expected=expected)
         files = list(await asyncio.to_thread(write_exports, data, None, view.traces))
-    yield view.frame(status, final=True, table=render.comparison_markdown(view.traces), files=files)
+    yield view.frame(status, final=True, table=verdicts.comparison_table(view.traces, expected), files=files)
 
 
 def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegistry) -> dict[str, Any]:
@@ -367,7 +370,7 @@ async def replay(recording: Recording, speed: str | float, *, throttle: float = 
     """
     factor = speed_factor(speed)
     modes = tuple(m for m in PANEL_MODES if m in recording.traces)
-    view = _View(recording.question, recording.selection, modes)
+    view = _View(recording.question, recording.selection, modes, recording.expected)
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
     status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
     _track(+1)
@@ -397,7 +400,7 @@ async def replay(recording: Recording, speed: str | float, *, throttle: float = 
             trace.elapsed_s = recording.traces[m].elapsed_s
             view.panels[m].finish()
         done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
-        yield view.frame(done, final=True, table=render.comparison_markdown(view.traces))
+        yield view.frame(done, final=True, table=verdicts.comparison_table(view.traces, recording.expected))
     finally:
         _track(-1)
         recording.discard()

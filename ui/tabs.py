@@ -80,8 +80,9 @@ def presentation_toggle() -> gr.Checkbox:
     return box
 
 
-def examples(question: gr.Textbox) -> list[gr.Button]:
-    """Example buttons in one tab per category; a click fills the question box in the browser (no server call)."""
+def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[gr.Button]:
+    """Example buttons in one tab per category; a click fills the question box (and the expected answer,
+    emptied for an example without a stable one) in the browser (no server call)."""
     buttons = []
     with gr.Tabs(elem_id="examples"):
         for category, items in by_category():
@@ -90,7 +91,11 @@ def examples(question: gr.Textbox) -> list[gr.Button]:
                     for ex in items:
                         btn = gr.Button(ex.label, size="sm", variant="secondary", elem_classes="example-btn",
                                         min_width=80, scale=0)
-                        btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
+                        if expected is None:
+                            btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
+                        else:
+                            btn.click(fn=None, outputs=[question, expected],
+                                      js=f"() => {json.dumps([ex.question, ex.answer or ''])}")
                         buttons.append(btn)
                     gr.Markdown(f"_{category.blurb}_", elem_classes="example-cat")
     return buttons
@@ -124,7 +129,8 @@ def about_tab(on_space: bool) -> None:
 
 Under each panel: steps (action → observation rounds), LLM calls, tool calls, tokens in/out (`~` = estimated),
 seconds, and flags for a *forced* answer (the step budget ran out) and *format retries* (the model broke the
-format and was re-prompted). After a run, the table compares the answers.
+format and was re-prompted). After a run, the table compares the answers; with an **Expected answer** (under the
+question, filled in by the examples that have one) it marks each mode ✓ or ✗ by the ReAct paper's scoring, F1 beside.
 
 ### Three ways to give it a model
 1. `HF_TOKEN` — a Hugging Face token with *Inference Providers* permission (the Hugging Face router).
@@ -144,5 +150,6 @@ for think, act, react, *rest in job:  # streamed updates: the three panels first
     pass
 print(job.result()[:3])
 ```
+AI assistants can use the app as an MCP server at `/gradio_api/mcp/` (one tool, `compare_reasoning_modes`; see the README).
 """
     )

@@ -1,0 +1,157 @@
+"""The app as an MCP server: driven through the ``mcp`` client library (streamable HTTP) against the app
+launched on loopback with the local stub model server. Exactly one tool; it answers and marks ✓ / ✗."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+
+pytest.importorskip("mcp", reason="gradio[mcp] is not installed")
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+import app
+from agents.llm.stub_server import StubLLMServer, StubReply
+from ui import mcp_tool
+
+QUESTION = "What is 17 * 23 + 5?"
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLMServer(latency=0.05, token_delay=0.001) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def url(stub, kit):
+    demo = app.build_demo(settings=kit.settings(stub, token="hf_SECRET_TOKEN_XYZ"), registry=kit.registry())
+    with kit.launched(demo) as base:
+        yield base.rstrip("/") + "/gradio_api/mcp/"
+
+
+async def _session(url: str, work):
+    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        return await work(session)
+
+
+def mcp(url: str, work):
+    return asyncio.run(asyncio.wait_for(_session(url, work), 60))
+
+
+def test_exactly_one_tool(url):
+    tools = mcp(url, lambda s: s.list_tools()).tools
+    assert [t.name for t in tools] == ["compare_reasoning_modes"]
+    schema = tools[0].inputSchema
+    assert set(schema["properties"]) == {"question", "modes", "expected"} and schema["required"] == ["question"]
+    assert "ReAct" in tools[0].description
+
+
+def test_call_answers_and_marks_each_mode(url, stub):
+    stub.requests.clear()
+    res = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION, "expected": "396"}))
+    assert not res.isError, res.content
+    data = json.loads(res.content[0].text)
+    assert data["expected"] == "396" and list(data["modes"]) == ["think", "act", "react"]
+    act, react, think = data["modes"]["act"], data["modes"]["react"], data["modes"]["think"]
+    assert act["answer"] == "396" and act["mark"] == "✓" and act["correct"] is True and act["f1"] == 1.0
+    assert react["mark"] == "✓" and react["steps"] == 1 and "calculate" in react["trace"]
+    assert think["mark"] == "✗" and think["steps"] == 0  # the stub's Think-only can only guess
+    assert react["tokens"]["prompt"] > 0 and react["seconds"] >= 0 and react["llm_calls"] == 2
+    assert "hf_SECRET_TOKEN_XYZ" not in res.content[0].text
+    assert len(stub.requests) == 5  # it really ran: 1 think + 2 act + 2 react model calls
+
+
+def test_call_some_modes_without_expected(url):
+    res = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION, "modes": ["ReAct"]}))
+    data = json.loads(res.content[0].text)
+    assert list(data["modes"]) == ["react"] and data["modes"]["react"]["mark"] is None
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"question": "  "}, "Please type a question"),
+    ({"question": QUESTION, "modes": ["bogus"]}, "Unknown mode"),
+    ({"question": QUESTION, "expected": "x" * 600}, "limit"),
+])
+def test_bad_input_is_one_clear_error(url, arguments, message):
+    res = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", arguments))
+    assert res.isError and message in res.content[0].text
+
+
+def test_other_endpoints_are_not_tools(url):
+    for name in ("compare", "play", "replay", "show", "prompts", "benchmark", "calculate", "python_repl"):
+        res = mcp(url, lambda s, n=name: s.call_tool(n, {"question": QUESTION}))
+        assert res.isError, name
+
+
+def test_app_mcp_0_turns_it_off(monkeypatch):
+    monkeypatch.setenv("APP_MCP", "0")
+    assert mcp_tool.mcp_enabled() is False
+    monkeypatch.setenv("APP_MCP", "1")
+    assert mcp_tool.mcp_enabled() is True
+
+
+def test_parse_modes():
+    assert mcp_tool.parse_modes(None) == ("think", "act", "react") == mcp_tool.parse_modes("All")
+    assert mcp_tool.parse_modes(["react", "Think"]) == ("think", "react")
+    assert mcp_tool.parse_modes("act, react") == ("act", "react")
+    assert "Unknown mode" in mcp_tool.parse_modes(["x"]) and "list" in mcp_tool.parse_modes(3)
+
+
+def test_gradio_schema_route_lists_only_the_tool(url):
+    schema = httpx.get(url.rstrip("/") + "/schema", timeout=30).json()
+    assert [t["name"] for t in schema] == ["compare_reasoning_modes"]
+
+
+def test_restrict_keeps_one_tool_and_fails_closed():
+    class Server:  # what gradio.mcp.GradioMCPServer builds: every public endpoint, named after its function
+        tool_prefix = "space_"
+        tool_to_endpoint = {"space_compare": "/compare", "space_play": "/replay",
+                            "space_compare_reasoning_modes": "/compare_reasoning_modes"}
+
+    server = Server()
+    mcp_tool.restrict(server)
+    assert server.tool_to_endpoint == {"compare_reasoning_modes": "/compare_reasoning_modes"}
+    assert server.tool_prefix == ""
+    server.tool_to_endpoint = {"space_compare": "/compare"}
+    mcp_tool.restrict(server)
+    assert server.tool_to_endpoint == {}
+
+
+def test_the_tool_waits_in_the_same_line_as_compare(kit, monkeypatch):
+    """One slot: a Compare run holds it, so the MCP call waits for it instead of running beside it."""
+    monkeypatch.setattr(app, "RUN_CONCURRENCY", 1)
+    monkeypatch.setattr(app, "QUEUE_SIZE", 1)
+
+    def slow(body: dict) -> StubReply:
+        return StubReply(text="Thought: thinking.\nFinal Answer: 42", first_token_delay=1.0)
+
+    with StubLLMServer(slow) as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as base:
+            posted = httpx.post(f"{base}gradio_api/call/compare", timeout=10, json={"data": [
+                "question one", "Think", "stub", "text", 5, 0.2, ["calculate"], "None", None]})
+            assert posted.status_code == 200
+            deadline = time.monotonic() + 10
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            res = mcp(base + "gradio_api/mcp/", lambda s: s.call_tool(
+                "compare_reasoning_modes", {"question": "question two", "modes": ["think"], "expected": "42"}))
+    assert not res.isError and json.loads(res.content[0].text)["modes"]["think"]["mark"] == "✓"
+    first, second = sorted(server.requests, key=lambda r: r.started)
+    assert second.started >= first.finished - 0.05  # it ran after Compare's run, not beside it
+
+
+def test_an_unconfigured_app_says_why_in_one_line(kit):
+    from agents.llm.settings import LLMSettings
+
+    demo = app.build_demo(settings=LLMSettings(model="stub"), registry=kit.registry())
+    with kit.launched(demo) as base:
+        res = mcp(base + "gradio_api/mcp/", lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION}))
+    assert res.isError and "HF_TOKEN" in res.content[0].text and "Traceback" not in res.content[0].text

@@ -1,0 +1,207 @@
+"""The app as an MCP server with exactly one tool, ``compare_reasoning_modes``.
+
+Gradio's built-in MCP server (``launch(mcp_server=True)``, served at ``/gradio_api/mcp/``) turns
+*every* public API endpoint into a tool, named after its Python function (gradio/mcp.py,
+``GradioMCPServer.get_tool_to_endpoint``; ``list_tools`` and ``call_tool`` both read that map).
+Here that would expose ``/compare``, ``/replay``, ``/prompts`` and the Benchmark tab's endpoints,
+which must stay public API endpoints (they are contracts). So :class:`OneToolMCP` narrows the map
+to our one tool the moment Gradio creates the server, before it serves anything; the tool
+registry's own tools (search, Python sandbox, ...) are never endpoints, so no MCP caller gets an
+open proxy to them.
+
+The tool runs on the engine (:class:`agents.comparison.ComparisonRun` → one :class:`Trace` per
+mode → :func:`agents.correctness.judge`), with the app's settings and defaults, the same input
+checks as Compare, and the same line (``ui/admission.py``): an MCP call waits for a slot like
+any visitor. ``APP_MCP=0`` turns the MCP server off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import io
+import json
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from agents.comparison import ComparisonRun, validate_question
+from agents.correctness import clean_expected, judge
+from agents.llm.base import ChatModel
+from agents.llm.hf import HFInferenceModel
+from agents.llm.settings import LLMSettings
+from agents.modes import RunConfig
+from agents.trace import MODE_TITLES, Trace
+from tools.registry import ToolRegistry
+from ui.admission import Admission, Full
+from ui.launcher import launcher
+from ui.render import MODES
+from ui.session import ModelFactory, make_config
+from ui.verdicts import expected_problem
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = "compare_reasoning_modes"
+POLL_S = 0.05  # how often the tool collects its run's events (it shows nothing until the end)
+_ALIASES = {"think": "think", "think-only": "think", "cot": "think", "act": "act", "act-only": "act",
+            "react": "react"}
+
+
+def mcp_enabled() -> bool:
+    """``APP_MCP`` (default on; ``0``/``false``/``off`` turns it off), and only if the ``mcp`` package is there."""
+    if os.environ.get("APP_MCP", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if importlib.util.find_spec("mcp") is None:
+        log.warning("APP_MCP is on but the mcp package is missing (pip install 'gradio[mcp]'): no MCP server")
+        return False
+    return True
+
+
+def restrict(server: Any) -> None:
+    """Leave ``compare_reasoning_modes`` as the server's only tool (none at all if it is missing).
+
+    No Space-name prefix either: the tool has the same name on a Space and on a laptop.
+    """
+    endpoint = "/" + TOOL_NAME
+    found = endpoint in server.tool_to_endpoint.values()
+    if not found:
+        log.error("MCP: the %s endpoint was not found; the MCP server offers no tool", endpoint)
+    server.tool_prefix = ""
+    server.tool_to_endpoint = {TOOL_NAME: endpoint} if found else {}
+
+
+class OneToolMCP:
+    """Mixin for ``gr.Blocks``: MCP on unless ``APP_MCP=0``, and whenever Gradio creates its MCP server,
+    :func:`restrict` it at once."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("mcp_server", mcp_enabled())
+        if kwargs["mcp_server"] and kwargs.get("quiet") and kwargs.get("prevent_thread_lock"):
+            # Gradio prints the MCP URL even when quiet, and a launcher that reads the app's first
+            # line of output (tests/app/fault_kit.py) would read that instead of its own.
+            with contextlib.redirect_stdout(io.StringIO()):
+                return super().launch(*args, **kwargs)  # type: ignore[misc]
+        return super().launch(*args, **kwargs)  # type: ignore[misc]
+
+    @property
+    def mcp_server_obj(self) -> Any:
+        return self.__dict__.get("_one_tool_mcp")
+
+    @mcp_server_obj.setter
+    def mcp_server_obj(self, server: Any) -> None:
+        if server is not None:
+            restrict(server)
+        self.__dict__["_one_tool_mcp"] = server
+
+
+def parse_modes(modes: Any) -> tuple[str, ...] | str:
+    """Mode names from the tool's argument (a list, or text such as "All" or "think, react") → mode ids,
+    or a one-line reason to refuse them."""
+    if modes is None or modes == "" or modes == []:
+        return MODES
+    if isinstance(modes, str):
+        modes = [m for m in modes.replace(",", " ").split()]
+    if not isinstance(modes, list | tuple) or not all(isinstance(m, str) for m in modes):
+        return "modes must be a list of mode names: think, act, react (or \"all\")."
+    if [m.lower() for m in modes] == ["all"]:
+        return MODES
+    unknown = [m for m in modes if m.strip().lower() not in _ALIASES]
+    if unknown:
+        return f"Unknown mode(s) {', '.join(repr(m) for m in unknown[:5])}: choose from think, act, react (or \"all\")."
+    chosen = {_ALIASES[m.strip().lower()] for m in modes}
+    return tuple(m for m in MODES if m in chosen)
+
+
+def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dict[str, Any]:
+    """What the tool returns: per mode the answer, ✓/✗ and F1 (with an expected answer), steps, tokens,
+    seconds and the trace as Markdown text."""
+    modes = {}
+    for mode, trace in traces.items():
+        verdict = judge(trace.answer, expected, question) if expected else None
+        modes[mode] = {
+            "title": MODE_TITLES.get(mode, mode),
+            "answer": trace.answer,
+            "correct": None if verdict is None else verdict.correct,
+            "mark": None if verdict is None else verdict.mark,
+            "f1": None if verdict is None else round(verdict.f1, 4),
+            "error": trace.error,
+            "forced": trace.forced,
+            "steps": len(trace.steps),
+            "llm_calls": trace.llm_calls,
+            "tool_calls": trace.tool_calls,
+            "tokens": {"prompt": trace.prompt_tokens, "completion": trace.completion_tokens,
+                       "estimated": trace.tokens_estimated},
+            "seconds": round(trace.elapsed_s, 2),
+            "trace": trace.to_markdown(),
+        }
+    return {"question": question, "expected": expected, "modes": modes}
+
+
+async def run_traces(question: str, modes: tuple[str, ...], make_model: Callable[[], ChatModel],
+                     registry: ToolRegistry, config: RunConfig) -> dict[str, Trace]:
+    """Run the modes to the end on the engine, collecting one :class:`Trace` each; closing (a cancelled
+    call) stops every mode. Threads are started by the launcher, never on the event loop."""
+    run = ComparisonRun(question, modes, model_factory=make_model, registry=registry, config=config)
+    traces = {m: Trace(m, question) for m in modes}
+    failed: list[Exception] = []
+
+    def start() -> None:
+        try:
+            run.start()
+        except Exception as exc:
+            log.exception("MCP run failed to start")
+            failed.append(exc)
+
+    try:
+        launcher.call(start)
+        while not run.done and not failed:
+            await asyncio.sleep(POLL_S)
+            while (item := run.poll(timeout=0)) is not None:
+                traces[item[0]].add(item[1])
+    finally:
+        launcher.start(run.close, "mcp-run-close")
+    if failed:
+        raise gr.Error(f"The run failed to start: {failed[0]}", print_exception=False)
+    return traces
+
+
+def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
+             model_factory: ModelFactory | None = None) -> None:
+    """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
+    make = model_factory or HFInferenceModel
+
+    async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
+                                      expected: str | None = None) -> str:
+        """Run one question through the Think-only, Act-only and ReAct reasoning modes of a language model side by
+        side (Yao et al., ReAct) and compare them: each mode's answer, whether it is right, its steps, tokens,
+        seconds and full trace. Returns JSON text.
+
+        Args:
+            question: The question to answer (at most 2,000 characters).
+            modes: Which modes to run: any of "think", "act", "react"; empty or "all" for all three.
+            expected: Optional expected answer; each mode is then marked ✓ or ✗ by the ReAct paper's scoring (normalised exact match, numbers by value) with its F1.
+        """
+        chosen = parse_modes(modes)
+        problem = validate_question(question) or (chosen if isinstance(chosen, str) else None) \
+            or expected_problem(expected) or (str(settings.problem()) if settings.problem() else None)
+        if problem is not None:
+            raise gr.Error(problem, print_exception=False)
+        assert isinstance(chosen, tuple)
+        try:
+            ticket = admission.ticket()
+        except Full as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        try:
+            async for _place in ticket.wait():
+                pass
+            config = make_config("text", 5, 0.2, settings.max_tokens)  # the Compare tab's defaults
+            traces = await run_traces(question, chosen, lambda: make(settings), registry, config)
+        finally:
+            ticket.release()
+        return json.dumps(result(question, clean_expected(expected), traces), ensure_ascii=False)
+
+    gr.api(compare_reasoning_modes, api_name=TOOL_NAME, concurrency_limit=None, concurrency_id="compare")
