@@ -124,7 +124,7 @@ def slow_policy(body: dict) -> StubReply:
 
 
 def run_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith(("bench-pump", "eval"))]
+    return [t for t in threading.enumerate() if t.name.startswith(("run-close", "eval"))]
 
 
 def test_closing_the_stream_cancels_the_workers_and_their_model_streams(kit, arith):

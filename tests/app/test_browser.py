@@ -175,7 +175,7 @@ def test_replayed_html_is_shown_not_executed(page, tmp_path):
 
 
 def test_closing_the_page_ends_its_replay(browser, url, tmp_path):
-    import ui.session as session
+    from ui.stream import live_count
 
     events = [(0.0, TokenDelta("Thought: a long day"))] + [(h * 3600.0, Thought(f"hour {h}")) for h in range(1, 24)]
     path = write_recording(tmp_path / "day.json", "A long day?", events + [(86_400.0, FinalAnswer("tomorrow"))])
@@ -188,9 +188,9 @@ def test_closing_the_page_ends_its_replay(browser, url, tmp_path):
     pg.click("#replay-btn")
     pg.wait_for_function("() => (document.querySelector('#panel-react')?.innerText || '').includes('a long day')",
                          timeout=15_000)
-    assert session._live >= 1
+    assert live_count() >= 1
     context.close()  # the visitor closes the tab
     deadline = time.monotonic() + 15
-    while session._live and time.monotonic() < deadline:
+    while live_count() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert session._live == 0  # the replay ended and its slot is free
+    assert live_count() == 0  # the replay ended and its slot is free
