@@ -322,8 +322,8 @@ def _layout(on_space: bool) -> dict[str, Any]:
                      file_types=[".csv", ".jsonl", ".json"], type="filepath", visible=False)
     with gr.Row(equal_height=True):
         modes = gr.CheckboxGroup([(MODE_LABELS[m], m) for m in EVAL_MODES], value=DEFAULT_MODES, label="Modes", scale=5)
-        run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150)
-        stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90)
+        run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150, elem_id="bench-run")
+        stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90, elem_id="bench-stop")
     progress = gr.Markdown("", elem_id="bench-progress")
     table = gr.Dataframe(label="Results per mode (live)", interactive=False, wrap=True)
     with gr.Row():
