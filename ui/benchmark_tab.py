@@ -204,7 +204,8 @@ class BenchView:
         """The summary, charts and files of every finished pair, whether the run ended, stopped or failed."""
         skip, redact = gr.skip(), self.settings.redact
         if self.last is None:
-            return f"⚠ The run failed: {plain(redact(str(outcome.failure)))}", skip, skip, skip, skip
+            line = "■ Stopped before it started." if outcome.stopped else f"⚠ The run failed: {plain(redact(str(outcome.failure)))}"
+            return line, skip, skip, skip, skip
         summary = self.last.summary()
         summary["wall_s"] = round(time.monotonic() - self.started, 3)
         summary["run"] = {"model": self.settings.model, "protocol": self.config.protocol,
