@@ -1,8 +1,8 @@
 """Think · Act · ReAct — the Gradio app (Hugging Face Space entry point).
 
 Layout and wiring only: the Compare handlers live in ``ui/compare_tab.py``, the Benchmark tab in
-``ui/benchmark_tab.py``, page pieces in ``ui/tabs.py`` (see ARCHITECTURE.md for the rest of ``ui/``). ``build_demo(settings, registry)`` lets tests
-inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN``, and
+``ui/benchmark_tab.py``, page pieces in ``ui/tabs.py`` (ARCHITECTURE.md maps the rest of ``ui/``).
+``build_demo(settings, registry)`` lets tests inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN``, and
 ``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, which ``launch()`` honours by itself).
 """
 
