@@ -1,34 +1,35 @@
 """Think · Act · ReAct — the Gradio app (Hugging Face Space entry point).
 
-Layout and wiring only: rendering lives in ``ui/render.py``, the run/replay streams in
-``ui/session.py``, page pieces in ``ui/tabs.py``. ``build_demo(settings, registry)`` lets tests
-inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN``, and
+Layout and wiring only: the Compare handlers live in ``ui/compare_tab.py``, the Benchmark tab in
+``ui/benchmark_tab.py``, page pieces in ``ui/tabs.py`` (ARCHITECTURE.md maps the rest of ``ui/``).
+``build_demo(settings, registry)`` lets tests inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN``, and
 ``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, which ``launch()`` honours by itself).
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
-from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui import mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
-from ui.inputs import OptionalTrailingInputs, compare_problem, lenient, protocol_value
+from ui.compare_tab import CompareTab
+from ui.frame import Outputs
+from ui.inputs import OptionalTrailingInputs, lenient
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
-from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
-from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
-from ui.verdicts import MAX_EXPECTED_CHARS, expected_problem
+from ui.replay import DEFAULT_SPEED, SPEEDS
+from ui.session import ModelFactory
+from ui.stream import Stops
+from ui.verdicts import MAX_EXPECTED_CHARS
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
@@ -77,155 +78,25 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         registry = default_registry()
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
-    models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
-    admission = Admission(RUN_CONCURRENCY, QUEUE_SIZE)  # this app's line of Compare runs
+    stops = Stops()  # each visitor's live streams, for the Stop buttons
 
     with ClassroomBlocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
-        backend_md, _banner = tabs.header(settings, on_space=on_space)
+        backend_md = tabs.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
-            with gr.Row(elem_id="ask-row", equal_height=True):
-                question = gr.Textbox(label="Question", show_label=False, lines=1, max_lines=5, scale=5,
-                                      placeholder="Ask a question, or pick an example below…", elem_id="question")
-                mode = gr.Radio(MODE_LABELS, value="All", label="Modes", show_label=False, scale=0, min_width=330,
-                                elem_id="mode")
-                run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
-                stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
-            expected = gr.Textbox(show_label=False, container=False, lines=1, max_lines=1, elem_id="expected",
-                                  label="Expected answer", max_length=MAX_EXPECTED_CHARS,
-                                  placeholder="Expected answer (optional): each mode's answer is then marked ✓ / ✗")
-            tabs.examples(question, expected)
-            with gr.Row(elem_id="status-row"):
-                status = gr.Markdown("", label="Status", elem_id="run-status")
-                tabs.presentation_toggle()
-            with gr.Row(elem_id="panels", equal_height=True):
-                chats, metrics = [], []
-                for key, label in (("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct")):
-                    with gr.Column(min_width=260, elem_classes="panel-col", elem_id=f"col-{key}"):
-                        chats.append(gr.Chatbot(label=label, elem_id=f"panel-{key}", elem_classes="panel-chat",
-                                                height=PANEL_HEIGHT, resizable=True, feedback_options=None, layout="panel",
-                                                group_consecutive_messages=False, buttons=["copy_all"],
-                                                placeholder=f"**{label}** — press Run"))
-                        metrics.append(gr.Markdown("", label=f"{label} metrics", elem_id=f"metrics-{key}",
-                                                   elem_classes="metrics"))
-                with gr.Column(min_width=260, elem_classes="panel-col", elem_id="col-fourth", visible=False) as col4:
-                    chat4 = gr.Chatbot(label="Hybrid", elem_id="panel-fourth", elem_classes="panel-chat",
-                                       height=PANEL_HEIGHT, resizable=True, feedback_options=None, layout="panel",
-                                       group_consecutive_messages=False, buttons=["copy_all"],
-                                       placeholder="**Hybrid** — pick one under Settings → Fourth panel")
-                    metrics4 = gr.Markdown("", label="Hybrid metrics", elem_id="metrics-fourth", elem_classes="metrics")
-            table = gr.Markdown("", label="Comparison", elem_id="comparison")
-            with gr.Row():
-                exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",
-                                  interactive=False, elem_id="exports", scale=3)
-                with gr.Column(scale=2, min_width=240, elem_id="replay-box"):
-                    replay_file = gr.File(label="Replay a saved run (JSON)", file_types=[".json"], type="filepath",
-                                          elem_id="replay-file")
-                    with gr.Row():
-                        speed = gr.Radio(list(SPEEDS), value=next(iter(SPEEDS)), label="Replay speed", scale=3)
-                        replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
-            with gr.Accordion("Settings", open=False, elem_id="settings"):
-                with gr.Row():
-                    model = gr.Dropdown(models, value=settings.model, allow_custom_value=True, label="Model",
-                                        info="HF router models with tool calling, or type any model id")
-                    protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
-                with gr.Row():
-                    max_steps = lenient(gr.Slider(1, 10, value=5, step=1, label="Max steps"))
-                    temperature = lenient(gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature"))
-                    tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
-                    fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
-                                         info="The ReAct paper's hybrids with chain-of-thought self-consistency")
-                    max_tokens = gr.Number(settings.max_tokens, label="Max tokens", minimum=1, maximum=32768,
-                                           precision=0, elem_id="max-tokens",
-                                           info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
+            page = compare_layout()
+            knobs = settings_layout(settings, registry)
         with gr.Tab("Prompts", id="prompts"):
-            tabs.prompts_tab(registry, protocol, max_steps, tools, demo)
+            tabs.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
         with gr.Tab("Benchmark", id="benchmark"):
-            build_benchmark_tab(settings, registry, model_factory=model_factory, model=model, protocol=protocol,
-                                max_steps=max_steps, temperature=temperature, tools=tools, on_space=on_space)
+            build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
+                                protocol=knobs.protocol, max_steps=knobs.max_steps, temperature=knobs.temperature,
+                                tools=knobs.tools, on_space=on_space, stops=stops)
         with gr.Tab("About", id="about"):
-            tabs.about_tab(on_space)
-
-        fourth.change(lambda choice: (gr.Column(visible=choice != "None"), gr.Chatbot(label=choice)), fourth,
-                      [col4, chat4], api_visibility="private", show_progress="hidden")
-        # The three panels come first (the API's contract), the optional hybrid panel last.
-        outputs = [*chats, *metrics, status, table, exports, chat4, metrics4]
-
-        def as_outputs(frame: Frame, files: bool = True) -> list:
-            # Streamed events use postprocess=False: the components' own postprocess runs here, inline,
-            # instead of once per output per frame on Gradio's thread pool (8× the CPU, and a thread hop
-            # each: under load those hops, not the model, were what delayed the first token).
-            values = [*frame.panels, *frame.metrics, frame.status, frame.table, frame.files, frame.fourth,
-                      frame.fourth_metrics]
-            pairs = [(c, v) for c, v in zip(outputs, values, strict=True) if files or c is not exports]
-            return prepared([c for c, _ in pairs], [v for _, v in pairs])
-
-        async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
-                          max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                          fourth: str = "None", max_tokens: float | None = None, expected: str | None = None,
-                          oauth_token: gr.OAuthToken | None = None):
-            """Run the question through the chosen modes in parallel; streams the three panels, then
-            the three metrics lines, the status line, the comparison table, the export files, and the
-            optional fourth (hybrid) panel with its metrics. ``max_tokens`` caps each reply (None: LLM_MAX_TOKENS);
-            ``expected`` (the last input, optional) marks each mode's answer ✓ / ✗ in the table and metrics."""
-            # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); they are checked
-            # here and in live_run (one clear line, no model call), which saves Gradio a thread hop per input.
-            problem = validate_question(question) or compare_problem(
-                mode=mode, model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
-                tools=tools, fourth=fourth, registry=registry, max_tokens=max_tokens) or expected_problem(expected)
-            if problem is not None:
-                yield as_outputs(refusal(problem))
-                return
-            run_settings = settings.with_overrides(model=model or None,
-                                                   token=oauth_token.token if oauth_token else None)
-            enabled = registry.subset(tools)
-            config = make_config(protocol_value(protocol), max_steps, temperature, max_tokens)
-            async for frame in live_run(question, mode, run_settings, enabled, config, model_factory=model_factory,
-                                        fourth=fourth, admission=admission, expected=expected or None):
-                yield as_outputs(frame)
-
-        run_event = gr.on([run_btn.click, question.submit, expected.submit], compare,
-                          inputs=[question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens,
-                                  expected],
-                          outputs=outputs,
-                          # no limit in Gradio's queue, which would leave waiting visitors with a frozen page:
-                          # the run waits in `admission` instead, showing its place in line
-                          api_name="compare", concurrency_limit=None, concurrency_id="compare",
-                          show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
-
-        replay_outputs = [*(o for o in outputs if o is not exports), question]
-
-        async def play(path: str | None, speed_label: str = "1× (original pace)"):
-            """Replay a JSON export in the panels (no model or network needed)."""
-            try:  # read, checked and condensed in a worker process: a 20 MB file never stalls the app
-                recording = await open_recording(path if isinstance(path, str) else "", speed_label)
-            except ReplayError as exc:
-                yield [*as_outputs(refusal(str(exc)), files=False), gr.skip()]
-                return
-            async for frame in replay(recording, speed_label):
-                yield [*as_outputs(frame, files=False), recording.question]
-
-        def reveal_fourth(path: str | None) -> tuple:
-            """A replayed run with a hybrid opens the fourth panel, titled with it."""
-            hybrid = hybrid_in_file(path) if isinstance(path, str) else None
-            if hybrid is None:
-                return gr.skip(), gr.skip()
-            return gr.Column(visible=True), gr.Chatbot(label=MODE_TITLES[hybrid])
-
-        replay_btn.click(reveal_fourth, replay_file, [col4, chat4], api_visibility="private", show_progress="hidden")
-        replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=replay_outputs, api_name="replay",
-                                        concurrency_limit=RUN_CONCURRENCY, concurrency_id="replay",
-                                        show_progress="hidden", postprocess=False)
-
-        async def stopped(*panels: list) -> tuple:
-            await asyncio.sleep(0.2)  # let the cancelled run's last update land first
-            return mark_stopped(*panels)
-
-        stop_btn.click(fn=None, cancels=[run_event, replay_event]).then(
-            stopped, inputs=[*chats, chat4], outputs=[*chats, chat4, status], api_visibility="private",
-            show_progress="hidden")
-
-        mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool's endpoint
-
+            tabs.about_tab()
+        handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
+                              admission=Admission(RUN_CONCURRENCY, QUEUE_SIZE))  # this app's line of Compare runs
+        wire_compare(handlers, page, knobs)
+        mcp_tool.register(settings, registry, handlers.admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
                 return tabs.backend_line(settings, visitor_signed_in=oauth_token is not None)
@@ -235,6 +106,126 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     # its limit is a backstop against floods, above our line so that visitors see our message first.
     demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=2 * (RUN_CONCURRENCY + QUEUE_SIZE))
     return demo
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    """The Compare tab's components that events read or write."""
+
+    question: gr.Textbox
+    expected: gr.Textbox
+    mode: gr.Radio
+    run_btn: gr.Button
+    stop_btn: gr.Button
+    outputs: Outputs
+    fourth_col: gr.Column
+    replay_file: gr.File
+    speed: gr.Radio
+    replay_btn: gr.Button
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The Settings accordion (shared by Compare, Prompts and Benchmark)."""
+
+    model: gr.Dropdown
+    protocol: gr.Radio
+    max_steps: gr.Slider
+    temperature: gr.Slider
+    tools: gr.CheckboxGroup
+    fourth: gr.Dropdown
+    max_tokens: gr.Number
+
+
+def compare_layout() -> ComparePage:
+    """The question row, examples, status line, the panels, the comparison table, export and replay."""
+    with gr.Row(elem_id="ask-row", equal_height=True):
+        question = gr.Textbox(label="Question", show_label=False, lines=1, max_lines=5, scale=5,
+                              placeholder="Ask a question, or pick an example below…", elem_id="question")
+        mode = gr.Radio(MODE_LABELS, value="All", label="Modes", show_label=False, scale=0, min_width=330,
+                        elem_id="mode")
+        run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
+        stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
+    expected = gr.Textbox(show_label=False, container=False, lines=1, max_lines=1, elem_id="expected",
+                          label="Expected answer", max_length=MAX_EXPECTED_CHARS,
+                          placeholder="Expected answer (optional): each mode's answer is then marked ✓ / ✗")
+    tabs.examples(question, expected)
+    with gr.Row(elem_id="status-row"):
+        status = gr.Markdown("", label="Status", elem_id="run-status")
+        tabs.presentation_toggle()
+    with gr.Row(elem_id="panels", equal_height=True):
+        columns = [panel_column(key, label, f"**{label}** — press Run")
+                   for key, label in (("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct"))]
+        col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
+                                             visible=False)
+    table = gr.Markdown("", label="Comparison", elem_id="comparison")
+    with gr.Row():
+        exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",
+                          interactive=False, elem_id="exports", scale=3)
+        with gr.Column(scale=2, min_width=240, elem_id="replay-box"):
+            replay_file = gr.File(label="Replay a saved run (JSON)", file_types=[".json"], type="filepath",
+                                  elem_id="replay-file")
+            with gr.Row():
+                speed = gr.Radio(list(SPEEDS), value=DEFAULT_SPEED, label="Replay speed", scale=3)
+                replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
+    outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
+                      exports, chat4, metrics4)
+    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn)
+
+
+def panel_column(key: str, label: str, placeholder: str, *,
+                 visible: bool = True) -> tuple[gr.Column, gr.Chatbot, gr.Markdown]:
+    """One mode's panel and its metrics line."""
+    with gr.Column(min_width=260, elem_classes="panel-col", elem_id=f"col-{key}", visible=visible) as column:
+        chat = gr.Chatbot(label=label, elem_id=f"panel-{key}", elem_classes="panel-chat", height=PANEL_HEIGHT,
+                          resizable=True, feedback_options=None, layout="panel", group_consecutive_messages=False,
+                          buttons=["copy_all"], placeholder=placeholder)
+        metrics = gr.Markdown("", label=f"{label} metrics", elem_id=f"metrics-{key}", elem_classes="metrics")
+    return column, chat, metrics
+
+
+def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
+    """The Settings accordion under the panels."""
+    models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
+    with gr.Accordion("Settings", open=False, elem_id="settings"):
+        with gr.Row():
+            model = gr.Dropdown(models, value=settings.model, allow_custom_value=True, label="Model",
+                                info="HF router models with tool calling, or type any model id")
+            protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
+        with gr.Row():
+            max_steps = lenient(gr.Slider(1, 10, value=5, step=1, label="Max steps"))
+            temperature = lenient(gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature"))
+            tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
+            fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
+                                 info="The ReAct paper's hybrids with chain-of-thought self-consistency")
+            max_tokens = gr.Number(settings.max_tokens, label="Max tokens", minimum=1, maximum=32768,
+                                   precision=0, elem_id="max-tokens",
+                                   info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
+    return Knobs(model, protocol, max_steps, temperature, tools, fourth, max_tokens)
+
+
+def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
+    """Run, Replay, Stop and the fourth panel's visibility."""
+    out = page.outputs
+    knobs.fourth.change(handlers.show_fourth, knobs.fourth, [page.fourth_col, out.chat4], api_visibility="private",
+                        show_progress="hidden")
+    gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,
+          inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
+                  knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
+          outputs=out.all(),
+          # no limit in Gradio's queue, which would leave waiting visitors with a frozen page:
+          # the run waits in `admission` instead, showing its place in line
+          api_name="compare", concurrency_limit=None, concurrency_id="compare",
+          show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
+    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4],
+                          api_visibility="private", show_progress="hidden")
+    page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
+                          outputs=[*out.all(files=False), page.question], api_name="replay",
+                          concurrency_limit=RUN_CONCURRENCY, concurrency_id="replay", show_progress="hidden",
+                          postprocess=False)
+    # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/stream.py). No
+    # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
+    page.stop_btn.click(handlers.stop, api_visibility="private", show_progress="hidden", queue=False)
 
 
 def launch_kwargs() -> dict[str, Any]:

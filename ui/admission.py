@@ -27,6 +27,8 @@ class Ticket:
         self._line = line
         self.admitted = asyncio.Event()
         self.released = False
+        self.cancelled = False
+        self._wake = asyncio.Event()  # admitted or cancelled
 
     @property
     def place(self) -> int:
@@ -38,13 +40,22 @@ class Ticket:
         near the front, less often further back (number 200 every 11 s), so that a long line costs
         the server ~50 frames a second in all rather than one per visitor per second."""
         shown = None
-        while not self.admitted.is_set():
+        while not self.admitted.is_set() and not self.cancelled:
             place = self.place
             if place != shown:
                 shown = place
                 yield place
             with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
-                await asyncio.wait_for(self.admitted.wait(), refresh_s * (1 + place / 20))
+                await asyncio.wait_for(self._wake.wait(), refresh_s * (1 + place / 20))
+
+    def cancel(self) -> None:
+        """Stop waiting (the visitor pressed Stop): :meth:`wait` ends at once; call :meth:`release` after."""
+        self.cancelled = True
+        self._wake.set()
+
+    def admit(self) -> None:
+        self.admitted.set()
+        self._wake.set()
 
     def release(self) -> None:
         if not self.released:
@@ -69,7 +80,7 @@ class Admission:
         ticket = Ticket(self)
         if self.running < self.slots and not self._waiting:
             self.running += 1
-            ticket.admitted.set()
+            ticket.admit()
         elif len(self._waiting) >= self.max_waiting:
             ticket.released = True
             raise Full(f"The app is full right now ({self.running} runs in progress, {len(self._waiting)} waiting). "
@@ -92,4 +103,4 @@ class Admission:
                 self._waiting.remove(ticket)
         while self._waiting and self.running < self.slots:
             self.running += 1
-            self._waiting.popleft().admitted.set()
+            self._waiting.popleft().admit()

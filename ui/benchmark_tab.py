@@ -1,11 +1,10 @@
 """The Benchmark tab: run a dataset through the chosen modes, with live progress, a table, charts and files.
 
-The run itself is :func:`agents.evaluation.iter_eval`, a *blocking* generator. It runs in a pump
-thread that posts each :class:`Progress` to an asyncio queue, so the event loop never blocks and
-Gradio's Stop (or a visitor leaving) can always close this handler: ``finally`` closes every model
-client the run opened (which ends in-flight streams at once) and tells the pump to close
-``iter_eval``, which cancels the pairs not started yet. The event has its own ``concurrency_id`` so
-a long benchmark never holds up the Compare tab, and only a few benchmarks run at a time.
+The run itself is an :class:`agents.evaluation.runner.EvalRun`, streamed by the same adapter as a
+Compare run (``ui/stream.py``): polled from the event loop, closed from any thread. Stop (or a visitor
+leaving) closes it: the pairs not started are cancelled and every open model client is closed, which
+ends in-flight streams at once; the pairs already finished are kept and shown. The event has its own
+``concurrency_id`` so a long benchmark never holds up the Compare tab, and only a few benchmarks run at a time.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ import os
 import re
 import shutil
 import tempfile
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,20 +24,21 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from agents.comparison import OpenModels, default_model_factory
+from agents.comparison import default_model_factory
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, load_dataset
 from agents.evaluation.hybrids import EVAL_MODES, MODE_LABELS
 from agents.evaluation.report import chart_data, summary_table, write_exports
-from agents.evaluation.runner import Progress, iter_eval, order_records
-from agents.llm.base import ChatModel
+from agents.evaluation.runner import EvalRun, Progress, order_records
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from tools.registry import ToolRegistry
-from ui.inputs import kind_of, lenient, number_problem, protocol_value, settings_problem
+from ui.inputs import kind_of, lenient, make_config, number_problem, protocol_value, settings_problem
 from ui.render import plain
-from ui.session import Inbox, make_config
+from ui.session import ModelFactory
+from ui.stream import Outcome, Stops, StopSignal, session_of, stream
 
-ModelFactory = Callable[[LLMSettings], ChatModel]  # as in app.py: settings in, a fresh client out
+_NO_ESTIMATE = re.compile(r" · ~[\d:]+ left")
+TAB = "benchmark"  # the tab's Stop key in :class:`~ui.stream.Stops`
 UPLOAD = "upload"
 DATASETS = [("HotpotQA (the paper's 200-question sample)", "hotpotqa"), ("FEVER (the paper's 200 claims)", "fever"),
             ("GSM8K (first 250 test problems)", "gsm8k"), ("Handwritten (35 mixed questions)", "handwritten"),
@@ -49,10 +48,9 @@ MAX_N = int(os.environ.get("BENCH_MAX_N", "200"))
 VISITOR_MAX_N = int(os.environ.get("BENCH_VISITOR_MAX_N", "20"))  # Space visitors not signed in spend the owner's credits
 MAX_CONCURRENCY, MAX_SC = 8, 21
 RUNS_AT_ONCE = int(os.environ.get("BENCH_CONCURRENCY", "4"))  # benchmarks at once, each with up to 8 pairs in flight
-REFRESH_S, TICK_S = 0.5, 1.0  # table refresh at most every REFRESH_S; the clock ticks every TICK_S when idle
+REFRESH_S = 0.5  # table refresh at most every REFRESH_S (the clock ticks every stream.TICK_S when idle)
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "think-act-react-benchmark"
 EXPORT_TTL_S = 3600.0  # Gradio copies the files into its cache when it sends them; ours can go after an hour
-_END = object()
 
 
 class BenchmarkError(ValueError):
@@ -177,89 +175,143 @@ def export_dir() -> str:
     return tempfile.mkdtemp(prefix="run-", dir=EXPORT_ROOT)
 
 
-async def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig, *,
-                           model_factory: ModelFactory | None = None, refresh_s: float = REFRESH_S,
-                           ) -> AsyncIterator[tuple]:
+class BenchView:
+    """A benchmark's picture for the stream adapter: :class:`Progress` in; (progress line, table,
+    score chart, tokens chart, files) out — the charts and files only at the end."""
+
+    def __init__(self, plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig) -> None:
+        self.plan, self.settings, self.registry, self.config = plan, settings, registry, config
+        self.started = time.monotonic()
+        self.last: Progress | None = None
+
+    def add(self, progress: Progress) -> bool:
+        self.last = progress
+        return False  # a table is not urgent: it refreshes at most every refresh_s
+
+    def line(self, records: list[dict[str, Any]]) -> str:
+        """``3 / 6 pairs · 0:04 elapsed · ~0:04 left · 1 error``."""
+        assert self.last is not None
+        errors = sum(1 for r in records if r.get("error"))
+        return progress_line(self.last.done, self.last.total, time.monotonic() - self.started, errors)
+
+    def running(self) -> tuple | None:
+        if self.last is None:
+            return None
+        skip = gr.skip()
+        return f"● {self.line(self.last.records)}{self.plan.note}", table_frame(self.last.summary()), skip, skip, skip
+
+    async def end(self, outcome: Outcome) -> tuple:
+        """The summary, charts and files of every finished pair, whether the run ended, stopped or failed."""
+        skip, redact = gr.skip(), self.settings.redact
+        if self.last is None:
+            line = "■ Stopped before it started." if outcome.stopped else f"⚠ The run failed: {plain(redact(str(outcome.failure)))}"
+            return line, skip, skip, skip, skip
+        summary = self.last.summary()
+        summary["wall_s"] = round(time.monotonic() - self.started, 3)
+        summary["run"] = {"model": self.settings.model, "protocol": self.config.protocol,
+                          "max_steps": self.config.max_steps, "temperature": self.config.temperature,
+                          "tools": self.registry.names, "sc_n": self.plan.sc_n,
+                          "concurrency": self.plan.concurrency}  # never the token or the server address
+        records = order_records(self.last.records, self.plan.items, self.plan.modes)
+        files = await asyncio.to_thread(write_files, summary, records)
+        line = self.line(records)
+        errors = [r["error"] for r in records if r.get("error")]
+        if outcome.stopped:
+            status = "■ Stopped at " + _NO_ESTIMATE.sub("", line)  # no time left to estimate for a run that is over
+        elif outcome.failure is not None:
+            status = f"⚠ Stopped by an error ({plain(redact(str(outcome.failure)))}): {line}"
+        elif records and len(errors) == len(records):  # never "✔ Done" when nothing worked
+            status = f"⚠ The run failed: every pair ended in an error (first: {plain(redact(str(errors[0])))[:300]}): {line}"
+        else:
+            status = f"✔ Done: {line}"
+        return status + self.plan.note, table_frame(summary), score_plot(summary), tokens_plot(summary), files
+
+
+def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[str]:
+    """summary.json, summary.csv and results.csv in a fresh folder (off the event loop)."""
+    return [str(p) for p in write_exports(export_dir(), summary, records).values()]
+
+
+def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig, *,
+                     model_factory: ModelFactory | None = None, refresh_s: float = REFRESH_S,
+                     stop: StopSignal | None = None) -> AsyncIterator[tuple]:
     """Yield (progress line, table, score chart, tokens chart, files) while the run goes; charts and files at the end."""
     make = default_model_factory(settings) if model_factory is None else (lambda: model_factory(settings))
-    stop = threading.Event()
-    opened = OpenModels(stop)  # every client this run made, so Stop can close them all (one made later closes at once)
+    run = EvalRun(plan.items, plan.modes, model_factory=make, registry=registry, config=config,
+                  concurrency=plan.concurrency, sc_n=plan.sc_n)
+    return stream(run, BenchView(plan, settings, registry, config), stop=stop, throttle=refresh_s)
 
-    def factory() -> ChatModel:
-        model = make()
-        opened.add(model)
-        return model
 
-    inbox = Inbox(asyncio.get_running_loop())
-    events = iter_eval(plan.items, plan.modes, model_factory=factory, registry=registry, config=config,
-                       concurrency=plan.concurrency, sc_n=plan.sc_n)
+class BenchmarkTab:
+    """The ``/benchmark`` handler and the tab's Stop, bound to one app's backend."""
 
-    def pump() -> None:
+    def __init__(self, settings: LLMSettings, registry: ToolRegistry | None, *, stops: Stops,
+                 model_factory: ModelFactory | None = None, on_space: bool = False,
+                 refresh_s: float = REFRESH_S) -> None:
+        self.settings, self.registry, self.stops = settings, registry, stops
+        self.model_factory, self.on_space, self.refresh_s = model_factory, on_space, refresh_s
+
+    async def benchmark(self, dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
+                        concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
+                        max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
+                        oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
+        """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
+        run_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
+                                                    token=oauth_token.token if oauth_token else None)
+        skip, registry = gr.skip(), self.registry
         try:
-            for progress in events:
-                inbox.put(progress)
-                if stop.is_set():
-                    break
-        except Exception as exc:  # noqa: BLE001 - shown in the progress line
-            inbox.put(exc)
-        finally:
-            events.close()  # cancels the pairs not started and joins the workers
-            inbox.put(_END)
+            if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
+                                        registry):
+                raise BenchmarkError(problem)
+            if problem := run_settings.problem():
+                raise BenchmarkError(problem)
+            cap = VISITOR_MAX_N if self.on_space and oauth_token is None else MAX_N
+            plan = await asyncio.to_thread(prepare, dataset, upload, n, DEFAULT_MODES if modes is None else modes,
+                                           concurrency, sc_n, max_n=cap)  # reading a file must not block the loop
+        except BenchmarkError as exc:
+            yield f"⚠ {plain(str(exc))}", skip, skip, skip, skip
+            return
+        assert registry is not None  # knobs_problem refuses no request without one; prepare needs none
+        enabled = registry.subset(tools if tools is not None else registry.names)
+        config = make_config(protocol_value(protocol) or "text", max_steps, temperature)
+        with self.stops.signal(session_of(request), TAB) as stop:
+            async for frame in benchmark_frames(plan, run_settings, enabled, config, model_factory=self.model_factory,
+                                                refresh_s=self.refresh_s, stop=stop):
+                yield frame
 
-    started, skip = time.monotonic(), gr.skip()
-    last: Progress | None = None
-    failure: Exception | None = None
-    threading.Thread(target=pump, name="bench-pump", daemon=True).start()
-    try:
-        shown, dirty, ended = 0.0, False, False
-        while not ended:
-            wait = max(0.0, shown + refresh_s - time.monotonic()) if dirty else TICK_S
-            items = await inbox.drain(wait)  # [] when nothing came: time to tick the clock
-            for item in items:
-                if item is _END:
-                    ended = True
-                elif isinstance(item, Exception):
-                    failure = item
-                elif isinstance(item, Progress):
-                    last, dirty = item, True
-            if not ended and last is not None and (not items or time.monotonic() - shown >= refresh_s):
-                errors = sum(1 for r in last.records if r.get("error"))
-                line = f"● {progress_line(last.done, last.total, time.monotonic() - started, errors)}{plan.note}"
-                yield line, table_frame(last.summary()), skip, skip, skip
-                shown, dirty = time.monotonic(), False
-    finally:
-        stop.set()
-        opened.close_all()  # ends in-flight streams now, so the pump soon sees ``stop`` and closes iter_eval
-    if last is None:
-        yield f"⚠ The run failed: {plain(settings.redact(str(failure)))}", skip, skip, skip, skip
-        return
-    summary = last.summary()
-    summary["wall_s"] = round(time.monotonic() - started, 3)
-    summary["run"] = {"model": settings.model, "protocol": config.protocol, "max_steps": config.max_steps,
-                      "temperature": config.temperature, "tools": registry.names, "sc_n": plan.sc_n,
-                      "concurrency": plan.concurrency}  # never the token or the server address
-    records = order_records(last.records, plan.items, plan.modes)
-    files = [str(p) for p in write_exports(export_dir(), summary, records).values()]
-    line = progress_line(last.done, last.total, time.monotonic() - started,
-                         sum(1 for r in records if r.get("error")))
-    errors = [r["error"] for r in records if r.get("error")]
-    if failure is not None:
-        status = f"⚠ Stopped by an error ({plain(settings.redact(str(failure)))}): {line}"
-    elif records and len(errors) == len(records):  # never "✔ Done" when nothing worked
-        status = f"⚠ The run failed: every pair ended in an error (first: {plain(settings.redact(str(errors[0])))[:300]}): {line}"
-    else:
-        status = f"✔ Done: {line}"
-    yield status + plan.note, table_frame(summary), score_plot(summary), tokens_plot(summary), files
+    async def stop(self, request: gr.Request | None = None) -> None:
+        """The tab's Stop: ends this visitor's benchmark, which shows what finished (pairs done are saved)."""
+        self.stops.stop(session_of(request), TAB)
 
 
 def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_factory: ModelFactory | None = None,
                         model: gr.Component | None = None, protocol: gr.Component | None = None,
                         max_steps: gr.Component | None = None, temperature: gr.Component | None = None,
                         tools: gr.Component | None = None, on_space: bool = False,
-                        refresh_s: float = REFRESH_S) -> dict[str, Any]:
+                        refresh_s: float = REFRESH_S, stops: Stops | None = None) -> dict[str, Any]:
     """Lay out the tab inside the current ``gr.Tab`` and wire ``/benchmark``; returns its components and
     ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too, so a benchmark uses the
     same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults, hidden from the API)."""
+    parts = _layout(on_space)
+    parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
+                            api_visibility="private", show_progress="hidden", queue=False)
+    defaults = {"model": settings.model, "protocol": "text", "max_steps": 5, "temperature": 0.2, "tools": None}
+    given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
+    extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
+    tab = BenchmarkTab(settings, registry, stops=stops or Stops(), model_factory=model_factory, on_space=on_space,
+                       refresh_s=refresh_s)
+    inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]
+    event = parts["run"].click(tab.benchmark, inputs=[*inputs, *extra],
+                               outputs=[parts[k] for k in ("progress", "table", "score_chart", "tokens_chart", "files")],
+                               api_name="benchmark", concurrency_limit=RUNS_AT_ONCE, concurrency_id="benchmark",
+                               show_progress="hidden", trigger_mode="once")
+    # Stop ends this visitor's benchmark, which renders its own stopped frame (see ui/stream.py)
+    parts["stop"].click(tab.stop, api_visibility="private", show_progress="hidden", queue=False)
+    return {**parts, "event": event, "handler": tab.benchmark}
+
+
+def _layout(on_space: bool) -> dict[str, Any]:
+    """The form, the Run/Stop buttons, the progress line, the live table, the charts and the files."""
     with gr.Row():
         dataset = gr.Dropdown(DATASETS, value="hotpotqa", label="Dataset", scale=2)
         n = lenient(gr.Slider(1, MAX_N, value=10, step=1, label="N (items)", scale=2,
@@ -271,8 +323,8 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                      file_types=[".csv", ".jsonl", ".json"], type="filepath", visible=False)
     with gr.Row(equal_height=True):
         modes = gr.CheckboxGroup([(MODE_LABELS[m], m) for m in EVAL_MODES], value=DEFAULT_MODES, label="Modes", scale=5)
-        run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150)
-        stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90)
+        run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150, elem_id="bench-run")
+        stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90, elem_id="bench-stop")
     progress = gr.Markdown("", elem_id="bench-progress")
     table = gr.Dataframe(label="Results per mode (live)", interactive=False, wrap=True)
     with gr.Row():
@@ -281,50 +333,6 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
         tokens_chart = gr.BarPlot(x="mode", y="value", color="series", label="Mean tokens per pair", x_title="Mode",
                                   y_title="Tokens", color_title="")
     files = gr.File(label="Download (summary.json, summary.csv, results.csv)", file_count="multiple", interactive=False)
-    dataset.change(lambda d: gr.File(visible=d == UPLOAD), dataset, upload, api_visibility="private",
-                   show_progress="hidden", queue=False)
-    defaults = {"model": settings.model, "protocol": "text", "max_steps": 5, "temperature": 0.2, "tools": None}
-    given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
-    extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
-
-    async def benchmark(dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
-                        concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
-                        max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                        oauth_token: gr.OAuthToken | None = None):
-        """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
-        run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
-                                               token=oauth_token.token if oauth_token else None)
-        skip = gr.skip()
-        try:
-            if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
-                                        registry):
-                raise BenchmarkError(problem)
-            if problem := run_settings.problem():
-                raise BenchmarkError(problem)
-            cap = VISITOR_MAX_N if on_space and oauth_token is None else MAX_N
-            plan = await asyncio.to_thread(prepare, dataset, upload, n, DEFAULT_MODES if modes is None else modes,
-                                           concurrency, sc_n, max_n=cap)  # reading a file must not block the loop
-        except BenchmarkError as exc:
-            yield f"⚠ {plain(str(exc))}", skip, skip, skip, skip
-            return
-        enabled = registry.subset(tools if tools is not None else registry.names)
-        config = make_config(protocol_value(protocol), max_steps, temperature)
-        async for frame in benchmark_frames(plan, run_settings, enabled, config, model_factory=model_factory,
-                                            refresh_s=refresh_s):
-            yield frame
-
-    event = run.click(benchmark, inputs=[dataset, upload, n, modes, concurrency, sc_n, *extra],
-                      outputs=[progress, table, score_chart, tokens_chart, files], api_name="benchmark",
-                      concurrency_limit=RUNS_AT_ONCE, concurrency_id="benchmark", show_progress="hidden",
-                      trigger_mode="once")
-
-    async def stopped(line: str) -> str:
-        await asyncio.sleep(0.2)  # let the cancelled run's last update land first
-        line = re.sub(r" · ~[\d:]+ left", "", line or "")
-        return f"■ Stopped at {line.lstrip('● ')}" if line.startswith("●") else line
-
-    stop.click(fn=None, cancels=[event]).then(stopped, inputs=progress, outputs=progress, api_visibility="private",
-                                               show_progress="hidden")
     return {"dataset": dataset, "upload": upload, "n": n, "modes": modes, "concurrency": concurrency, "sc_n": sc_n,
             "run": run, "stop": stop, "progress": progress, "table": table, "score_chart": score_chart,
-            "tokens_chart": tokens_chart, "files": files, "event": event, "handler": benchmark}
+            "tokens_chart": tokens_chart, "files": files}

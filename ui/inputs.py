@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 
+from agents.modes import RunConfig
 from tools.registry import ToolRegistry, normalize_name
 from ui.render import HYBRIDS, MODE_CHOICES
 
@@ -97,6 +98,26 @@ def compare_problem(*, mode: Any, model: Any, protocol: Any, max_steps: Any, tem
         return problem
     return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
                             tools=tools, registry=registry)
+
+
+def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
+    """Settings from the UI or the API, clamped to what the engine accepts (no ``max_tokens``: LLM_MAX_TOKENS)."""
+    try:
+        steps = min(10, max(1, int(float(max_steps))))
+    except (TypeError, ValueError, OverflowError):  # NaN, infinity, text: the default (callers refuse them first)
+        steps = 5
+    try:
+        temp = min(2.0, max(0.0, float(temperature)))
+    except (TypeError, ValueError, OverflowError):
+        temp = 0.2
+    if temp != temp:  # NaN
+        temp = 0.2
+    try:
+        tokens: int | None = min(MAX_TOKENS_LIMIT, max(1, int(max_tokens))) if max_tokens is not None else None
+    except (TypeError, ValueError, OverflowError):
+        tokens = None
+    return RunConfig(protocol=protocol if protocol in ("text", "tools") else "text", max_steps=steps, temperature=temp,
+                     max_tokens=tokens)
 
 
 def lenient(slider: gr.Slider) -> gr.Slider:

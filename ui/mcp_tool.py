@@ -38,9 +38,10 @@ from agents.modes import RunConfig
 from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
 from ui.admission import Admission, Full
+from ui.inputs import make_config
 from ui.launcher import launcher
 from ui.render import MODES
-from ui.session import ModelFactory, make_config
+from ui.session import ModelFactory
 from ui.verdicts import expected_problem
 
 log = logging.getLogger(__name__)

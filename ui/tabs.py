@@ -57,8 +57,9 @@ def backend_line(settings: LLMSettings, *, visitor_signed_in: bool | None = None
     return "**Backend:** no model configured (replay, prompts and examples still work)."
 
 
-def header(settings: LLMSettings, *, on_space: bool) -> tuple[gr.Markdown, gr.Markdown]:
-    """Title, the one-line explanation, the backend status line and (if needed) the setup banner."""
+def header(settings: LLMSettings, *, on_space: bool) -> gr.Markdown:
+    """Title, the one-line explanation, the backend status line (returned: a signed-in visitor updates it)
+    and, when the backend needs setting up, a banner saying how."""
     with gr.Row(elem_id="header"):
         with gr.Column(scale=5, min_width=300):
             gr.Markdown(f"# {TITLE}\n{TAGLINE}", elem_id="title")
@@ -67,9 +68,9 @@ def header(settings: LLMSettings, *, on_space: bool) -> tuple[gr.Markdown, gr.Ma
             with gr.Column(scale=0, min_width=200, elem_id="header-tools"):
                 gr.LoginButton(size="sm")  # only on a Space: it needs the Hub (and fails a local/CI launch)
     problem = settings.problem()
-    banner = gr.Markdown(f"⚙ **Setup needed.** {escape_html(problem)}" if problem else "", elem_id="setup-banner",
-                         visible=bool(problem))
-    return status, banner
+    gr.Markdown(f"⚙ **Setup needed.** {escape_html(problem)}" if problem else "", elem_id="setup-banner",
+                visible=bool(problem))
+    return status
 
 
 def presentation_toggle() -> gr.Checkbox:
@@ -119,7 +120,7 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
           inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden")
 
 
-def about_tab(on_space: bool) -> None:
+def about_tab() -> None:
     gr.Markdown(
         """
 ### What you are looking at

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +31,8 @@ from agents.events import LLMError
 from agents.modes import RunConfig
 from agents.trace import Trace
 from tools.registry import ToolRegistry
+
+_END = object()  # EvalRun: no more progress will come
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,97 @@ class _Pairs:
         self.models.close_all()
 
 
+class EvalRun:
+    """Every (item, mode) pair of a benchmark, run on a thread pool: the benchmark's run object.
+
+    Shaped like :class:`agents.comparison.ComparisonRun` so one UI loop drives either: :meth:`poll`
+    waits at most ``timeout`` seconds for the next :class:`Progress` (one before any work, then one
+    per finished pair; a pair's unexpected exception is raised here), :attr:`done` is True once the
+    last one was taken, and :meth:`close` may be called from any thread at any time: it cancels the
+    pairs not started, closes every open model client (which ends in-flight streams at once) and
+    waits for the workers.
+    """
+
+    def __init__(self, items: Sequence[Item], modes: Iterable[str], *, model_factory: ModelFactory,
+                 registry: ToolRegistry, config: RunConfig | None = None, concurrency: int = 8,
+                 out_dir: str | Path | None = None, sc_n: int = DEFAULT_SC_SAMPLES) -> None:
+        self.items, self.modes = items, tuple(_check_modes(modes))
+        self.store = ResultStore(out_dir)
+        self._pairs = _Pairs(model_factory, registry, config or RunConfig(), self.store, sc_n)
+        self._concurrency = max(1, int(concurrency))
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._records: list[dict[str, Any]] = []
+        self._total = self._resumed = self._remaining = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._ended = False
+
+    def start(self) -> EvalRun:
+        """Load what an earlier run saved, announce the total, and submit the pairs still to do."""
+        wanted = {(item.id, mode) for item in self.items for mode in self.modes}
+        saved = {key: rec for key, rec in self.store.load().items() if key in wanted}
+        todo = [(item, mode) for item in self.items for mode in self.modes if (item.id, mode) not in saved]
+        with self._lock:
+            self._records = list(saved.values())
+            self._total, self._resumed, self._remaining = len(wanted), len(saved), len(todo)
+            self._queue.put(self._progress(None))
+            if not todo or self._pairs.cancel.is_set():
+                self._queue.put(_END)
+                return self
+            self._pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="eval")
+        try:
+            for item, mode in todo:
+                self._pool.submit(self._work, item, mode)
+        except RuntimeError:  # closed meanwhile: the pairs not submitted are simply not run
+            pass
+        return self
+
+    @property
+    def done(self) -> bool:
+        return self._ended
+
+    def poll(self, timeout: float | None = None) -> Progress | None:
+        """The next :class:`Progress`, or None if none came within ``timeout`` or the run is over."""
+        if self._ended:
+            return None
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if item is _END:
+            self._ended = True
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        """Cancel: no new pairs start, running ones stop at once (their streams are closed); joins the workers."""
+        self._pairs.stop()
+        pool = self._pool
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._queue.put(_END)
+
+    def _work(self, item: Item, mode: str) -> None:
+        try:
+            record = self._pairs.run(item, mode)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, as iter_eval always did
+            self._queue.put(exc)
+            record = None
+        with self._lock:
+            if record is not None:
+                self._records.append(record)
+                self._queue.put(self._progress(record))
+            self._remaining -= 1
+            if self._remaining == 0:
+                self._queue.put(_END)
+
+    def _progress(self, record: dict[str, Any] | None) -> Progress:
+        return Progress(len(self._records), self._total, self._resumed, record, list(self._records), self.items,
+                        self.modes)
+
+
 def iter_eval(
     items: Sequence[Item],
     modes: Iterable[str],
@@ -124,33 +218,21 @@ def iter_eval(
     out_dir: str | Path | None = None,
     sc_n: int = DEFAULT_SC_SAMPLES,
 ) -> Iterator[Progress]:
-    """Yield a :class:`Progress` before starting and after every finished pair.
+    """Yield a :class:`Progress` before starting and after every finished pair (an :class:`EvalRun`, iterated).
 
-    Closing the generator (the app's Stop, a dropped visitor) or an exception in the consumer
+    Closing the generator (Ctrl-C, a dropped visitor) or an exception in the consumer
     cancels the remaining pairs, closes their models and waits for the workers to end.
     """
-    modes = _check_modes(modes)
-    store = ResultStore(out_dir)
-    wanted = {(item.id, mode) for item in items for mode in modes}
-    saved = {key: rec for key, rec in store.load().items() if key in wanted}
-    records = list(saved.values())
-    todo = [(item, mode) for item in items for mode in modes if (item.id, mode) not in saved]
-    total, resumed = len(wanted), len(saved)
-    yield Progress(resumed, total, resumed, None, list(records), items, tuple(modes))
-    if not todo:
-        return
-    pairs = _Pairs(model_factory, registry, config or RunConfig(), store, sc_n)
-    pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="eval")
+    run = EvalRun(items, modes, model_factory=model_factory, registry=registry, config=config,
+                  concurrency=concurrency, out_dir=out_dir, sc_n=sc_n)
     try:
-        futures: list[Future] = [pool.submit(pairs.run, item, mode) for item, mode in todo]
-        for future in as_completed(futures):
-            record = future.result()
-            if record is not None:
-                records.append(record)
-                yield Progress(len(records), total, resumed, record, list(records), items, tuple(modes))
+        run.start()
+        while not run.done:
+            progress = run.poll()
+            if progress is not None:
+                yield progress
     finally:
-        pairs.stop()
-        pool.shutdown(wait=True, cancel_futures=True)
+        run.close()
 
 
 def run_eval(

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from agents.evaluation.datasets import Item
-from agents.evaluation.runner import iter_eval, parse_modes, run_eval
+from agents.evaluation.runner import EvalRun, iter_eval, parse_modes, run_eval
 from agents.evaluation.store import RESULTS_FILE, ResultStore
-from agents.llm.base import LLMFailure
+from agents.llm.base import Chunk, LLMFailure
 from agents.llm.scripted import Request, ScriptedModel
 from agents.trace import Trace
 from tools.registry import ToolRegistry, tool
@@ -166,6 +166,47 @@ def test_closing_the_generator_cancels_remaining_pairs(tmp_path):
     assert len(factory.made) < 30 and all(m.closed for m in factory.made)
     time.sleep(0.1)
     assert len(lines(tmp_path)) == len({(r["id"], r["mode"]) for r in lines(tmp_path)}) < 30
+
+
+class Hanging:
+    """A model whose reply never comes until it is closed (a hung provider); counts its calls."""
+
+    made: list[Hanging] = []
+
+    def __init__(self) -> None:
+        self.model_id, self.closed = "hang", threading.Event()
+        Hanging.made.append(self)
+
+    def stream(self, messages, **kwargs):
+        self.closed.wait(30)
+        raise LLMFailure("the connection was closed")
+        yield Chunk(text="")  # a generator, like a real client's stream
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_eval_run_polls_with_a_timeout_and_closes_from_another_thread():
+    """What the app's Benchmark Stop needs: poll never blocks past its timeout, and close() from any thread
+    ends the in-flight model calls at once (here: hung ones) and leaves no worker behind."""
+    Hanging.made.clear()
+    run = EvalRun(ITEMS[:4], ["think"], model_factory=Hanging, registry=REGISTRY, concurrency=2).start()
+    first = run.poll(timeout=1)
+    assert first is not None and first.done == 0 and first.total == 4
+    started = time.monotonic()
+    assert run.poll(timeout=0.2) is None and not run.done  # nothing finished: None after the timeout
+    assert time.monotonic() - started < 1
+    while len(Hanging.made) < 2:
+        time.sleep(0.01)
+    closer = threading.Thread(target=run.close)
+    closer.start()
+    closer.join(5)
+    assert not closer.is_alive() and time.monotonic() - started < 5  # not the models' 30 s
+    assert len(Hanging.made) == 2 and all(m.closed.is_set() for m in Hanging.made)  # the two pairs not started never ran
+    while run.poll(timeout=1) is not None:  # what finished before the close (cancelled pairs are not records)
+        pass
+    assert run.done and run.poll(timeout=0) is None
+    assert not [t for t in threading.enumerate() if t.name.startswith("eval")]
 
 
 def test_a_torn_last_line_is_dropped_and_rerun(tmp_path):

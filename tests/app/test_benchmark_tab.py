@@ -18,6 +18,7 @@ from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
 from ui import benchmark_tab as bt
+from ui.stream import StopSignal
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 QUESTIONS = [("What is 17 * 23 + 5?", "396"), ("What is 12 * 12?", "144"), ("What is 1000 - 1?", "999")]
@@ -124,7 +125,7 @@ def slow_policy(body: dict) -> StubReply:
 
 
 def run_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith(("bench-pump", "eval"))]
+    return [t for t in threading.enumerate() if t.name.startswith(("run-close", "eval"))]
 
 
 def test_closing_the_stream_cancels_the_workers_and_their_model_streams(kit, arith):
@@ -148,6 +149,32 @@ def test_closing_the_stream_cancels_the_workers_and_their_model_streams(kit, ari
         sent = len(server.requests)
         time.sleep(0.5)
         assert len(server.requests) == sent <= 4  # nothing new started after Stop
+
+
+def test_stop_signal_ends_the_run_with_what_finished(kit, arith):
+    """The tab's Stop: the stream closes the run itself and shows the pairs that finished, without an estimate."""
+    with StubLLMServer(slow_policy) as server:
+        plan = bt.prepare(bt.UPLOAD, arith, 3, ["think", "react"], concurrency=2)
+        stop = StopSignal()
+
+        async def start_then_stop() -> list:
+            frames = []
+            async for frame in bt.benchmark_frames(plan, kit.settings(server), kit.registry(), RunConfig(), stop=stop):
+                frames.append(frame)
+                if len(server.requests) >= 2:
+                    stop.stop()
+            return frames
+
+        started = time.monotonic()
+        frames = asyncio.run(start_then_stop())
+        status, table, score, tokens, files = frames[-1]
+        assert status.startswith("■ Stopped at 0 / 6 pairs") and "left" not in status, status
+        assert time.monotonic() - started < 10 and len(files) == 3 and table is not None
+        deadline = time.monotonic() + 10
+        while (run_threads() or any(r.finished is None for r in server.requests)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not run_threads() and all(r.finished is not None for r in server.requests)  # streams closed
+        assert time.monotonic() - started < 10  # at once, not at the end of the 20 s replies
 
 
 # --- /benchmark through gradio_client --------------------------------------------------------------

@@ -126,6 +126,7 @@ def test_stop_stops_all_panels(page, stub):
     while any(r.finished is None for r in stub.requests) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert stub.requests and all(r.finished is not None for r in stub.requests)  # every stream closed
+    page.wait_for_timeout(700)  # the kept partial reply, retitled "stopped", finishes re-opening its box
     before = [panel_text(page, s) for s in PANELS]
     time.sleep(1.0)
     assert [panel_text(page, s) for s in PANELS] == before  # nothing moves any more
@@ -175,7 +176,7 @@ def test_replayed_html_is_shown_not_executed(page, tmp_path):
 
 
 def test_closing_the_page_ends_its_replay(browser, url, tmp_path):
-    import ui.session as session
+    from ui.stream import live_count
 
     events = [(0.0, TokenDelta("Thought: a long day"))] + [(h * 3600.0, Thought(f"hour {h}")) for h in range(1, 24)]
     path = write_recording(tmp_path / "day.json", "A long day?", events + [(86_400.0, FinalAnswer("tomorrow"))])
@@ -188,9 +189,38 @@ def test_closing_the_page_ends_its_replay(browser, url, tmp_path):
     pg.click("#replay-btn")
     pg.wait_for_function("() => (document.querySelector('#panel-react')?.innerText || '').includes('a long day')",
                          timeout=15_000)
-    assert session._live >= 1
+    assert live_count() >= 1
     context.close()  # the visitor closes the tab
     deadline = time.monotonic() + 15
-    while session._live and time.monotonic() < deadline:
+    while live_count() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert session._live == 0  # the replay ended and its slot is free
+    assert live_count() == 0  # the replay ended and its slot is free
+
+
+def test_stop_ends_a_replay(page, tmp_path):
+    events = [(0.0, TokenDelta("Thought: a long day")), (0.01, Thought("morning"))] + [
+        (h * 3600.0, Thought(f"hour {h}")) for h in range(1, 24)]
+    path = write_recording(tmp_path / "day.json", "A long day?", events + [(86_400.0, FinalAnswer("tomorrow"))])
+    page.set_input_files("#replay-file input[type=file]", path)
+    page.wait_for_timeout(500)
+    page.click("#replay-btn")
+    page.wait_for_function("() => (document.querySelector('#panel-react')?.innerText || '').includes('morning')",
+                           timeout=15_000)
+    page.click("#stop-btn")
+    page.wait_for_function("() => (document.querySelector('#run-status')?.innerText || '').includes('Replay stopped')",
+                           timeout=5_000)
+    assert "Stopped" in panel_text(page, "#panel-react")
+
+
+def test_stop_ends_a_benchmark_and_keeps_what_finished(page):
+    page.get_by_role("tab", name="Benchmark").click()
+    page.locator("#bench-run").click()
+    page.wait_for_function("() => (document.querySelector('#bench-progress')?.innerText || '').includes('pairs')",
+                           timeout=20_000)
+    page.locator("#bench-stop").click()
+    page.wait_for_function("() => (document.querySelector('#bench-progress')?.innerText || '').includes('Stopped at')",
+                           timeout=10_000)
+    text = page.inner_text("#bench-progress")
+    assert "left" not in text  # no estimate for a run that is over
+    time.sleep(1.0)
+    assert page.inner_text("#bench-progress") == text  # nothing moves any more

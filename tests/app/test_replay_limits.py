@@ -16,13 +16,14 @@ import httpx
 import pytest
 
 import app
-import ui.session as session
 from agents.events import Action, FinalAnswer, Observation, Thought, TokenDelta, Usage
 from agents.trace import Trace
+from ui.export import export_dict, to_json
+from ui.playback import replay
 from ui.recording import REPLAY_MODES
 from ui.render import PANEL_MODES
-from ui.replay import REPLAY_DIR, export_dict, load_recording, open_recording, to_json
-from ui.session import replay
+from ui.replay import REPLAY_DIR, load_recording, open_recording
+from ui.stream import live_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from bench_replay import make_recording
@@ -155,11 +156,11 @@ def test_closing_the_connection_ends_the_replay_and_frees_its_slot(url, tmp_path
         for n, _line in enumerate(stream.iter_lines()):
             if n >= 4:
                 break  # the visitor closes the tab
-    assert session._live >= 1  # still replaying when the connection closed
+    assert live_count() >= 1  # still replaying when the connection closed
     deadline = time.monotonic() + 10
-    while (session._live or set(REPLAY_DIR.glob("*.jsonl")) - before) and time.monotonic() < deadline:
+    while (live_count() or set(REPLAY_DIR.glob("*.jsonl")) - before) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert session._live == 0  # the generator ended (its finally ran): the slot is free
+    assert live_count() == 0  # the generator ended (its finally ran): the slot is free
     assert not set(REPLAY_DIR.glob("*.jsonl")) - before
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agents.events import Action, FinalAnswer, Observation, Thought, Usage
 from agents.trace import Trace
 from ui import verdicts
-from ui.render import comparison_markdown
+from ui.table import comparison_markdown
 
 QUESTION = "What is 17 * 23 + 5?"
 

@@ -15,9 +15,13 @@ from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.trace import Trace
 from ui import render
 from ui.examples import CATEGORIES, EXAMPLES, by_category
-from ui.render import Panel, answers_agree, comparison_markdown, metrics_markdown, safe_markdown
-from ui.replay import ReplayError, export_dict, export_markdown, load_recording, run_settings, schedule, write_exports
-from ui.session import live_run, make_config, mark_stopped, replay
+from ui.export import export_dict, export_markdown, run_settings, write_exports
+from ui.inputs import make_config
+from ui.playback import replay
+from ui.render import MODES, Panel, safe_markdown
+from ui.replay import ReplayError, load_recording, schedule
+from ui.session import live_run
+from ui.table import agreement, answers_agree, comparison_markdown, metrics_markdown
 
 XSS = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=1</script>'
 
@@ -174,14 +178,6 @@ def test_finish_closes_spinners_and_notes_a_stop():
     assert len(done.value()) == 1
 
 
-def test_mark_stopped_handles_browser_values():
-    sent = [{"role": "assistant", "metadata": {"title": "x", "status": "pending"}, "content": [{"type": "text", "text": "a"}]}]
-    finished = [{"role": "assistant", "metadata": None, "content": [{"type": "text", "text": "### ✔ Final answer"}]}]
-    a, b, c, status = mark_stopped(sent, finished, [])
-    assert "status" not in a[0]["metadata"] and "Stopped" in a[-1].content
-    assert b == finished and c == [] and "Stopped" in status
-
-
 def test_not_run_panel_says_so():
     [msg] = render.not_run("think", "Act")
     assert "Think-only was not run" in msg.content
@@ -225,10 +221,10 @@ def test_comparison_table_and_agreement():
     assert "\\|" in table and "&lt;b>" in table
     assert "Think-only differs; Act-only and ReAct agree" in table
     same = {m: react_trace(mode=m) for m in ("think", "act", "react")}
-    assert "All answers agree" in render.agreement(same)
+    assert "All answers agree" in agreement(same)
     differ = {"think": react_trace(answer="1"), "act": react_trace(answer="2"), "react": react_trace(answer="3")}
-    assert "all differ" in render.agreement(differ)
-    assert "nothing to compare" in render.agreement({"act": react_trace()})
+    assert "all differ" in agreement(differ)
+    assert "nothing to compare" in agreement({"act": react_trace()})
 
 
 # -- examples ----------------------------------------------------------------------------------
@@ -329,7 +325,7 @@ class FakeModel:
 
 def test_live_run_error_stays_in_its_panel(registry):
     settings = LLMSettings(model="fake", base_url="http://127.0.0.1:9/v1")
-    frames = collect(live_run("What is 2+2?", "All", settings, registry, make_config("text", 5, 0.2),
+    frames = collect(live_run("What is 2+2?", "All", MODES, settings, registry, make_config("text", 5, 0.2),
                               model_factory=FakeModel, export=False))
     think, act, react = frames[-1].panels
     assert "Model error" in think[-1].content and "HTTP 500" in think[-1].content
@@ -337,15 +333,12 @@ def test_live_run_error_stays_in_its_panel(registry):
     assert "Done" in frames[-1].status and "Agrees with" in frames[-1].table
 
 
-@pytest.mark.parametrize(("question", "settings", "why", "in_panel"), [
-    ("   ", LLMSettings(model="fake", base_url="http://x/v1"), "Please type a question", "Please type a question"),
-    ("x" * 2001, LLMSettings(model="fake", base_url="http://x/v1"), "the limit is 2,000", "the limit is 2,000"),
-    ("What is 2+2?", LLMSettings(), NOT_CONFIGURED[:30], "No model is configured"),
-])
-def test_live_run_refuses_without_calling_the_model(registry, question, settings, why, in_panel):
+def test_live_run_refuses_without_calling_the_model(registry):
     FakeModel.calls.clear()
-    frames = collect(live_run(question, "All", settings, registry, make_config("text", 5, 0.2), model_factory=FakeModel))
-    assert len(frames) == 1 and why in frames[0].status and in_panel in frames[0].panels[1][0].content
+    frames = collect(live_run("What is 2+2?", "All", MODES, LLMSettings(), registry, make_config("text", 5, 0.2),
+                              model_factory=FakeModel))
+    assert len(frames) == 1 and NOT_CONFIGURED[:30] in frames[0].status
+    assert "No model is configured" in frames[0].panels[1][0].content
     assert FakeModel.calls == []
 
 
