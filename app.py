@@ -18,18 +18,18 @@ import gradio as gr
 
 from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
-from agents.trace import MODE_TITLES
+from agents.modes.registry import mode_title
 from tools.registry import ToolRegistry
 from ui import serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.inputs import compare_problem, lenient, protocol_value
 from ui.recording import MAX_REPLAY_BYTES
-from ui.render import HYBRIDS
+from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
 
-MODE_LABELS = ["Think", "Act", "ReAct", "All"]
+MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
 # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
 # queue behind itself; past this many runs, more wait in line and see their place (ui/admission.py).
@@ -91,7 +91,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                 tabs.presentation_toggle()
             with gr.Row(elem_id="panels", equal_height=True):
                 chats, metrics = [], []
-                for key, label in (("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct")):
+                for key, label in ((m, mode_title(m)) for m in MODES):
                     with gr.Column(min_width=260, elem_classes="panel-col", elem_id=f"col-{key}"):
                         chats.append(gr.Chatbot(label=label, elem_id=f"panel-{key}", elem_classes="panel-chat",
                                                 height=PANEL_HEIGHT, resizable=True, feedback_options=None, layout="panel",
@@ -200,7 +200,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             hybrid = hybrid_in_file(path) if isinstance(path, str) else None
             if hybrid is None:
                 return gr.skip(), gr.skip()
-            return gr.Column(visible=True), gr.Chatbot(label=MODE_TITLES[hybrid])
+            return gr.Column(visible=True), gr.Chatbot(label=mode_title(hybrid))
 
         replay_btn.click(reveal_fourth, replay_file, [col4, chat4], api_visibility="private", show_progress="hidden")
         replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=replay_outputs, api_name="replay",

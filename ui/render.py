@@ -30,13 +30,15 @@ from agents.events import (
     Usage,
     Waiting,
 )
-from agents.trace import MODE_TITLES, Trace, metrics_line
+from agents.modes.registry import list_modes, mode_ids, mode_title, panel_ids
+from agents.trace import Trace, metrics_line
 
-MODES = ("think", "act", "react")
-MODE_CHOICES = {"Think": ("think",), "Act": ("act",), "ReAct": ("react",), "All": MODES}
-# The paper's hybrids, shown in an optional fourth panel beside the selected modes.
-HYBRIDS = {"None": None, "ReAct → CoT-SC": "react_cot_sc", "CoT-SC → ReAct": "cot_sc_react"}
-PANEL_MODES = (*MODES, "react_cot_sc", "cot_sc_react")
+# All read from the mode registry (agents/modes/registry.py): the base modes are the fixed panels.
+MODES = mode_ids("base")
+MODE_CHOICES = {**{s.label: (s.id,) for s in list_modes("base")}, "All": MODES}  # the Compare radio
+# Every other non-benchmark mode (the paper's hybrids) can be shown in a fourth panel beside them.
+HYBRIDS = {"None": None, **{s.label: s.id for s in list_modes("hybrid")}}
+PANEL_MODES = panel_ids()
 
 
 def hybrid_mode(choice: str | None) -> str | None:
@@ -131,7 +133,7 @@ class Panel:
 
     @property
     def title(self) -> str:
-        return MODE_TITLES.get(self.mode, self.mode)
+        return mode_title(self.mode)
 
     @property
     def streaming(self) -> bool:
@@ -319,7 +321,7 @@ def _is_terminal(msg: gr.ChatMessage) -> bool:
 
 
 def not_run(mode: str, selection: str) -> list[gr.ChatMessage]:
-    return [gr.ChatMessage(role="assistant", content=f"– _{MODE_TITLES.get(mode, mode)} was not run "
+    return [gr.ChatMessage(role="assistant", content=f"– _{mode_title(mode)} was not run "
                                                           f"(mode selection: {plain(selection)})._")]
 
 
@@ -380,7 +382,7 @@ def answers_agree(a: str | None, b: str | None) -> bool:
 def agreement(traces: dict[str, Trace]) -> str:
     """One sentence: which modes' answers agree."""
     answered = {m: t.answer for m, t in traces.items() if t.answer}
-    names = {m: MODE_TITLES.get(m, m) for m in traces}
+    names = {m: mode_title(m) for m in traces}
     if len(traces) < 2:
         return "Only one mode was run: nothing to compare."
     if len(answered) < 2:
@@ -406,7 +408,7 @@ def agreement(traces: dict[str, Trace]) -> str:
 def comparison_rows(traces: dict[str, Trace]) -> list[dict]:
     rows = []
     for mode, t in traces.items():
-        others = [MODE_TITLES.get(o, o) for o, u in traces.items()
+        others = [mode_title(o) for o, u in traces.items()
                   if o != mode and t.answer and answers_agree(t.answer, u.answer)]
         rows.append({
             "mode": mode,
@@ -443,7 +445,7 @@ def comparison_markdown(traces: dict[str, Trace]) -> str:
             answer += " _(forced)_"
         est = "~" if row["tokens_estimated"] else ""
         lines.append(
-            f"| **{MODE_TITLES.get(row['mode'], row['mode'])}** | {answer} | {row['steps']} | {row['tool_calls']} | "
+            f"| **{mode_title(row['mode'])}** | {answer} | {row['steps']} | {row['tool_calls']} | "
             f"{est}{row['prompt_tokens']} / {est}{row['completion_tokens']} | {row['elapsed_s']:.1f} s | "
             f"{', '.join(row['agrees_with']) or '—'} |"
         )

@@ -23,7 +23,8 @@ from typing import Any
 
 from agents.events import Event, event_from_dict
 from agents.llm.settings import LLMSettings
-from agents.trace import MODE_TITLES, Trace
+from agents.modes.registry import mode_title
+from agents.trace import Trace
 from ui import recording
 from ui.recording import MAX_REPLAY_BYTES, ReplayError
 from ui.render import MODES, PANEL_MODES, agreement, comparison_markdown, comparison_rows
@@ -171,7 +172,7 @@ def traces_from_export(data: dict[str, Any]) -> dict[str, Trace]:
 
 def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
     question = str(head.get("question") or "")
-    selection = str(head.get("selection") or (MODE_TITLES[next(iter(traces))] if len(traces) == 1 else "All"))
+    selection = str(head.get("selection") or (mode_title(next(iter(traces))) if len(traces) == 1 else "All"))
     return Recording(question, selection, traces, dict(head.get("settings") or {}))
 
 

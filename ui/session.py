@@ -29,7 +29,8 @@ from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import MODE_TITLES, Trace
+from agents.modes.registry import mode_title
+from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
 from ui.admission import Admission, Full
@@ -223,11 +224,11 @@ def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Ex
     if not failed:
         return f"✔ Done in {elapsed:.1f} s on {where}."
     first_mode, first_error = next(iter(failed.items()))
-    why = f"{MODE_TITLES.get(first_mode, first_mode)}: {render.plain(str(first_error))[:300]}"
+    why = f"{mode_title(first_mode)}: {render.plain(str(first_error))[:300]}"
     if len(failed) == len(traces):
         what = "the mode failed" if len(traces) == 1 else f"all {len(traces)} modes failed"
         return f"⚠ The run failed on {where}: {what} ({why})."
-    names = ", ".join(MODE_TITLES.get(m, m) for m in failed)
+    names = ", ".join(mode_title(m) for m in failed)
     return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."
 
 
@@ -248,7 +249,8 @@ async def live_run(
     frames until they all finish. With ``admission``, first wait for a slot, showing the place in line."""
     problem = validate_question(question)
     if problem is None and (not isinstance(selection, str) or selection not in MODE_CHOICES):
-        problem = f"Unknown mode {selection!r}: choose Think, Act, ReAct or All."
+        *labels, last = MODE_CHOICES
+        problem = f"Unknown mode {selection!r}: choose {', '.join(labels)} or {last}."
     try:
         hybrid = hybrid_mode(fourth)
     except ValueError as exc:

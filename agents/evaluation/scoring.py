@@ -10,19 +10,17 @@ number in the answer with the gold number within a small tolerance.
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from agents.answers import normalize_answer
+
 SCORERS = ("squad", "fever", "number")
 SUPPORTS, REFUTES, NEI = "SUPPORTS", "REFUTES", "NOT ENOUGH INFO"
 FEVER_LABELS = (SUPPORTS, REFUTES, NEI)
 NUMBER_TOLERANCE = 1e-4  # absolute, as common GSM8K harnesses use; gold answers are integers
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = set(string.punctuation)
 
 
 @dataclass(frozen=True)
@@ -35,13 +33,6 @@ class Score:
 
 
 # --- SQuAD / HotpotQA ------------------------------------------------------------------------------
-
-
-def normalize_answer(text: str | None) -> str:
-    """SQuAD normalisation: lower-case, drop ASCII punctuation and a/an/the, collapse whitespace."""
-    text = (text or "").lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def exact_match(prediction: str | None, gold: str) -> float:
