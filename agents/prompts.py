@@ -36,8 +36,12 @@ def tool_list(registry: ToolRegistry) -> str:
     return "\n".join(lines) or "- (no tools are enabled)"
 
 
+@functools.cache
 def template_for(name: str, protocol: str = "text") -> str:
-    """The template a prompt ``name`` uses under ``protocol``: its ``_tools`` variant for native calls, if any."""
+    """The template a prompt ``name`` uses under ``protocol``: its ``_tools`` variant for native calls, if any.
+
+    Cached like :func:`template` (the files do not change while the app runs), so a run costs no ``stat``.
+    """
     if not (PROMPT_DIR / f"{name}.md").is_file():
         known = sorted(p.stem for p in PROMPT_DIR.glob("*.md") if not p.stem.endswith("_tools"))
         raise ValueError(f"unknown prompt {name!r}; expected one of {known}")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from agents import prompts
 from agents.evaluation.report import PAPER_TABLE1, summarise, summary_table
 from agents.events import FinalAnswer
 from agents.llm.scripted import ScriptedModel
@@ -34,10 +35,16 @@ from agents.modes.registry import (
     run_mode,
     table_title,
 )
-from tools.registry import ToolRegistry
+from tools.registry import ToolRegistry, tool
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = ToolRegistry([])
+
+
+@tool
+def calculate(expression: str) -> str:
+    """Evaluate arithmetic."""
+    return expression
 
 
 def _noop(question, model, registry, config):
@@ -99,6 +106,18 @@ def test_an_id_taken_by_another_module_is_refused():
     assert get_mode("react").title == "ReAct"
 
 
+def test_a_mode_names_its_prompt_and_the_native_variant_is_found_by_file():
+    reg = ToolRegistry([calculate])
+    assert prompts.template_for("act", "tools") == "act_tools" and prompts.template_for("think", "tools") == "think"
+    assert prompts.system_prompt("think", reg, protocol="tools") == prompts.system_prompt("think", reg)
+    with pytest.raises(ValueError, match="unknown prompt 'tot'"):
+        prompts.system_prompt("tot", reg)
+    for spec in list_modes():
+        if spec.prompt:
+            shown = prompts.render_prompt(spec.prompt, reg, protocol="tools", uses_tools=spec.uses_tools)
+            assert ("[tools" in shown) == spec.uses_tools and shown.endswith("[user]\nQuestion: <question>")
+
+
 def _copy_repo(dest: Path) -> Path:
     """The app's code in ``dest`` (no tests, no git), so a new module there cannot touch the real tree."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
@@ -112,7 +131,8 @@ TOY_MODULE = '''
     """Echo: one call with its own prompt; the reply is the answer. A toy for the registry test."""
 
     from agents import prompts
-    from agents.events import FinalAnswer
+    from agents import prompts
+from agents.events import FinalAnswer
     from agents.modes.base import complete
     from agents.modes.registry import ModeSpec, register
 
