@@ -131,8 +131,7 @@ TOY_MODULE = '''
     """Echo: one call with its own prompt; the reply is the answer. A toy for the registry test."""
 
     from agents import prompts
-    from agents import prompts
-from agents.events import FinalAnswer
+    from agents.events import FinalAnswer
     from agents.modes.base import complete
     from agents.modes.registry import ModeSpec, register
 
