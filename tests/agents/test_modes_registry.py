@@ -219,9 +219,10 @@ IMPORT_ALL = '''
 
     sys.meta_path.insert(0, Blocked())
     import agents
-    BENCHMARK_FACING = {"agents.evaluate", "agents.cli.eval", "agents.cli.evaluate"}
+    # the benchmark package and its CLI (agents/evaluate.py, or an eval module of an agents/cli/ package)
+    BENCHMARK_FACING = ("agents.evaluation", "agents.evaluate", "agents.cli.eval")
     names = [m.name for m in pkgutil.walk_packages(agents.__path__, "agents.")
-             if m.name not in BENCHMARK_FACING and not m.name.startswith("agents.evaluation")]
+             if not m.name.startswith(BENCHMARK_FACING)]
     for name in names:
         importlib.import_module(name)
     from agents.comparison import compare
