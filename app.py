@@ -17,6 +17,7 @@ from typing import Any
 import gradio as gr
 
 from agents.llm.settings import LLMSettings
+from agents.modes.registry import mode_title
 from tools.registry import ToolRegistry
 from ui import mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
@@ -25,13 +26,13 @@ from ui.compare_tab import CompareTab
 from ui.frame import Outputs
 from ui.inputs import OptionalTrailingInputs, lenient
 from ui.recording import MAX_REPLAY_BYTES
-from ui.render import HYBRIDS
+from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import DEFAULT_SPEED, SPEEDS
 from ui.session import ModelFactory
 from ui.stream import Stops
 from ui.verdicts import MAX_EXPECTED_CHARS
 
-MODE_LABELS = ["Think", "Act", "ReAct", "All"]
+MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
 # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
 # queue behind itself; past this many runs, more wait in line and see their place (ui/admission.py).
@@ -154,8 +155,7 @@ def compare_layout() -> ComparePage:
         status = gr.Markdown("", label="Status", elem_id="run-status")
         tabs.presentation_toggle()
     with gr.Row(elem_id="panels", equal_height=True):
-        columns = [panel_column(key, label, f"**{label}** — press Run")
-                   for key, label in (("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct"))]
+        columns = [panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run") for m in MODES]
         col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
                                              visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from agents.comparison import ALL_MODES, ComparisonRun, compare, default_model_factory, validate_question
+from agents.comparison import ComparisonRun, compare, default_model_factory, validate_question
 from agents.events import (
     Action,
     Event,
@@ -33,7 +33,8 @@ from agents.events import (
 )
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import MODE_TITLES, Trace, metrics_line
+from agents.modes.registry import list_modes, mode_ids, mode_title
+from agents.trace import Trace, metrics_line
 
 USAGE_ERROR = 2
 
@@ -41,8 +42,10 @@ USAGE_ERROR = 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m agents ask", description="Ask one question in one or all modes.")
     parser.add_argument("question")
-    parser.add_argument("--mode", choices=[*ALL_MODES, "all", "react_cot_sc", "cot_sc_react", "cot_sc"], default="all",
-                        help="all = think, act and react side by side; the last three are the paper's CoT-SC hybrids")
+    base, others = mode_ids("base"), list_modes("hybrid", "benchmark")
+    parser.add_argument("--mode", choices=[*base, "all", *(s.id for s in others)], default="all",
+                        help=f"all (default) = {', '.join(base)} side by side; any one mode runs alone "
+                             f"({', '.join(f'{s.id}: {s.title}' for s in others)})")
     parser.add_argument("--protocol", choices=["text", "tools"], default="text",
                         help="text: the paper's Thought/Action format (any model); tools: native function calling")
     parser.add_argument("--max-steps", type=int, default=5, help="actions per run before a forced answer (1-50)")
@@ -78,7 +81,7 @@ def ask_main(argv: list[str], out: TextIO = sys.stdout) -> int:
             parser.error(f"unknown tool(s) {unknown}; available: {', '.join(registry.names)}")
         registry = registry.subset(wanted)
     settings = LLMSettings.from_env().with_overrides(model=args.model)
-    modes = list(ALL_MODES) if args.mode == "all" else [args.mode]
+    modes = list(mode_ids("base")) if args.mode == "all" else [args.mode]
     config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, temperature=args.temperature,
                        max_tokens=args.max_tokens or settings.max_tokens)
     printer = None if args.json else _Printer(out, live=len(modes) == 1)
@@ -128,7 +131,7 @@ def ask_stepping(question: str, modes: list[str], *, stdin: TextIO, prompt_out: 
 
 def _ask_for_step(run: ComparisonRun, out: TextIO, stdin: TextIO) -> bool:
     """Prompt, wait for a line, advance; False (after resuming) once the input has ended."""
-    waiting = ", ".join(MODE_TITLES[m] for m in run.paused)
+    waiting = ", ".join(mode_title(m) for m in run.paused)
     print(f"⏸ paused: {waiting} — Enter: next step · Ctrl-D: run to the end", file=out, flush=True)
     if stdin.readline():
         run.step()
@@ -150,7 +153,7 @@ class _Printer:
         self.out, self.live, self.streaming = out, live, False
 
     def on_event(self, mode: str, event: Event) -> None:
-        tag = "" if self.live else f"[{MODE_TITLES[mode]}] "
+        tag = "" if self.live else f"[{mode_title(mode)}] "
         if isinstance(event, TokenDelta):
             if self.live and event.channel != "reasoning":
                 self.out.write(event.text)
@@ -197,4 +200,4 @@ def _print_summary(traces: dict[str, Trace], out: TextIO) -> None:
     print("\n" + "=" * 60, file=out)
     for mode, trace in traces.items():
         answer = trace.answer if trace.answer is not None else f"(no answer: {trace.error})"
-        print(f"{MODE_TITLES[mode]:>10}: {answer}\n{'':>12}{metrics_line(trace)}", file=out)
+        print(f"{mode_title(mode):>10}: {answer}\n{'':>12}{metrics_line(trace)}", file=out)

@@ -35,13 +35,13 @@ from agents.llm.base import ChatModel, LLMFailure
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
+from agents.modes.registry import mode_ids, run_mode
 from agents.stepping import StepGate
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
-ALL_MODES = ("think", "act", "react")
 MAX_QUESTION_CHARS = 2000
 JOIN_TIMEOUT_S = 2.0
 ModelFactory = Callable[[], ChatModel]
@@ -121,17 +121,15 @@ def run_one(
 ) -> Iterator[Event]:
     """One mode's run on a fresh model client, as events: a failure ends it with an ``LLMError``,
     a cancel ends it quietly, and the client is closed however it ends (also when the caller
-    stops iterating). ``options`` go to the hybrid modes (``sc_n``, ``vote_key``); ``source``, when
-    given, replaces the mode's own loop (a fork: ``agents.fork.prepare_fork``)."""
-    from agents.evaluation.hybrids import run_any_mode  # the paper's hybrids are modes too
-
+    stops iterating). ``options`` go to the modes that take them (the hybrids' ``sc_n``, ``vote_key``);
+    ``source``, when given, replaces the mode's own loop (a fork: ``agents.fork.prepare_fork``)."""
     model = None
     try:
         model = factory()
         models.add(model)
         if not config.cancel.is_set():
             yield from (source(model, config) if source is not None else
-                        run_any_mode(mode, question, model, registry, config, **options))  # type: ignore[arg-type]
+                        run_mode(mode, question, model, registry, config, **options))
     except Stopped:
         return
     except LLMFailure as exc:
@@ -155,7 +153,7 @@ class ComparisonRun:
     def __init__(
         self,
         question: str,
-        modes: Iterable[str] = ALL_MODES,
+        modes: Iterable[str] | None = None,
         *,
         model_factory: ModelFactory | None = None,
         registry: ToolRegistry | None = None,
@@ -163,12 +161,10 @@ class ComparisonRun:
         stepping: bool = False,
         sources: dict[str, ModeSource] | None = None,
     ) -> None:
-        from agents.evaluation.hybrids import EVAL_MODES  # the paper's hybrids can be a fourth panel
-
-        self.modes = list(dict.fromkeys(modes))
-        unknown = [m for m in self.modes if m not in EVAL_MODES]
+        self.modes = list(dict.fromkeys(mode_ids("base") if modes is None else modes))
+        unknown = [m for m in self.modes if m not in mode_ids()]
         if unknown:
-            raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(EVAL_MODES)}")
+            raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(mode_ids())}")
         if registry is None:
             from tools import default_registry
 
@@ -302,13 +298,14 @@ class ComparisonRun:
 
 def run_comparison(
     question: str,
-    modes: Iterable[str] = ALL_MODES,
+    modes: Iterable[str] | None = None,
     *,
     model_factory: ModelFactory | None = None,
     registry: ToolRegistry | None = None,
     config: RunConfig | None = None,
 ) -> Iterator[tuple[str, Event]]:
-    """Yield ``(mode, event)`` from all selected modes as they happen; closing the generator stops them all."""
+    """Yield ``(mode, event)`` from all selected modes (default: the base modes) as they happen; closing the
+    generator stops them all."""
     run = ComparisonRun(question, modes, model_factory=model_factory, registry=registry, config=config)
     run.start()
     try:
@@ -320,13 +317,13 @@ def run_comparison(
 
 def compare(
     question: str,
-    modes: Iterable[str] = ALL_MODES,
+    modes: Iterable[str] | None = None,
     *,
     on_event: Callable[[str, Event], None] | None = None,
     **kwargs: object,
 ) -> dict[str, Trace]:
     """Run :func:`run_comparison` to the end and return one finished :class:`Trace` per mode."""
-    modes = list(dict.fromkeys(modes))
+    modes = list(dict.fromkeys(mode_ids("base") if modes is None else modes))
     traces = {m: Trace(m, question) for m in modes}
     for mode, event in run_comparison(question, modes, **kwargs):  # type: ignore[arg-type]
         traces[mode].add(event)

@@ -20,11 +20,12 @@ from datetime import datetime
 from pathlib import Path
 
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, dataset_name, load_dataset
-from agents.evaluation.hybrids import DEFAULT_SC_SAMPLES, EVAL_MODES
 from agents.evaluation.report import format_summary, write_exports
 from agents.evaluation.runner import Progress, parse_modes, run_eval
 from agents.evaluation.store import ResultStore
 from agents.modes import RunConfig
+from agents.modes.hybrids import DEFAULT_SC_SAMPLES
+from agents.modes.registry import mode_ids
 from tools.registry import ToolRegistry
 
 EXIT_USAGE = 2
@@ -39,8 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset", required=True,
                         help=f"{' | '.join(BUILTIN_FILES)} | PATH to a .csv or .jsonl with question,answer columns")
     parser.add_argument("--n", type=int, default=50, help="use the first N items (0 = all; default 50)")
-    parser.add_argument("--modes", default="think,act,react",
-                        help=f"comma-separated, from: {', '.join(EVAL_MODES)} (default think,act,react)")
+    base = ",".join(mode_ids("base"))
+    parser.add_argument("--modes", default=base,
+                        help=f"comma-separated, from: {', '.join(mode_ids())} (default {base})")
     parser.add_argument("--concurrency", type=int, default=8, help="pairs run at once (default 8)")
     parser.add_argument("--out", help="results folder; rerun with the same one to resume (default runs/<dataset>-<time>)")
     parser.add_argument("--json", action="store_true", help="print only the summary as JSON on stdout")

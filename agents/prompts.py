@@ -2,7 +2,10 @@
 
 Templates use ``string.Template`` (``$tools``) so JSON braces in them need no escaping, and
 the tool list is generated from the registry, so adding a tool needs no prompt edit.
-:func:`render_prompt` returns exactly what is sent, for the UI's "Prompts" view.
+A mode names its template in its :class:`~agents.modes.registry.ModeSpec` (``prompt``);
+``prompts/<name>_tools.md``, when present, is that template's native-tool-call variant.
+:func:`render_prompt` returns exactly what is sent, for the UI's "Prompts" view. This module
+knows templates, not modes, so the modes can import it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from string import Template
 from tools.registry import ToolRegistry
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
-MODES = ("think", "act", "react")
 PROTOCOLS = ("text", "tools")
 
 
@@ -34,12 +36,24 @@ def tool_list(registry: ToolRegistry) -> str:
     return "\n".join(lines) or "- (no tools are enabled)"
 
 
-def system_prompt(mode: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5) -> str:
-    """The system message for ``mode`` under ``protocol`` ("text": the paper's format; "tools": native calls)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
-    name = mode if mode == "think" or protocol == "text" else f"{mode}_tools"
-    return template(name).safe_substitute(
+@functools.cache
+def template_for(name: str, protocol: str = "text") -> str:
+    """The template a prompt ``name`` uses under ``protocol``: its ``_tools`` variant for native calls, if any.
+
+    Cached like :func:`template` (the files do not change while the app runs), so a run costs no ``stat``.
+    """
+    if not (PROMPT_DIR / f"{name}.md").is_file():
+        known = sorted(p.stem for p in PROMPT_DIR.glob("*.md") if not p.stem.endswith("_tools"))
+        raise ValueError(f"unknown prompt {name!r}; expected one of {known}")
+    if protocol == "tools" and (PROMPT_DIR / f"{name}_tools.md").is_file():
+        return f"{name}_tools"
+    return name
+
+
+def system_prompt(name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5) -> str:
+    """The system message of prompt ``name`` (a mode's, e.g. "react") under ``protocol``
+    ("text": the paper's format; "tools": native calls)."""
+    return template(template_for(name, protocol)).safe_substitute(
         tools=tool_list(registry), tool_names=", ".join(registry.names) or "(none)", max_steps=max_steps
     )
 
@@ -66,11 +80,16 @@ def repeat_call_message(tool: str, previous: str) -> str:
 
 
 def render_prompt(
-    mode: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5, question: str = "<question>"
+    name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5, question: str = "<question>",
+    uses_tools: bool = True,
 ) -> str:
-    """The first request of a run as readable text: system message, tool schemas (native protocol), question."""
-    parts = [f"[system]\n{system_prompt(mode, registry, protocol=protocol, max_steps=max_steps)}"]
-    if protocol == "tools" and mode != "think":
+    """The first request of a run as readable text: system message, tool schemas (native protocol), question.
+
+    ``name`` is the mode's prompt and ``uses_tools`` whether it is sent the tools (both from its
+    :class:`~agents.modes.registry.ModeSpec`).
+    """
+    parts = [f"[system]\n{system_prompt(name, registry, protocol=protocol, max_steps=max_steps)}"]
+    if protocol == "tools" and uses_tools:
         schemas = json.dumps(registry.schemas(), indent=1, ensure_ascii=False)
         parts.append(f"[tools — sent as the request's `tools` parameter]\n{schemas}")
     parts.append(f"[user]\n{question_message(question)}")

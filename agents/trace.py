@@ -32,9 +32,7 @@ from agents.events import (
     event_from_dict,
     event_to_dict,
 )
-
-MODE_TITLES = {"think": "Think-only", "act": "Act-only", "react": "ReAct", "cot_sc": "CoT-SC",
-               "react_cot_sc": "ReAct → CoT-SC", "cot_sc_react": "CoT-SC → ReAct"}
+from agents.modes.registry import mode_title
 
 
 @dataclass(frozen=True)
@@ -197,7 +195,7 @@ class Trace:
 
     def to_markdown(self) -> str:
         """A readable transcript: question, numbered thought/action/observation steps, answer, metrics."""
-        title = MODE_TITLES.get(self.mode, self.mode)
+        title = mode_title(self.mode)
         lines = [f"### {title}", "", f"**Question:** {self.question}", ""]
         n = 0
         for _, event in self.events:

@@ -26,11 +26,11 @@ import pandas as pd
 
 from agents.comparison import default_model_factory
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, load_dataset
-from agents.evaluation.hybrids import EVAL_MODES, MODE_LABELS
 from agents.evaluation.report import chart_data, summary_table, write_exports
 from agents.evaluation.runner import EvalRun, Progress, order_records
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
+from agents.modes.registry import list_modes, mode_ids
 from tools.registry import ToolRegistry
 from ui.inputs import kind_of, lenient, make_config, number_problem, protocol_value, settings_problem
 from ui.render import plain
@@ -43,7 +43,7 @@ UPLOAD = "upload"
 DATASETS = [("HotpotQA (the paper's 200-question sample)", "hotpotqa"), ("FEVER (the paper's 200 claims)", "fever"),
             ("GSM8K (first 250 test problems)", "gsm8k"), ("Handwritten (35 mixed questions)", "handwritten"),
             ("Upload your own CSV/JSONL", UPLOAD)]
-DEFAULT_MODES = ["think", "act", "react"]
+DEFAULT_MODES = list(mode_ids("base"))
 MAX_N = int(os.environ.get("BENCH_MAX_N", "200"))
 VISITOR_MAX_N = int(os.environ.get("BENCH_VISITOR_MAX_N", "20"))  # Space visitors not signed in spend the owner's credits
 MAX_CONCURRENCY, MAX_SC = 8, 21
@@ -78,16 +78,17 @@ def clamp(value: Any, low: int, high: int, default: int) -> int:
 
 def mode_names(selected: Sequence[str] | None) -> list[str]:
     """Mode ids from ids or labels (API clients may send either), de-duplicated, in the order given."""
-    by_label = {label.lower(): mode for mode, label in MODE_LABELS.items()}
+    known = mode_ids()
+    by_label = {s.table_title.lower(): s.id for s in list_modes()}
     if selected is not None and not isinstance(selected, list | tuple):
         raise BenchmarkError(f"Modes must be a list of mode names (got {kind_of(selected)}).")
     names, unknown = [], []
     for raw in selected or []:
         key = str(raw).strip().lower()
-        name = key if key in EVAL_MODES else by_label.get(key)
+        name = key if key in known else by_label.get(key)
         (names if name else unknown).append(name or str(raw))
     if unknown:
-        raise BenchmarkError(f"Unknown mode(s) {', '.join(unknown)}; choose from {', '.join(EVAL_MODES)}.")
+        raise BenchmarkError(f"Unknown mode(s) {', '.join(unknown)}; choose from {', '.join(known)}.")
     if not names:
         raise BenchmarkError("Pick at least one mode to benchmark.")
     return list(dict.fromkeys(names))
@@ -322,7 +323,8 @@ def _layout(on_space: bool) -> dict[str, Any]:
     upload = gr.File(label="Your dataset (question and answer columns; optional id, aliases, category, scorer)",
                      file_types=[".csv", ".jsonl", ".json"], type="filepath", visible=False)
     with gr.Row(equal_height=True):
-        modes = gr.CheckboxGroup([(MODE_LABELS[m], m) for m in EVAL_MODES], value=DEFAULT_MODES, label="Modes", scale=5)
+        modes = gr.CheckboxGroup([(s.table_title, s.id) for s in list_modes()], value=DEFAULT_MODES, label="Modes",
+                                 scale=5)
         run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150, elem_id="bench-run")
         stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90, elem_id="bench-stop")
     progress = gr.Markdown("", elem_id="bench-progress")

@@ -16,7 +16,7 @@ import gradio as gr
 from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import MODE_TITLES
+from agents.modes.registry import mode_title
 from tools.registry import ToolRegistry
 from ui.admission import Admission
 from ui.frame import Outputs, refusal
@@ -117,7 +117,7 @@ class CompareTab:
         hybrid = hybrid_in_file(path) if isinstance(path, str) else None
         if hybrid is None:
             return gr.skip(), gr.skip()
-        return gr.Column(visible=True), gr.Chatbot(label=MODE_TITLES[hybrid])
+        return gr.Column(visible=True), gr.Chatbot(label=mode_title(hybrid))
 
     @staticmethod
     def show_fourth(choice: str) -> tuple:

@@ -35,7 +35,8 @@ from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import MODE_TITLES, Trace
+from agents.modes.registry import mode_title
+from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui.admission import Admission, Full
 from ui.inputs import make_config
@@ -124,7 +125,7 @@ def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dic
     for mode, trace in traces.items():
         verdict = judge(trace.answer, expected, question) if expected else None
         modes[mode] = {
-            "title": MODE_TITLES.get(mode, mode),
+            "title": mode_title(mode),
             "answer": trace.answer,
             "correct": None if verdict is None else verdict.correct,
             "mark": None if verdict is None else verdict.mark,

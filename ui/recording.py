@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.events import EVENT_TYPES
+from agents.modes.registry import panel_ids
 
 MAX_REPLAY_BYTES = 20_000_000  # the upload limit (``app.launch_kwargs``) is the same
 MAX_EVENTS = 500_000  # a 20 MB file holds at most ~550,000 of the smallest events
@@ -163,7 +164,7 @@ def condense(data: dict[str, Any], window: float) -> dict[str, Any]:
     return {**data, "traces": out if isinstance(traces, dict) else list(out.values()), "comparison": None}
 
 
-REPLAY_MODES = ("think", "act", "react", "react_cot_sc", "cot_sc_react")  # = ui.render.PANEL_MODES
+REPLAY_MODES = panel_ids()  # = ui.render.PANEL_MODES: the modes a panel can show
 
 
 def traces_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:

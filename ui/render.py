@@ -29,13 +29,14 @@ from agents.events import (
     Usage,
     Waiting,
 )
-from agents.trace import MODE_TITLES
+from agents.modes.registry import list_modes, mode_ids, mode_title, panel_ids
 
-MODES = ("think", "act", "react")
-MODE_CHOICES = {"Think": ("think",), "Act": ("act",), "ReAct": ("react",), "All": MODES}
-# The paper's hybrids, shown in an optional fourth panel beside the selected modes.
-HYBRIDS = {"None": None, "ReAct → CoT-SC": "react_cot_sc", "CoT-SC → ReAct": "cot_sc_react"}
-PANEL_MODES = (*MODES, "react_cot_sc", "cot_sc_react")
+# All read from the mode registry (agents/modes/registry.py): the base modes are the fixed panels.
+MODES = mode_ids("base")
+MODE_CHOICES = {**{s.label: (s.id,) for s in list_modes("base")}, "All": MODES}  # the Compare radio
+# Every other non-benchmark mode (the paper's hybrids) can be shown in a fourth panel beside them.
+HYBRIDS = {"None": None, **{s.label: s.id for s in list_modes("hybrid")}}
+PANEL_MODES = panel_ids()
 
 
 def hybrid_mode(choice: str | None) -> str | None:
@@ -130,7 +131,7 @@ class Panel:
 
     @property
     def title(self) -> str:
-        return MODE_TITLES.get(self.mode, self.mode)
+        return mode_title(self.mode)
 
     @property
     def streaming(self) -> bool:
@@ -318,7 +319,7 @@ def _is_terminal(msg: gr.ChatMessage) -> bool:
 
 
 def not_run(mode: str, selection: str) -> list[gr.ChatMessage]:
-    return [gr.ChatMessage(role="assistant", content=f"– _{MODE_TITLES.get(mode, mode)} was not run "
+    return [gr.ChatMessage(role="assistant", content=f"– _{mode_title(mode)} was not run "
                                                           f"(mode selection: {plain(selection)})._")]
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.events import Event, event_from_dict
-from agents.trace import MODE_TITLES, Trace
+from agents.modes.registry import mode_title
+from agents.trace import Trace
 from ui import recording
 from ui.recording import MAX_REPLAY_BYTES, ReplayError
 from ui.render import MODES, PANEL_MODES
@@ -59,7 +60,7 @@ class Recording:
 
 def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
     question = str(head.get("question") or "")
-    selection = str(head.get("selection") or (MODE_TITLES[next(iter(traces))] if len(traces) == 1 else "All"))
+    selection = str(head.get("selection") or (mode_title(next(iter(traces))) if len(traces) == 1 else "All"))
     expected = head.get("expected") if isinstance(head.get("expected"), str) else None
     return Recording(question, selection, traces, dict(head.get("settings") or {}), expected)
 

@@ -19,7 +19,8 @@ from agents.llm.base import ChatModel
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.trace import MODE_TITLES, Trace
+from agents.modes.registry import mode_title
+from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
 from ui.admission import Admission, Full
@@ -50,11 +51,11 @@ def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Ex
     if not failed:
         return f"✔ Done in {elapsed:.1f} s on {where}."
     first_mode, first_error = next(iter(failed.items()))
-    why = f"{MODE_TITLES.get(first_mode, first_mode)}: {render.plain(str(first_error))[:300]}"
+    why = f"{mode_title(first_mode)}: {render.plain(str(first_error))[:300]}"
     if len(failed) == len(traces):
         what = "the mode failed" if len(traces) == 1 else f"all {len(traces)} modes failed"
         return f"⚠ The run failed on {where}: {what} ({why})."
-    names = ", ".join(MODE_TITLES.get(m, m) for m in failed)
+    names = ", ".join(mode_title(m) for m in failed)
     return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 import string
 
-from agents.trace import MODE_TITLES, Trace, metrics_line
+from agents.modes.registry import mode_title
+from agents.trace import Trace, metrics_line
 from ui.render import escape_html, plain
 
 
@@ -52,7 +53,7 @@ def answers_agree(a: str | None, b: str | None) -> bool:
 def agreement(traces: dict[str, Trace]) -> str:
     """One sentence: which modes' answers agree."""
     answered = {m: t.answer for m, t in traces.items() if t.answer}
-    names = {m: MODE_TITLES.get(m, m) for m in traces}
+    names = {m: mode_title(m) for m in traces}
     if len(traces) < 2:
         return "Only one mode was run: nothing to compare."
     if len(answered) < 2:
@@ -78,7 +79,7 @@ def agreement(traces: dict[str, Trace]) -> str:
 def comparison_rows(traces: dict[str, Trace]) -> list[dict]:
     rows = []
     for mode, t in traces.items():
-        others = [MODE_TITLES.get(o, o) for o, u in traces.items()
+        others = [mode_title(o) for o, u in traces.items()
                   if o != mode and t.answer and answers_agree(t.answer, u.answer)]
         rows.append({
             "mode": mode,
@@ -115,7 +116,7 @@ def comparison_markdown(traces: dict[str, Trace]) -> str:
             answer += " _(forced)_"
         est = "~" if row["tokens_estimated"] else ""
         lines.append(
-            f"| **{MODE_TITLES.get(row['mode'], row['mode'])}** | {answer} | {row['steps']} | {row['tool_calls']} | "
+            f"| **{mode_title(row['mode'])}** | {answer} | {row['steps']} | {row['tool_calls']} | "
             f"{est}{row['prompt_tokens']} / {est}{row['completion_tokens']} | {row['elapsed_s']:.1f} s | "
             f"{', '.join(row['agrees_with']) or '—'} |"
         )

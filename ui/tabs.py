@@ -11,11 +11,11 @@ from pathlib import Path
 import gradio as gr
 
 from agents.llm.settings import LLMSettings
+from agents.modes.registry import list_modes
 from agents.prompts import render_prompt
-from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui.examples import by_category
-from ui.render import MODES, escape_html, plain
+from ui.render import escape_html, plain
 
 CSS_PATH = Path(__file__).with_name("theme.css")
 TITLE = "Think · Act · ReAct"
@@ -107,14 +107,16 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
     """The exact rendered prompt of each mode for the current settings."""
     gr.Markdown("What each mode sends as its first request, for the settings chosen on the **Compare** tab "
                 "(`<question>` stands for your question). Think-only never sees the tools.")
-    codes = [gr.Code(label=MODE_TITLES[m], language="markdown", interactive=False, lines=12, max_lines=40,
-                     wrap_lines=True, elem_classes="prompt-code") for m in MODES]
+    specs = [s for s in list_modes() if s.prompt]  # modes with a prompt of their own (the hybrids reuse theirs)
+    codes = [gr.Code(label=s.title, language="markdown", interactive=False, lines=12, max_lines=40,
+                     wrap_lines=True, elem_classes="prompt-code") for s in specs]
 
     def show(protocol: str = "text", max_steps: float = 5, tools: list[str] | None = None) -> tuple[str, ...]:
-        """The rendered first request of each mode (Think, Act, ReAct) for these settings."""
+        """The rendered first request of each mode with its own prompt (Think, Act, ReAct) for these settings."""
         reg = registry.subset(tools if tools is not None else registry.names)
         proto = protocol if protocol in ("text", "tools") else "text"
-        return tuple(render_prompt(m, reg, protocol=proto, max_steps=int(max_steps or 5)) for m in MODES)
+        return tuple(render_prompt(s.prompt, reg, protocol=proto, max_steps=int(max_steps or 5),  # type: ignore[arg-type]
+                                   uses_tools=s.uses_tools) for s in specs)
 
     gr.on([protocol.change, max_steps.change, tools.change, load_event.load], show,
           inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden")

@@ -1,4 +1,7 @@
-"""Benchmarking the modes: datasets, the paper's scoring, the concurrent resumable runner, hybrids, reports.
+"""Benchmarking the modes: datasets, the paper's scoring, the concurrent resumable runner, reports.
+
+The modes themselves, the paper's CoT-SC hybrids included, live in :mod:`agents.modes` and are
+listed by :mod:`agents.modes.registry`; this package depends on them, never the reverse.
 
 The CLI entry point is :func:`agents.evaluate.eval_main`; the app's Benchmark tab uses
 :func:`iter_eval` (live progress), :func:`summarise`, :func:`summary_table`,
@@ -6,16 +9,6 @@ The CLI entry point is :func:`agents.evaluate.eval_main`; the app's Benchmark ta
 """
 
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, dataset_name, load_dataset
-from agents.evaluation.hybrids import (
-    DEFAULT_SC_SAMPLES,
-    EVAL_MODES,
-    HYBRID_MODES,
-    MODE_LABELS,
-    cot_sc,
-    cot_sc_react,
-    react_cot_sc,
-    run_any_mode,
-)
 from agents.evaluation.report import (
     PAPER_TABLE1,
     chart_data,
@@ -40,18 +33,12 @@ from agents.evaluation.scoring import (
 
 __all__ = [
     "BUILTIN_FILES",
-    "DEFAULT_SC_SAMPLES",
-    "EVAL_MODES",
-    "HYBRID_MODES",
-    "MODE_LABELS",
     "PAPER_TABLE1",
     "DatasetError",
     "EvalResult",
     "Item",
     "Progress",
     "chart_data",
-    "cot_sc",
-    "cot_sc_react",
     "dataset_name",
     "exact_match",
     "extract_last_number",
@@ -64,9 +51,7 @@ __all__ = [
     "normalize_answer",
     "paper_figure",
     "parse_modes",
-    "react_cot_sc",
     "results_csv",
-    "run_any_mode",
     "run_eval",
     "score",
     "summarise",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.evaluation.hybrids import MODE_LABELS
+from agents.modes.registry import list_modes, table_title
 
 
 @dataclass(frozen=True)
@@ -25,20 +25,24 @@ class PaperRow:
     """One row of the ReAct paper's Table 1: HotpotQA EM and FEVER accuracy, in percent as printed."""
 
     method: str
-    mode: str | None  # our mode name, when we have one
     hotpotqa: float
     fever: float
+
+    @property
+    def mode(self) -> str | None:
+        """Our mode for this row, when we have one (the mode whose spec names this ``paper_row``)."""
+        return next((s.id for s in list_modes() if s.paper_row == self.method), None)
 
 
 PAPER_SOURCE = "ReAct (Yao et al., ICLR 2023), Table 1, PaLM-540B"
 PAPER_TABLE1: tuple[PaperRow, ...] = (
-    PaperRow("Standard", None, 28.7, 57.1),
-    PaperRow("CoT", "think", 29.4, 56.3),
-    PaperRow("CoT-SC", "cot_sc", 33.4, 60.4),
-    PaperRow("Act", "act", 25.7, 58.9),
-    PaperRow("ReAct", "react", 27.4, 60.9),
-    PaperRow("CoT-SC → ReAct", "cot_sc_react", 34.2, 64.6),
-    PaperRow("ReAct → CoT-SC", "react_cot_sc", 35.1, 62.0),
+    PaperRow("Standard", 28.7, 57.1),
+    PaperRow("CoT", 29.4, 56.3),
+    PaperRow("CoT-SC", 33.4, 60.4),
+    PaperRow("Act", 25.7, 58.9),
+    PaperRow("ReAct", 27.4, 60.9),
+    PaperRow("CoT-SC → ReAct", 34.2, 64.6),
+    PaperRow("ReAct → CoT-SC", 35.1, 62.0),
 )
 ACCURACY_DATASETS = ("fever", "gsm8k")
 _MEANS = {"mean_steps": "steps", "mean_llm_calls": "llm_calls", "mean_tool_calls": "tool_calls",
@@ -115,7 +119,7 @@ def summary_table(summary: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     rows = []
     for mode, s in summary["modes"].items():
         scores = [_pct(s["em"])] if accuracy else [_pct(s["em"]), _pct(s["f1"])]
-        rows.append([MODE_LABELS.get(mode, mode), s["n"], *scores, _pct(s.get("paper")), _num(s["mean_steps"]),
+        rows.append([table_title(mode), s["n"], *scores, _pct(s.get("paper")), _num(s["mean_steps"]),
                      _num(s["mean_tool_calls"]), _num(s["mean_tokens"], 0), _num(s["mean_latency_s"], 2),
                      _pct(s["error_rate"]), _pct(s["forced_rate"])])
     return headers, rows
@@ -149,7 +153,7 @@ def chart_data(summary: dict[str, Any], what: str = "score") -> Any:
         raise ValueError("what must be 'score' or 'tokens'")
     rows: list[dict[str, Any]] = []
     for mode, s in summary["modes"].items():
-        label = MODE_LABELS.get(mode, mode)
+        label = table_title(mode)
         if what == "tokens":
             rows.append({"mode": label, "series": "this run", "value": _num(s["mean_tokens"], 0) or 0.0})
             continue

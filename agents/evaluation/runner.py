@@ -23,12 +23,13 @@ from typing import Any
 
 from agents.comparison import ModelFactory, OpenModels, run_one, validate_question
 from agents.evaluation.datasets import Item
-from agents.evaluation.hybrids import DEFAULT_SC_SAMPLES, EVAL_MODES
 from agents.evaluation.report import summarise
 from agents.evaluation.scoring import score, vote_key
 from agents.evaluation.store import ResultStore
 from agents.events import LLMError
 from agents.modes import RunConfig
+from agents.modes.hybrids import DEFAULT_SC_SAMPLES
+from agents.modes.registry import mode_ids
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
@@ -285,7 +286,8 @@ def parse_modes(text: str | Iterable[str]) -> list[str]:
 
 def _check_modes(modes: Iterable[str]) -> list[str]:
     modes = list(dict.fromkeys(modes))
-    unknown = [m for m in modes if m not in EVAL_MODES]
+    known = mode_ids()
+    unknown = [m for m in modes if m not in known]
     if unknown or not modes:
-        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(EVAL_MODES)}")
+        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}")
     return modes

@@ -10,19 +10,15 @@ number in the answer with the gold number within a small tolerance.
 from __future__ import annotations
 
 import re
-import string
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from agents.answers import NUMBER_TOLERANCE, exact_match, f1_score, normalize_answer
+
 SCORERS = ("squad", "fever", "number")
 SUPPORTS, REFUTES, NEI = "SUPPORTS", "REFUTES", "NOT ENOUGH INFO"
 FEVER_LABELS = (SUPPORTS, REFUTES, NEI)
-NUMBER_TOLERANCE = 1e-4  # absolute, as common GSM8K harnesses use; gold answers are integers
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = set(string.punctuation)
 
 
 @dataclass(frozen=True)
@@ -37,28 +33,6 @@ class Score:
 # --- SQuAD / HotpotQA ------------------------------------------------------------------------------
 
 
-def normalize_answer(text: str | None) -> str:
-    """SQuAD normalisation: lower-case, drop ASCII punctuation and a/an/the, collapse whitespace."""
-    text = (text or "").lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-def exact_match(prediction: str | None, gold: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(gold))
-
-
-def f1_score(prediction: str | None, gold: str) -> float:
-    """HotpotQA's token F1: a yes/no/noanswer on either side scores only on an exact match."""
-    pred, ref = normalize_answer(prediction), normalize_answer(gold)
-    if (pred in ("yes", "no", "noanswer") or ref in ("yes", "no", "noanswer")) and pred != ref:
-        return 0.0
-    pred_tokens, ref_tokens = pred.split(), ref.split()
-    same = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred_tokens), same / len(ref_tokens)
-    return 2 * precision * recall / (precision + recall)
 
 
 def score_open(prediction: str | None, gold: str, aliases: Iterable[str] = ()) -> Score:

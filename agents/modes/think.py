@@ -8,6 +8,7 @@ from agents import prompts
 from agents.events import Event, FinalAnswer, Thought
 from agents.llm.base import ChatModel
 from agents.modes.base import RunConfig, answer_now, complete, split_final_answer
+from agents.modes.registry import ModeSpec, register
 from tools.registry import ToolRegistry
 
 
@@ -34,3 +35,7 @@ def think_only(
     if thought:
         yield Thought(thought)
     yield FinalAnswer(answer, forced=False) if answer is not None else FinalAnswer(reply.text.strip(), forced=True)
+
+
+register(ModeSpec("think", "Think-only", think_only, kind="base", label="Think", table_title="Think-only (CoT)",
+                  paper_row="CoT", prompt="think", order=10))

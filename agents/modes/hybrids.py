@@ -3,8 +3,10 @@
 CoT-SC samples ``n`` chains of thought at a higher temperature and takes the majority answer.
 ``react_cot_sc`` runs ReAct and falls back to CoT-SC when ReAct gives no answer within its
 steps; ``cot_sc_react`` trusts the CoT-SC majority only when at least n/2 samples agree and
-otherwise backs off to ReAct. Each is a generator with the signature of a mode, so the runner,
-the comparison and the app treat them like any other mode.
+otherwise backs off to ReAct. Each is registered as a mode (``cot_sc`` for the benchmark
+only, the two hybrids also as the Compare tab's fourth panel), so the runner, the comparison
+and the app treat them like any other mode. The registry passes the benchmark's ``sc_n`` (samples)
+and ``vote_key`` (when two answers are the same vote: the dataset's own, e.g. FEVER labels).
 
 A hybrid ends with exactly one :class:`FinalAnswer`: answers and errors of the sub-runs it
 recovered from are re-emitted as :class:`Thought` lines, so ``Trace.answer`` / ``.forced`` /
@@ -18,16 +20,18 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 
-from agents.evaluation.scoring import normalize_answer
+from agents.answers import normalize_answer
 from agents.events import Event, FinalAnswer, LLMError, Thought
 from agents.llm.base import ChatModel
-from agents.modes import MODES, RunConfig, react, think_only
+from agents.modes.acting import react
+from agents.modes.base import RunConfig
+from agents.modes.registry import ModeFn, ModeSpec, register
+from agents.modes.think import think_only
 from tools.registry import ToolRegistry
 
 DEFAULT_SC_SAMPLES = 5  # the paper uses 21; 5 keeps a benchmark affordable
 SC_TEMPERATURE = 0.7  # the paper's CoT-SC sampling temperature
 VoteKey = Callable[[str], str]
-ModeFn = Callable[[str, ChatModel, ToolRegistry, RunConfig], Iterator[Event]]
 
 
 @dataclass(frozen=True)
@@ -124,28 +128,22 @@ def cot_sc_react(question: str, model: ChatModel, registry: ToolRegistry, config
         yield LLMError(error or "neither CoT-SC nor ReAct gave an answer")
 
 
-HYBRID_MODES: dict[str, ModeFn] = {"react_cot_sc": react_cot_sc, "cot_sc_react": cot_sc_react}
-EXTRA_MODES: dict[str, ModeFn] = {"cot_sc": cot_sc}  # the paper's CoT-SC row, for the benchmark
-EVAL_MODES = (*MODES, *HYBRID_MODES, *EXTRA_MODES)
-MODE_LABELS = {"think": "Think-only (CoT)", "act": "Act-only", "react": "ReAct", "cot_sc": "CoT-SC",
-               "react_cot_sc": "ReAct → CoT-SC", "cot_sc_react": "CoT-SC → ReAct"}
+def _as_mode(fn: Callable[..., Iterator[Event]]) -> ModeFn:
+    """``fn`` with the registry's options: ``sc_n`` samples (at least 1) and ``vote_key`` (default: SQuAD text)."""
+
+    @functools.wraps(fn)
+    def run(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *,
+            sc_n: int = DEFAULT_SC_SAMPLES, vote_key: VoteKey | None = None) -> Iterator[Event]:
+        if sc_n < 1:
+            raise ValueError("the number of CoT-SC samples must be at least 1")
+        return fn(question, model, registry, config, n=sc_n, key=vote_key or normalize_answer)
+
+    return run
 
 
-def run_any_mode(
-    mode: str, question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
-    *, sc_n: int = DEFAULT_SC_SAMPLES, vote_key: VoteKey | None = None,
-) -> Iterator[Event]:
-    """Dispatch to a base mode (think / act / react) or a self-consistency mode by name.
-
-    ``sc_n`` is the number of CoT-SC samples; ``vote_key`` says when two answers are the same
-    vote (default: SQuAD-normalised text; the runner passes the dataset's own, e.g. FEVER labels).
-    """
-    if mode in MODES:
-        return MODES[mode](question, model, registry, config)
-    fn = HYBRID_MODES.get(mode) or EXTRA_MODES.get(mode)
-    if fn is None:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {list(EVAL_MODES)}")
-    if sc_n < 1:
-        raise ValueError("the number of CoT-SC samples must be at least 1")
-    bound = functools.partial(fn, n=sc_n, key=vote_key or normalize_answer)
-    return bound(question, model, registry, config)
+_OPTIONS = ("sc_n", "vote_key")
+register(ModeSpec("react_cot_sc", "ReAct → CoT-SC", _as_mode(react_cot_sc), kind="hybrid",
+                  paper_row="ReAct → CoT-SC", uses_tools=True, options=_OPTIONS, order=10))
+register(ModeSpec("cot_sc_react", "CoT-SC → ReAct", _as_mode(cot_sc_react), kind="hybrid",
+                  paper_row="CoT-SC → ReAct", uses_tools=True, options=_OPTIONS, order=20))
+register(ModeSpec("cot_sc", "CoT-SC", _as_mode(cot_sc), kind="benchmark", paper_row="CoT-SC", options=_OPTIONS))

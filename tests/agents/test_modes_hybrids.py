@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evaluation.hybrids import (
-    HYBRID_MODES,
-    SC_TEMPERATURE,
-    cot_sc,
-    cot_sc_react,
-    react_cot_sc,
-    run_any_mode,
-)
 from agents.evaluation.scoring import vote_key
 from agents.events import FinalAnswer, LLMError, Thought
 from agents.llm.base import LLMFailure
 from agents.llm.scripted import ScriptedModel
 from agents.modes import RunConfig
+from agents.modes.hybrids import SC_TEMPERATURE, cot_sc, cot_sc_react, react_cot_sc
+from agents.modes.registry import get_mode, mode_ids, run_mode
 from agents.trace import Trace
 from tools.registry import ToolRegistry, tool
 
@@ -128,21 +122,21 @@ def test_cot_sc_react_keeps_the_majority_when_react_fails():
     assert trace.answer == "4" and trace.forced and trace.error is None
 
 
-def test_run_any_mode_dispatches_and_rejects_unknown_modes():
-    assert set(HYBRID_MODES) == {"react_cot_sc", "cot_sc_react"}
+def test_the_registry_runs_hybrids_with_their_options_and_rejects_unknown_modes():
+    assert mode_ids("hybrid") == ("react_cot_sc", "cot_sc_react") and mode_ids("benchmark") == ("cot_sc",)
     model = ScriptedModel([cot("5"), cot("5")])
-    events = list(run_any_mode("cot_sc", Q, model, REGISTRY, RunConfig(), sc_n=2))
+    events = list(run_mode("cot_sc", Q, model, REGISTRY, RunConfig(), sc_n=2, vote_key=str.lower))
     assert [e.text for e in events if isinstance(e, FinalAnswer)] == ["5"]
     model = ScriptedModel(["Final Answer: 5"])
-    events = list(run_any_mode("think", Q, model, REGISTRY, RunConfig()))
+    events = list(run_mode("think", Q, model, REGISTRY, RunConfig(), sc_n=2, vote_key=str.lower))  # ignored
     assert isinstance(events[-1], FinalAnswer)
-    with pytest.raises(ValueError, match="unknown mode 'tot'"):
-        run_any_mode("tot", Q, model, REGISTRY, RunConfig())
+    with pytest.raises(ValueError, match="unknown mode 'tot'; expected one of think, act, react"):
+        run_mode("tot", Q, model, REGISTRY, RunConfig())
     with pytest.raises(ValueError, match="at least 1"):
-        run_any_mode("cot_sc", Q, model, REGISTRY, RunConfig(), sc_n=0)
+        run_mode("cot_sc", Q, model, REGISTRY, RunConfig(), sc_n=0)
 
 
 def test_hybrids_have_the_mode_signature_with_default_n():
     model = ScriptedModel([cot("5")] * 5)
-    events = list(HYBRID_MODES["cot_sc_react"](Q, model, REGISTRY, RunConfig()))
+    events = list(get_mode("cot_sc_react").run(Q, model, REGISTRY, RunConfig()))
     assert not any(isinstance(e, LLMError) for e in events) and model.unused == 0

@@ -1,0 +1,161 @@
+"""The one table of modes: every CLI choice, panel, checkbox, title and prompt view reads it.
+
+A mode is one module of the ``agents.modes`` package that calls :func:`register` with a
+:class:`ModeSpec` (and, if it has its own system prompt, a template in ``prompts/``). The
+registry imports every module of the package on first use (:mod:`pkgutil`), so adding a
+mode needs no edit anywhere else: ``python -m agents ask --mode``, the Compare tab's fourth
+panel, the Prompts view, the Benchmark tab, ``eval --modes`` and the reports all list it.
+
+Kinds say where a mode shows up:
+
+- ``"base"``: the paper's three modes, one fixed Compare panel each (``All`` runs them);
+- ``"hybrid"``: every further mode a visitor can pick for the fourth panel;
+- ``"benchmark"``: benchmark only (CoT-SC alone is a row of the paper's table, not a panel).
+
+This module imports nothing of the modes themselves, so any module may import it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from agents.events import Event
+
+if TYPE_CHECKING:
+    from agents.llm.base import ChatModel
+    from agents.modes.base import RunConfig
+    from tools.registry import ToolRegistry
+
+Kind = Literal["base", "hybrid", "benchmark"]
+KINDS: tuple[Kind, ...] = ("base", "hybrid", "benchmark")
+ModeFn = Callable[..., Iterator[Event]]  # (question, model, registry, config, **options) -> events
+RESERVED_IDS = ("all", "none")  # "all" is a CLI choice, "None" the empty fourth panel
+_ID = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    """Everything the app, the CLI and the benchmark need to know about one mode.
+
+    ``run`` has the mode signature ``(question, model, registry, config, **options)`` and yields
+    events; only the ``options`` named here are passed to it (the benchmark offers ``sc_n`` and
+    ``vote_key`` to every mode). ``prompt`` is the mode's own template in ``prompts/``
+    (``<prompt>_tools.md``, when present, is its native-tool-call variant); a mode that only
+    combines others has none and is left out of the Prompts view.
+    """
+
+    id: str  # CLI choice, JSON key, export key: lower-case, stable
+    title: str  # panel titles, traces, the CLI and the answers table ("Think-only")
+    run: ModeFn = field(repr=False)
+    kind: Kind = "hybrid"
+    label: str = ""  # short name for buttons and choices ("Think"); default: the title
+    table_title: str = ""  # name in benchmark tables and checkboxes ("Think-only (CoT)"); default: the title
+    paper_row: str | None = None  # its row in the ReAct paper's Table 1, if any
+    prompt: str | None = None  # template name in prompts/ (see above)
+    uses_tools: bool = False  # sees the tool list (and, natively, the tool schemas)
+    options: tuple[str, ...] = ()  # keyword options ``run`` accepts
+    order: int = 100  # position among the modes of its kind (registration order breaks ties)
+
+    def __post_init__(self) -> None:
+        if not _ID.fullmatch(self.id) or self.id in RESERVED_IDS:
+            raise ValueError(f"mode id {self.id!r} must be lower-case letters, digits and _ "
+                             f"(not {' or '.join(RESERVED_IDS)})")
+        if self.kind not in KINDS:
+            raise ValueError(f"mode {self.id!r}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        object.__setattr__(self, "label", self.label or self.title)
+        object.__setattr__(self, "table_title", self.table_title or self.title)
+        if {self.label.lower(), self.title.lower()} & set(RESERVED_IDS):
+            raise ValueError(f"mode {self.id!r}: a title or label cannot be {' or '.join(RESERVED_IDS)}")
+
+
+_specs: dict[str, ModeSpec] = {}
+_lock = threading.Lock()  # held only for a dict update, never across an import (no lock-order deadlock)
+_discovered = False
+
+
+def register(spec: ModeSpec) -> ModeSpec:
+    """Add a mode (called at import by the mode's own module); an id taken by another module is a ValueError."""
+    with _lock:
+        old = _specs.get(spec.id)
+        if old is not None and _where(old) != _where(spec):  # the same module again (a reload) replaces it
+            raise ValueError(f"mode {spec.id!r} is registered twice ({_where(old)} and {_where(spec)})")
+        _specs[spec.id] = spec
+    return spec
+
+
+def _where(spec: ModeSpec) -> str:
+    return f"{getattr(spec.run, '__module__', '?')}.{getattr(spec.run, '__qualname__', '?')}"
+
+
+def discover() -> None:
+    """Import every module of ``agents.modes`` once, so each registers its modes.
+
+    A module that fails to import raises here, naming the file: a broken mode is a bug to see at
+    start-up, not a choice that silently goes missing. Python's import lock makes concurrent
+    discoveries safe (a module runs once).
+    """
+    global _discovered
+    if _discovered:
+        return
+    import agents.modes as package
+
+    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        importlib.import_module(info.name)
+    _discovered = True
+
+
+def list_modes(*kinds: Kind) -> tuple[ModeSpec, ...]:
+    """Registered modes of these kinds (default: all), by kind, then ``order``, then registration."""
+    discover()
+    wanted = kinds or KINDS
+    rank = {k: i for i, k in enumerate(KINDS)}
+    with _lock:
+        specs = [s for s in _specs.values() if s.kind in wanted]
+    return tuple(sorted(specs, key=lambda s: (rank[s.kind], s.order)))  # stable: ties keep registration order
+
+
+def mode_ids(*kinds: Kind) -> tuple[str, ...]:
+    """The ids of :func:`list_modes`."""
+    return tuple(s.id for s in list_modes(*kinds))
+
+
+def panel_ids() -> tuple[str, ...]:
+    """Modes a Compare panel can show: the fixed base panels, then the fourth panel's choices."""
+    return mode_ids("base", "hybrid")
+
+
+def get_mode(mode_id: str) -> ModeSpec:
+    """The spec of ``mode_id``; an unknown id is a ValueError that lists the known ones."""
+    discover()
+    spec = _specs.get(mode_id)
+    if spec is None:
+        raise ValueError(f"unknown mode {mode_id!r}; expected one of {', '.join(mode_ids())}")
+    return spec
+
+
+def mode_title(mode_id: str) -> str:
+    """The title of a mode, or the id itself for one not registered (e.g. in an old recording)."""
+    discover()
+    spec = _specs.get(mode_id)
+    return spec.title if spec else mode_id
+
+
+def table_title(mode_id: str) -> str:
+    """The benchmark-table name of a mode, or the id itself for one not registered."""
+    discover()
+    spec = _specs.get(mode_id)
+    return spec.table_title if spec else mode_id
+
+
+def run_mode(mode_id: str, question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
+             **options: Any) -> Iterator[Event]:
+    """Run a mode by id, passing it only the ``options`` its spec names."""
+    spec = get_mode(mode_id)
+    accepted = {k: v for k, v in options.items() if k in spec.options}
+    return spec.run(question, model, registry, config, **accepted)
