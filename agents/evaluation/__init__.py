@@ -1,6 +1,6 @@
 """Benchmarking the modes: datasets, the paper's scoring, the concurrent resumable runner, hybrids, reports.
 
-The CLI entry point is :func:`agents.evaluate.eval_main`; the app's Benchmark tab uses
+The CLI entry point is :func:`agents.cli.eval_main` (``agents/cli/eval.py``); the app's Benchmark tab uses
 :func:`iter_eval` (live progress), :func:`summarise`, :func:`summary_table`,
 :func:`chart_data` and :func:`write_exports`.
 """
