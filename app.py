@@ -18,6 +18,7 @@ import gradio as gr
 
 from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from agents.trace import MODE_TITLES
 from tools.registry import ToolRegistry
 from ui import serving, sessions, tabs
@@ -28,13 +29,10 @@ from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
 from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
+from ui.settings import app_settings
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
-# Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
-# queue behind itself; past this many runs, more wait in line and see their place (ui/admission.py).
-RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "64"))
-QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))  # runs waiting in line; past it: "full, try again"
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
@@ -73,7 +71,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         registry = default_registry()
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
-    admission = Admission(RUN_CONCURRENCY, QUEUE_SIZE)  # this app's line of Compare runs
+    # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
+    # queue behind itself; past APP_CONCURRENCY runs, more wait in line and see their place (ui/admission.py).
+    limits = app_settings()
+    admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
 
     with ClassroomBlocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md, _banner = tabs.header(settings, on_space=on_space)
@@ -121,8 +122,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                         info="HF router models with tool calling, or type any model id")
                     protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
                 with gr.Row():
-                    max_steps = lenient(gr.Slider(1, 10, value=5, step=1, label="Max steps"))
-                    temperature = lenient(gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature"))
+                    max_steps = lenient(gr.Slider(1, 10, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
+                    temperature = lenient(gr.Slider(0.0, 1.5, value=DEFAULT_TEMPERATURE, step=0.1,
+                                                    label="Temperature"))
                     tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
                     fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
                                          info="The ReAct paper's hybrids with chain-of-thought self-consistency")
@@ -152,7 +154,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             return prepared([c for c, _ in pairs], [v for _, v in pairs])
 
         async def compare(question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
-                          max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
+                          max_steps: float = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
+                          tools: list[str] | None = None,
                           fourth: str = "None", max_tokens: float | None = None,
                           oauth_token: gr.OAuthToken | None = None):
             """Run the question through the chosen modes in parallel; streams the three panels, then
@@ -204,7 +207,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
         replay_btn.click(reveal_fourth, replay_file, [col4, chat4], api_visibility="private", show_progress="hidden")
         replay_event = replay_btn.click(play, inputs=[replay_file, speed], outputs=replay_outputs, api_name="replay",
-                                        concurrency_limit=RUN_CONCURRENCY, concurrency_id="replay",
+                                        concurrency_limit=limits.concurrency, concurrency_id="replay",
                                         show_progress="hidden", postprocess=False)
 
         async def stopped(*panels: list) -> tuple:
@@ -222,7 +225,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             demo.load(visitor, outputs=backend_md, api_visibility="private")
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
     # its limit is a backstop against floods, above our line so that visitors see our message first.
-    demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=2 * (RUN_CONCURRENCY + QUEUE_SIZE))
+    demo.queue(default_concurrency_limit=limits.concurrency, max_size=2 * (limits.concurrency + limits.queue_size))
     return demo
 
 
@@ -234,9 +237,22 @@ def launch_kwargs() -> dict[str, Any]:
     """
     # max_threads also caps the events Gradio processes at once (its "active jobs"), whatever their
     # concurrency limits: room for every running and waiting Compare run, plus the page's other events.
+    limits = app_settings()
     return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"],
-            "max_threads": RUN_CONCURRENCY + QUEUE_SIZE + 40, "max_file_size": MAX_UPLOAD_BYTES}
+            "max_threads": limits.concurrency + limits.queue_size + 40, "max_file_size": MAX_UPLOAD_BYTES}
+
+
+def main() -> int:
+    """``python app.py``: every setting is checked before anything starts; a bad one is one line and exit 2."""
+    try:
+        settings = LLMSettings.from_env()
+        app_settings()
+    except SettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    build_demo(settings).launch(**launch_kwargs())
+    return 0
 
 
 if __name__ == "__main__":
-    build_demo().launch(**launch_kwargs())
+    sys.exit(main())

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from string import Template
 
+from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -61,7 +62,7 @@ def repeat_call_message(tool: str, previous: str) -> str:
 
 
 def render_prompt(
-    mode: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5, question: str = "<question>"
+    mode: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = DEFAULT_MAX_STEPS, question: str = "<question>"
 ) -> str:
     """The first request of a run as readable text: system message, tool schemas (native protocol), question."""
     parts = [f"[system]\n{system_prompt(mode, registry, protocol=protocol, max_steps=max_steps)}"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import logging
 import re
 import shutil
 import tempfile
@@ -34,10 +34,14 @@ from agents.evaluation.runner import Progress, iter_eval, order_records
 from agents.llm.base import ChatModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry
 from ui.inputs import kind_of, lenient, number_problem, protocol_value, settings_problem
 from ui.render import plain
 from ui.session import Inbox, make_config
+from ui.settings import app_settings
+
+log = logging.getLogger(__name__)
 
 ModelFactory = Callable[[LLMSettings], ChatModel]  # as in app.py: settings in, a fresh client out
 UPLOAD = "upload"
@@ -45,10 +49,7 @@ DATASETS = [("HotpotQA (the paper's 200-question sample)", "hotpotqa"), ("FEVER 
             ("GSM8K (first 250 test problems)", "gsm8k"), ("Handwritten (35 mixed questions)", "handwritten"),
             ("Upload your own CSV/JSONL", UPLOAD)]
 DEFAULT_MODES = ["think", "act", "react"]
-MAX_N = int(os.environ.get("BENCH_MAX_N", "200"))
-VISITOR_MAX_N = int(os.environ.get("BENCH_VISITOR_MAX_N", "20"))  # Space visitors not signed in spend the owner's credits
-MAX_CONCURRENCY, MAX_SC = 8, 21
-RUNS_AT_ONCE = int(os.environ.get("BENCH_CONCURRENCY", "4"))  # benchmarks at once, each with up to 8 pairs in flight
+MAX_CONCURRENCY, MAX_SC = 8, 21  # BENCH_MAX_N, BENCH_VISITOR_MAX_N, BENCH_CONCURRENCY: ui/settings.py
 REFRESH_S, TICK_S = 0.5, 1.0  # table refresh at most every REFRESH_S; the clock ticks every TICK_S when idle
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "think-act-react-benchmark"
 EXPORT_TTL_S = 3600.0  # Gradio copies the files into its cache when it sends them; ours can go after an hour
@@ -96,7 +97,7 @@ def mode_names(selected: Sequence[str] | None) -> list[str]:
 
 
 def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str] | None, concurrency: Any = 4,
-            sc_n: Any = 5, *, max_n: int = MAX_N) -> Plan:
+            sc_n: Any = 5, *, max_n: int | None = None) -> Plan:
     """Validate the form (or an API call) and load the items; every problem is a :class:`BenchmarkError`."""
     names = mode_names(modes)
     if dataset == UPLOAD or (not dataset and upload):
@@ -107,13 +108,15 @@ def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str
         source = str(dataset)
     else:
         raise BenchmarkError(f"Unknown dataset {dataset!r}; choose one of {', '.join(BUILTIN_FILES)} or upload a file.")
-    wanted = clamp(n, 1, MAX_N, 10)
+    limit = app_settings().bench_max_n
+    max_n = limit if max_n is None else max_n
+    wanted = clamp(n, 1, limit, 10)
     count = min(wanted, max_n)
     try:
         items = load_dataset(source, count)
     except DatasetError as exc:
         raise BenchmarkError(str(exc)) from None
-    note = f" (N capped at {max_n}: sign in with Hugging Face to run up to {MAX_N})" if wanted > max_n else ""
+    note = f" (N capped at {max_n}: sign in with Hugging Face to run up to {limit})" if wanted > max_n else ""
     return Plan(items, names, clamp(concurrency, 1, MAX_CONCURRENCY, 4), clamp(sc_n, 1, MAX_SC, 5), note)
 
 
@@ -122,7 +125,7 @@ def knobs_problem(dataset: Any, n: Any, concurrency: Any, sc_n: Any, model: Any,
     """One line for a ``/benchmark`` value an API client sent that no form could (1e400, a list for a name...)."""
     if dataset is not None and not isinstance(dataset, str):
         return f"The dataset must be one of {', '.join(BUILTIN_FILES)} or {UPLOAD!r} (got {kind_of(dataset)})."
-    problem = (number_problem(n, "N", 1, MAX_N) or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
+    problem = (number_problem(n, "N", 1, app_settings().bench_max_n) or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
                or number_problem(sc_n, "CoT-SC samples", 1, MAX_SC))
     if problem or registry is None:
         return problem
@@ -200,7 +203,8 @@ async def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegi
                 inbox.put(progress)
                 if stop.is_set():
                     break
-        except Exception as exc:  # noqa: BLE001 - shown in the progress line
+        except Exception as exc:
+            log.exception("benchmark run failed")
             inbox.put(exc)
         finally:
             events.close()  # cancels the pairs not started and joins the workers
@@ -260,10 +264,11 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     """Lay out the tab inside the current ``gr.Tab`` and wire ``/benchmark``; returns its components and
     ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too, so a benchmark uses the
     same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults, hidden from the API)."""
+    limits = app_settings()
     with gr.Row():
         dataset = gr.Dropdown(DATASETS, value="hotpotqa", label="Dataset", scale=2)
-        n = lenient(gr.Slider(1, MAX_N, value=10, step=1, label="N (items)", scale=2,
-                              info=f"Up to {VISITOR_MAX_N} unless signed in" if on_space else None))
+        n = lenient(gr.Slider(1, limits.bench_max_n, value=10, step=1, label="N (items)", scale=2,
+                              info=f"Up to {limits.bench_visitor_max_n} unless signed in" if on_space else None))
         concurrency = lenient(gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)",
                                         scale=1))
         sc_n = lenient(gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21"))
@@ -283,13 +288,15 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     files = gr.File(label="Download (summary.json, summary.csv, results.csv)", file_count="multiple", interactive=False)
     dataset.change(lambda d: gr.File(visible=d == UPLOAD), dataset, upload, api_visibility="private",
                    show_progress="hidden", queue=False)
-    defaults = {"model": settings.model, "protocol": "text", "max_steps": 5, "temperature": 0.2, "tools": None}
+    defaults = {"model": settings.model, "protocol": "text", "max_steps": DEFAULT_MAX_STEPS,
+                "temperature": DEFAULT_TEMPERATURE, "tools": None}
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
 
     async def benchmark(dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
                         concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
-                        max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
+                        max_steps: float = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
+                        tools: list[str] | None = None,
                         oauth_token: gr.OAuthToken | None = None):
         """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
         run_settings = settings.with_overrides(model=model if isinstance(model, str) else None,
@@ -301,7 +308,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                 raise BenchmarkError(problem)
             if problem := run_settings.problem():
                 raise BenchmarkError(problem)
-            cap = VISITOR_MAX_N if on_space and oauth_token is None else MAX_N
+            cap = limits.bench_visitor_max_n if on_space and oauth_token is None else limits.bench_max_n
             plan = await asyncio.to_thread(prepare, dataset, upload, n, DEFAULT_MODES if modes is None else modes,
                                            concurrency, sc_n, max_n=cap)  # reading a file must not block the loop
         except BenchmarkError as exc:
@@ -315,7 +322,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
 
     event = run.click(benchmark, inputs=[dataset, upload, n, modes, concurrency, sc_n, *extra],
                       outputs=[progress, table, score_chart, tokens_chart, files], api_name="benchmark",
-                      concurrency_limit=RUNS_AT_ONCE, concurrency_id="benchmark", show_progress="hidden",
+                      concurrency_limit=limits.bench_concurrency, concurrency_id="benchmark", show_progress="hidden",
                       trigger_mode="once")
 
     async def stopped(line: str) -> str:
