@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -26,6 +27,8 @@ try:
     import json_repair
 except ImportError:  # pragma: no cover - it is a pinned requirement; strict JSON still works without it
     json_repair = None
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Step", "canonical_tool", "cut_observation", "format_instructions", "parse_step"]
 
@@ -82,7 +85,9 @@ def parse_step(text: str, tools: Iterable[str] | None = None) -> Step:
     try:
         raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else "" if text is None else str(text)
         return _parse(raw, _names(tools))
-    except Exception:  # noqa: BLE001 - a parser bug must cost the model one turn, never the run
+    except Exception:
+        # ...but it must show in the log: otherwise a parser regression looks like a misbehaving model.
+        log.exception("parse_step failed on a %d-character reply", len(raw))
         return _error("Your reply could not be read.", None, raw)
 
 
@@ -345,7 +350,8 @@ def _load_dict(text: str, start: int) -> dict | None:
             return None
         try:
             data = json_repair.repair_json(chunk, return_objects=True)
-        except Exception:  # noqa: BLE001 - the repairer raises on deep nesting and other pathologies
+        except Exception:
+            log.warning("json_repair could not read a %d-character action input", len(chunk), exc_info=True)
             return None
     return data if isinstance(data, dict) else None
 

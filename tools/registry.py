@@ -12,12 +12,15 @@ from __future__ import annotations
 import concurrent.futures
 import inspect
 import json
+import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
+
+log = logging.getLogger(__name__)
 
 ToolInput = str | dict
 
@@ -238,13 +241,15 @@ def _run_with_timeout(t: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
         if not future.done():
             return f"{t.name} timed out after {t.timeout_s:g} s.", True
         return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
-    except Exception as exc:  # noqa: BLE001 - any tool bug is an observation, not a crash
+    except Exception as exc:
+        log.exception("tool %s raised", t.name)
         return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
     except BaseException as exc:
         # SystemExit / GeneratorExit raised inside the tool thread travel through the future;
         # a KeyboardInterrupt while *waiting* is the caller's and must propagate.
         if not future.done():
             raise
+        log.warning("tool %s raised %s", t.name, type(exc).__name__, exc_info=True)
         return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
 
 

@@ -343,3 +343,21 @@ def test_huge_input_is_fast(name: str) -> None:
         result = parse_step(text, tools)
         assert time.perf_counter() - start < 0.5, name
         assert isinstance(result, (Action, FinalAnswer, ParseError))
+
+
+def test_an_unexpected_parser_exception_is_a_parse_error_and_is_logged(monkeypatch, caplog):
+    """A parser bug costs the model one turn, but shows in the log with its traceback: a regression must not
+    look like a misbehaving model."""
+    import logging
+
+    import agents.parsing
+
+    def broken(raw, names):
+        raise KeyError("regression")
+
+    monkeypatch.setattr(agents.parsing, "_parse", broken)
+    with caplog.at_level(logging.ERROR, logger="agents.parsing"):
+        step = parse_step("Action: calculate\nAction Input: 2+2", ["calculate"])
+    assert isinstance(step, ParseError) and step.message.startswith("Your reply could not be read.")
+    (record,) = [r for r in caplog.records if r.name == "agents.parsing"]
+    assert record.levelno == logging.ERROR and record.exc_info and record.exc_info[0] is KeyError
