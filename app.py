@@ -17,6 +17,7 @@ from typing import Any
 import gradio as gr
 
 from agents.comparison import validate_question
+from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from agents.trace import MODE_TITLES
@@ -28,7 +29,7 @@ from ui.inputs import compare_problem, lenient, protocol_value
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
-from ui.session import Frame, ModelFactory, live_run, make_config, mark_stopped, prepared, refusal, replay
+from ui.session import Frame, live_run, make_config, mark_stopped, prepared, refusal, replay
 from ui.settings import app_settings
 
 MODE_LABELS = ["Think", "Act", "ReAct", "All"]
@@ -60,7 +61,7 @@ def skip_matplotlib_probe() -> None:
 
 
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
-               model_factory: ModelFactory | None = None, on_space: bool | None = None) -> gr.Blocks:
+               model_factory: ModelBuilder | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
     sessions.install()  # per-visitor state: cheap to make, given back when idle

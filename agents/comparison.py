@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 from agents.events import Event, FinalAnswer, LLMError, Retry
-from agents.llm.base import ChatModel, LLMFailure
+from agents.llm.base import ChatModel, LLMFailure, ModelFactory
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 ALL_MODES = ("think", "act", "react")
 MAX_QUESTION_CHARS = 2000
 JOIN_TIMEOUT_S = 2.0
-ModelFactory = Callable[[], ChatModel]
 _DONE = object()
 RETRY_NOTE = ("the model server cut this mode's reply off when another mode's request arrived; running it again now "
               "that the other modes have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")

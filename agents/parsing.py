@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from agents.events import Action, FinalAnswer, ParseError
+from tools.registry import normalize_name
 
 try:
     import json_repair
@@ -30,9 +31,9 @@ except ImportError:  # pragma: no cover - it is a pinned requirement; strict JSO
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Step", "canonical_tool", "cut_observation", "format_instructions", "parse_step"]
+__all__ = ["ParsedStep", "canonical_tool", "cut_observation", "format_instructions", "parse_step"]
 
-Step = Action | FinalAnswer | ParseError
+ParsedStep = Action | FinalAnswer | ParseError
 
 # Indentation (matched atomically via a look-ahead + back-reference, so it is never backtracked), then
 # bullets, headings, bold/italics. Every later quantifier is bounded: no regex here can go quadratic.
@@ -67,7 +68,6 @@ _ALIASES = {"search": "wikipediasearch"}  # the paper's Search[] was a Wikipedia
 _QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’"}
 _REPAIR_CAP = 4000  # json_repair is pure Python (~2 µs/char): never feed it more than this
 _DECODER = json.JSONDecoder()
-_IGNORED = str.maketrans("", "", " \t\n\r\f\v\u00a0_-")
 
 
 class _Seg(NamedTuple):
@@ -79,13 +79,13 @@ class _Seg(NamedTuple):
     end: int
 
 
-def parse_step(text: str, tools: Iterable[str] | None = None) -> Step:
+def parse_step(text: str, tools: Iterable[str] | None = None) -> ParsedStep:
     """Read one model reply as the step it asks for. Never raises: anything unreadable is a ParseError."""
     raw = ""
     try:
         raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else "" if text is None else str(text)
         return _parse(raw, _names(tools))
-    except Exception:
+    except Exception:  # a parser bug must cost the model one turn, never the run
         # ...but it must show in the log: otherwise a parser regression looks like a misbehaving model.
         log.exception("parse_step failed on a %d-character reply", len(raw))
         return _error("Your reply could not be read.", None, raw)
@@ -133,7 +133,7 @@ def cut_observation(text: str, *, partial: bool = True) -> str:
     return text
 
 
-def _parse(raw: str, names: list[str] | None) -> Step:
+def _parse(raw: str, names: list[str] | None) -> ParsedStep:
     """Find the first action-like and the first answer-like thing; whichever comes first wins."""
     body = cut_observation(raw.replace("\r\n", "\n").replace("\r", "\n"))
     if not body.strip():
@@ -179,7 +179,7 @@ def _segments(body: str, *, fence_aware: bool) -> list[_Seg]:
 @functools.lru_cache(maxsize=256)
 def _kind(label: str) -> str:
     """Map a label as written (``Final_Answer``, ``Act``, ``Thoughts``…) to one of four kinds."""
-    key = _norm(label)
+    key = normalize_name(label)
     if key in ("finalanswer", "answer"):
         return "final"
     if key.endswith("input"):
@@ -189,7 +189,7 @@ def _kind(label: str) -> str:
 
 def _is_noop(body: str, seg: _Seg) -> bool:
     """``Action: None`` before a Final Answer means "no action", not a tool called None."""
-    return _norm(_clean_name(body[seg.body : seg.end].strip().partition("\n")[0])) in _NOOP_NAMES
+    return normalize_name(_clean_name(body[seg.body : seg.end].strip().partition("\n")[0])) in _NOOP_NAMES
 
 
 def _given_input(body: str, segs: list[_Seg], i: int) -> str | None:
@@ -213,7 +213,7 @@ def _thought(body: str, segs: list[_Seg], pos: int) -> str:
     return _strip_md("\n".join(lines))
 
 
-def _action_step(content: str, given: str | None, thought: str, names: list[str] | None, raw: str) -> Step:
+def _action_step(content: str, given: str | None, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
     """An ``Action:`` section: a JSON blob, or a spec line (name, call, bracket, ``name: input``) plus input."""
     if content.startswith(("{", "```")):
         blob = _find_blob(content, len(content))
@@ -223,7 +223,7 @@ def _action_step(content: str, given: str | None, thought: str, names: list[str]
     return _spec_step(spec, given, rest.strip(), thought, names, raw)
 
 
-def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: list[str] | None, raw: str) -> Step:
+def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
     """Resolve one action spec; ``given`` is the Action Input, ``rest`` any unlabelled lines below the spec."""
     name, args, form = _split_spec(_strip_md(spec).strip("`"))
     tool = canonical_tool(_clean_name(name), names)
@@ -289,7 +289,7 @@ def _find_blob(text: str, limit: int) -> tuple[int, dict] | None:
     return None
 
 
-def _blob_step(data: dict, thought: str, names: list[str] | None, raw: str) -> Step:
+def _blob_step(data: dict, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
     """``{"action": ..., "action_input": ...}`` and its spellings (``name``/``arguments``, ``tool``/``tool_input``)."""
     name = next(data[k] for k in _NAME_KEYS if isinstance(data.get(k), str))
     value = data[next(k for k in _INPUT_KEYS if k in data)]
@@ -311,16 +311,16 @@ def _find_bare(body: str, limit: int, names: list[str] | None) -> tuple[int, str
     Without a tool list any ``name(args)`` line counts; with one, the name must resolve, so prose
     such as ``f(x)`` in a thought is not mistaken for an action.
     """
-    known = {_norm(n) for n in names or ()}
+    known = {normalize_name(n) for n in names or ()}
     for match in _BARE_RE.finditer(body, 0, limit):
-        key, paren = _norm(match.group("name")), match.group("open") == "("
+        key, paren = normalize_name(match.group("name")), match.group("open") == "("
         allowed = (key in _PAPER_NAMES and not paren) or (names is None and paren)
         if allowed or key in known or _ALIASES.get(key) in known:
             return match.start(), match.group("call")
     return None
 
 
-def _answer_step(value: Any, names: list[str] | None, raw: str) -> Step:
+def _answer_step(value: Any, names: list[str] | None, raw: str) -> ParsedStep:
     """A Final Answer, trimmed of whitespace and the bold models put around it; empty is an error."""
     if isinstance(value, dict):
         value = next(iter(value.values())) if len(value) == 1 else json.dumps(value, ensure_ascii=False)
@@ -350,8 +350,10 @@ def _load_dict(text: str, start: int) -> dict | None:
             return None
         try:
             data = json_repair.repair_json(chunk, return_objects=True)
-        except Exception:
-            log.warning("json_repair could not read a %d-character action input", len(chunk), exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - the repairer raises on deep nesting and other pathologies
+            # Expected on hostile input, so no traceback (formatting a RecursionError's costs a second).
+            log.warning("json_repair could not read a %d-character action input: %s: %s", len(chunk),
+                        type(exc).__name__, exc)
             return None
     return data if isinstance(data, dict) else None
 
@@ -406,13 +408,13 @@ def _clean_name(name: str) -> str:
 
 def _is_final(tool: str, names: list[str] | None) -> bool:
     """``final_answer``/``Finish``/``Final Answer`` as a tool means "answer", unless really registered."""
-    return _norm(tool) in _FINAL_NAMES and not (names and tool in names)
+    return normalize_name(tool) in _FINAL_NAMES and not (names and tool in names)
 
 
 def _lookup(name: str, names: list[str]) -> str | None:
     """The registered name matching ``name`` loosely, or via the paper alias (Search → wikipedia_search)."""
-    key = _norm(name)
-    by_key = {_norm(n): n for n in names}
+    key = normalize_name(name)
+    by_key = {normalize_name(n): n for n in names}
     return by_key.get(key) or by_key.get(_ALIASES.get(key, "\0"))
 
 
@@ -423,11 +425,6 @@ def _names(tools: Iterable[Any] | None) -> list[str] | None:
     if isinstance(tools, str):
         return [tools]
     return [str(getattr(t, "name", t)) for t in tools]
-
-
-def _norm(name: str) -> str:
-    """Case-insensitive, ignoring spaces, underscores and hyphens: 'Wikipedia Search' → 'wikipediasearch'."""
-    return name.translate(_IGNORED).lower()
 
 
 def _error(problem: str, names: list[str] | None, raw: str) -> ParseError:

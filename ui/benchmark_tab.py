@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, load_d
 from agents.evaluation.hybrids import EVAL_MODES, MODE_LABELS
 from agents.evaluation.report import chart_data, summary_table, write_exports
 from agents.evaluation.runner import Progress, iter_eval, order_records
-from agents.llm.base import ChatModel
+from agents.llm.base import ChatModel, ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
@@ -43,7 +43,6 @@ from ui.settings import app_settings
 
 log = logging.getLogger(__name__)
 
-ModelFactory = Callable[[LLMSettings], ChatModel]  # as in app.py: settings in, a fresh client out
 UPLOAD = "upload"
 DATASETS = [("HotpotQA (the paper's 200-question sample)", "hotpotqa"), ("FEVER (the paper's 200 claims)", "fever"),
             ("GSM8K (first 250 test problems)", "gsm8k"), ("Handwritten (35 mixed questions)", "handwritten"),
@@ -181,7 +180,7 @@ def export_dir() -> str:
 
 
 async def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig, *,
-                           model_factory: ModelFactory | None = None, refresh_s: float = REFRESH_S,
+                           model_factory: ModelBuilder | None = None, refresh_s: float = REFRESH_S,
                            ) -> AsyncIterator[tuple]:
     """Yield (progress line, table, score chart, tokens chart, files) while the run goes; charts and files at the end."""
     make = default_model_factory(settings) if model_factory is None else (lambda: model_factory(settings))
@@ -203,7 +202,7 @@ async def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegi
                 inbox.put(progress)
                 if stop.is_set():
                     break
-        except Exception as exc:
+        except Exception as exc:  # shown in the progress line
             log.exception("benchmark run failed")
             inbox.put(exc)
         finally:
@@ -256,7 +255,7 @@ async def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegi
     yield status + plan.note, table_frame(summary), score_plot(summary), tokens_plot(summary), files
 
 
-def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_factory: ModelFactory | None = None,
+def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_factory: ModelBuilder | None = None,
                         model: gr.Component | None = None, protocol: gr.Component | None = None,
                         max_steps: gr.Component | None = None, temperature: gr.Component | None = None,
                         tools: gr.Component | None = None, on_space: bool = False,

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ import gradio as gr
 
 from agents.comparison import ComparisonRun, validate_question
 from agents.events import Event, FinalAnswer, TokenDelta
-from agents.llm.base import ChatModel
+from agents.llm.base import ModelBuilder
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
@@ -46,7 +46,6 @@ THROTTLE_S = 0.05
 FRAME_BUDGET_PER_S = 80  # frames/s for all live runs together (each costs Gradio ~3 ms of CPU) before runs refresh less often
 TICK_S = 1.0  # refresh the live seconds counter this often while nothing happens
 POLL_S = 0.02  # how often a live run's new events are collected
-ModelFactory = Callable[[LLMSettings], ChatModel]
 _live = 0  # runs streaming right now, in this process
 _live_lock = threading.Lock()
 
@@ -239,7 +238,7 @@ async def live_run(
     registry: ToolRegistry,
     config: RunConfig,
     *,
-    model_factory: ModelFactory | None = None,
+    model_factory: ModelBuilder | None = None,
     throttle: float = THROTTLE_S,
     export: bool = True,
     fourth: str | None = None,
@@ -288,7 +287,7 @@ def waiting(place: int, running: int) -> Frame:
 
 
 async def _run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
-               config: RunConfig, *, model_factory: ModelFactory | None, throttle: float,
+               config: RunConfig, *, model_factory: ModelBuilder | None, throttle: float,
                export: bool) -> AsyncIterator[Frame]:
     """The run itself: the loop collects the modes' events every :data:`POLL_S` and yields throttled frames.
 

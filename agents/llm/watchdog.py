@@ -79,7 +79,7 @@ class _Watchdog:
                     if watch.expired is None and watch.check(now):
                         try:
                             watch.on_expire()  # under the lock: remove() cannot return mid-call
-                        except Exception:
+                        except Exception:  # the watchdog must outlive any one call
                             log.exception("a watchdog expiry callback failed")
                 self._cond.wait(TICK_S)
 
