@@ -22,12 +22,8 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from agents.events import Action, FinalAnswer, ParseError
+from agents.parsing_text import clean_input, clean_name, drop_stray_fence, load_dict, lowered, strip_md, unquote
 from tools.registry import normalize_name
-
-try:
-    import json_repair
-except ImportError:  # pragma: no cover - it is a pinned requirement; strict JSON still works without it
-    json_repair = None
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +61,6 @@ _FINAL_NAMES = {"finalanswer", "finish", "final", "answer"}
 _NOOP_NAMES = {"none", "na", "n/a", "nothing", "noaction"}
 _PAPER_NAMES = {"search", "lookup", "finish"}
 _ALIASES = {"search": "wikipediasearch"}  # the paper's Search[] was a Wikipedia search
-_QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’"}
-_REPAIR_CAP = 4000  # json_repair is pure Python (~2 µs/char): never feed it more than this
-_DECODER = json.JSONDecoder()
 
 
 class _Seg(NamedTuple):
@@ -189,7 +182,7 @@ def _kind(label: str) -> str:
 
 def _is_noop(body: str, seg: _Seg) -> bool:
     """``Action: None`` before a Final Answer means "no action", not a tool called None."""
-    return normalize_name(_clean_name(body[seg.body : seg.end].strip().partition("\n")[0])) in _NOOP_NAMES
+    return normalize_name(clean_name(body[seg.body : seg.end].strip().partition("\n")[0])) in _NOOP_NAMES
 
 
 def _given_input(body: str, segs: list[_Seg], i: int) -> str | None:
@@ -210,7 +203,7 @@ def _thought(body: str, segs: list[_Seg], pos: int) -> str:
         lines.pop()
     while lines and _WRAPPER_RE.fullmatch(lines[0].strip()):  # a reply wrapped whole in a fence
         lines.pop(0)
-    return _strip_md("\n".join(lines))
+    return strip_md("\n".join(lines))
 
 
 def _action_step(content: str, given: str | None, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
@@ -225,12 +218,12 @@ def _action_step(content: str, given: str | None, thought: str, names: list[str]
 
 def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
     """Resolve one action spec; ``given`` is the Action Input, ``rest`` any unlabelled lines below the spec."""
-    name, args, form = _split_spec(_strip_md(spec).strip("`"))
-    tool = canonical_tool(_clean_name(name), names)
+    name, args, form = _split_spec(strip_md(spec).strip("`"))
+    tool = canonical_tool(clean_name(name), names)
     if not tool:
         return _error("Your Action did not name a tool.", names, raw)
     if form == "bracket" and not args.strip() and given is None:
-        empty = f"Your action {_clean_name(name)}[] had an empty input."
+        empty = f"Your action {clean_name(name)}[] had an empty input."
         return _error("Your Final Answer was empty." if _is_final(tool, names) else empty, names, raw)
     value: str | dict | None
     if form == "bracket" and args.strip():
@@ -245,7 +238,7 @@ def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: lis
         return _answer_step(value or "", names, raw)
     if value is None:
         return _error(f"Your Action '{tool}' had no Action Input.", names, raw)
-    return Action(tool=tool, input=_clean_input(value) if isinstance(value, str) else value, thought=thought)
+    return Action(tool=tool, input=clean_input(value) if isinstance(value, str) else value, thought=thought)
 
 
 def _split_spec(spec: str) -> tuple[str, str, str]:
@@ -273,15 +266,15 @@ def _scalar(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        return _unquote(text)
+        return unquote(text)
 
 
 def _find_blob(text: str, limit: int) -> tuple[int, dict] | None:
     """The first JSON object (starting before ``limit``) that names a tool and carries its input."""
     for tries, match in enumerate(_BLOB_RE.finditer(text, 0, limit)):
-        data = _lowered(_load_dict(text, match.start()))
+        data = lowered(load_dict(text, match.start()))
         if data and isinstance(data.get("function"), dict):
-            data = _lowered(data["function"])
+            data = lowered(data["function"])
         if data and any(isinstance(data.get(k), str) for k in _NAME_KEYS) and any(k in data for k in _INPUT_KEYS):
             return match.start(), data
         if tries >= 3:
@@ -293,13 +286,13 @@ def _blob_step(data: dict, thought: str, names: list[str] | None, raw: str) -> P
     """``{"action": ..., "action_input": ...}`` and its spellings (``name``/``arguments``, ``tool``/``tool_input``)."""
     name = next(data[k] for k in _NAME_KEYS if isinstance(data.get(k), str))
     value = data[next(k for k in _INPUT_KEYS if k in data)]
-    tool = canonical_tool(_clean_name(name), names)
+    tool = canonical_tool(clean_name(name), names)
     if _is_final(tool, names):
         return _answer_step(value, names, raw)
     if not tool:
         return _error("Your Action did not name a tool.", names, raw)
     if isinstance(value, str):
-        value = _clean_input(value)
+        value = clean_input(value)
     elif not isinstance(value, dict):
         value = "" if value is None else json.dumps(value, ensure_ascii=False)
     return Action(tool=tool, input=value, thought=thought)
@@ -324,86 +317,10 @@ def _answer_step(value: Any, names: list[str] | None, raw: str) -> ParsedStep:
     """A Final Answer, trimmed of whitespace and the bold models put around it; empty is an error."""
     if isinstance(value, dict):
         value = next(iter(value.values())) if len(value) == 1 else json.dumps(value, ensure_ascii=False)
-    text = _unquote(_strip_md(_drop_stray_fence(str(value).strip()))) if value is not None else ""
+    text = unquote(strip_md(drop_stray_fence(str(value).strip()))) if value is not None else ""
     if not text:
         return _error("Your Final Answer was empty.", names, raw)
     return FinalAnswer(text=text)
-
-
-def _clean_input(text: str) -> str | dict:
-    """Drop a code fence and matching quotes; a JSON object (even sloppy JSON) becomes a dict."""
-    text = _unquote(_unfence(text.strip()))
-    if text.startswith("{"):
-        data = _load_dict(text, 0)
-        if data is not None:
-            return data
-    return text
-
-
-def _load_dict(text: str, start: int) -> dict | None:
-    """Strict JSON first; else ``json_repair`` on a capped slice, kept only when it yields a dict."""
-    try:
-        data = _DECODER.raw_decode(text, start)[0]
-    except (ValueError, RecursionError):
-        chunk = text[start : start + _REPAIR_CAP].split("```")[0]
-        if json_repair is None or ":" not in chunk:
-            return None
-        try:
-            data = json_repair.repair_json(chunk, return_objects=True)
-        except Exception as exc:  # noqa: BLE001 - the repairer raises on deep nesting and other pathologies
-            # Expected on hostile input, so no traceback (formatting a RecursionError's costs a second).
-            log.warning("json_repair could not read a %d-character action input: %s: %s", len(chunk),
-                        type(exc).__name__, exc)
-            return None
-    return data if isinstance(data, dict) else None
-
-
-def _lowered(data: dict | None) -> dict | None:
-    """Keys lower-cased, so ``{"Action": ..., "Action_Input": ...}`` reads like the documented spelling."""
-    return {str(k).lower(): v for k, v in data.items()} if data else data
-
-
-def _unfence(text: str) -> str:
-    """The inside of a ``` fence (any language tag, closed or not); other text unchanged but a stray closer."""
-    if not text.startswith("```"):
-        return _drop_stray_fence(text)
-    inner = text[3:].split("```")[0]
-    first, newline, rest = inner.partition("\n")
-    if newline and re.fullmatch(r"[\w+#.-]{0,20}", first.strip()):
-        inner = rest
-    return inner.strip()
-
-
-def _drop_stray_fence(text: str) -> str:
-    """Drop an unpaired closing ``` left when the reply as a whole was fenced."""
-    return text.removesuffix("```").rstrip() if text.count("```") % 2 and text.endswith("```") else text
-
-
-def _unquote(text: str) -> str:
-    """Remove one pair of surrounding quotes, unless the same quote also occurs inside."""
-    text = text.strip()
-    if len(text) >= 2 and _QUOTES.get(text[0]) == text[-1] and text[-1] not in text[1:-1]:
-        return text[1:-1].strip()
-    return text
-
-
-def _strip_md(text: str) -> str:
-    """Remove bold/italics around text, and a dangling ``**`` left by ``**Final Answer: 42**``."""
-    text = text.strip()
-    for mark in ("**", "__", "*"):
-        inner = text[len(mark) : -len(mark)]
-        if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark):
-            if not (mark == "__" and inner.isidentifier()):  # keep __init__
-                text = inner.strip()
-    for mark in ("**", "__"):
-        if text.count(mark) % 2:
-            text = text[len(mark) :] if text.startswith(mark) else text.removesuffix(mark)
-    return text.strip()
-
-
-def _clean_name(name: str) -> str:
-    """A tool name without markdown, backticks, quotes, angle brackets or trailing punctuation."""
-    return _strip_md(name).strip("`'\"“”‘’<> \t").rstrip(".,;:").strip()
 
 
 def _is_final(tool: str, names: list[str] | None) -> bool:

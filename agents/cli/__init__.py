@@ -33,6 +33,10 @@ class _Parser(argparse.ArgumentParser):
 class _TopParser(_Parser):
     """The bare ``python -m agents``: its help is the command list, on stderr (as it always was)."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.command_help: dict[str, str] = {}
+
     def format_help(self) -> str:
         lines = [f"  {name:<5} {text}" for name, text in self.command_help.items()]
         return f"usage: {PROG} {{{','.join(self.command_help)}}} ...\n\n" + "\n".join(lines) + "\n"
@@ -40,13 +44,10 @@ class _TopParser(_Parser):
     def print_help(self, file: TextIO | None = None) -> None:
         (file or sys.stderr).write(self.format_help())
 
-    command_help: dict[str, str] = {}
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: each command module adds its own flags to its subparser."""
-    parser = _TopParser(prog=PROG, add_help=True)
-    parser.command_help = {}
+    parser = _TopParser(prog=PROG)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
