@@ -35,7 +35,7 @@ def tool_list(registry: ToolRegistry) -> str:
     return "\n".join(lines) or "- (no tools are enabled)"
 
 
-def system_prompt(mode: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5) -> str:
+def system_prompt(mode: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = DEFAULT_MAX_STEPS) -> str:
     """The system message for ``mode`` under ``protocol`` ("text": the paper's format; "tools": native calls)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
