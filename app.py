@@ -16,8 +16,10 @@ from typing import Any
 
 import gradio as gr
 
+from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from tools.registry import ToolRegistry
 from ui import mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
@@ -28,16 +30,12 @@ from ui.inputs import OptionalTrailingInputs, lenient
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import DEFAULT_SPEED, SPEEDS
-from ui.session import ModelFactory
+from ui.settings import app_settings
 from ui.stream import Stops
 from ui.verdicts import MAX_EXPECTED_CHARS
 
 MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
-# Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
-# queue behind itself; past this many runs, more wait in line and see their place (ui/admission.py).
-RUN_CONCURRENCY = int(os.environ.get("APP_CONCURRENCY", "64"))
-QUEUE_SIZE = int(os.environ.get("APP_QUEUE_SIZE", "200"))  # runs waiting in line; past it: "full, try again"
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
@@ -69,7 +67,7 @@ def skip_matplotlib_probe() -> None:
 
 
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
-               model_factory: ModelFactory | None = None, on_space: bool | None = None) -> gr.Blocks:
+               model_factory: ModelBuilder | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
     sessions.install()  # per-visitor state: cheap to make, given back when idle
@@ -80,6 +78,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         registry = default_registry()
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     stops = Stops()  # each visitor's live streams, for the Stop buttons
+    # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
+    # queue behind itself; past APP_CONCURRENCY runs, more wait in line and see their place (ui/admission.py).
+    limits = app_settings()
 
     with ClassroomBlocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md = tabs.header(settings, on_space=on_space)
@@ -94,10 +95,11 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                 tools=knobs.tools, on_space=on_space, stops=stops)
         with gr.Tab("About", id="about"):
             tabs.about_tab()
+        admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
         handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
-                              admission=Admission(RUN_CONCURRENCY, QUEUE_SIZE))  # this app's line of Compare runs
+                              admission=admission)
         wire_compare(handlers, page, knobs)
-        mcp_tool.register(settings, registry, handlers.admission, model_factory=model_factory)  # the MCP tool
+        mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
                 return tabs.backend_line(settings, visitor_signed_in=oauth_token is not None)
@@ -105,7 +107,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             demo.load(visitor, outputs=backend_md, api_visibility="private")
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
     # its limit is a backstop against floods, above our line so that visitors see our message first.
-    demo.queue(default_concurrency_limit=RUN_CONCURRENCY, max_size=2 * (RUN_CONCURRENCY + QUEUE_SIZE))
+    demo.queue(default_concurrency_limit=limits.concurrency, max_size=2 * (limits.concurrency + limits.queue_size))
     return demo
 
 
@@ -193,8 +195,8 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
                                 info="HF router models with tool calling, or type any model id")
             protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
         with gr.Row():
-            max_steps = lenient(gr.Slider(1, 10, value=5, step=1, label="Max steps"))
-            temperature = lenient(gr.Slider(0.0, 1.5, value=0.2, step=0.1, label="Temperature"))
+            max_steps = lenient(gr.Slider(1, 10, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
+            temperature = lenient(gr.Slider(0.0, 1.5, value=DEFAULT_TEMPERATURE, step=0.1, label="Temperature"))
             tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
             fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
                                  info="The ReAct paper's hybrids with chain-of-thought self-consistency")
@@ -221,7 +223,7 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
                           api_visibility="private", show_progress="hidden")
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
                           outputs=[*out.all(files=False), page.question], api_name="replay",
-                          concurrency_limit=RUN_CONCURRENCY, concurrency_id="replay", show_progress="hidden",
+                          concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
                           postprocess=False)
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
@@ -236,9 +238,22 @@ def launch_kwargs() -> dict[str, Any]:
     """
     # max_threads also caps the events Gradio processes at once (its "active jobs"), whatever their
     # concurrency limits: room for every running and waiting Compare run, plus the page's other events.
+    limits = app_settings()
     return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"],
-            "max_threads": RUN_CONCURRENCY + QUEUE_SIZE + 40, "max_file_size": MAX_UPLOAD_BYTES}
+            "max_threads": limits.concurrency + limits.queue_size + 40, "max_file_size": MAX_UPLOAD_BYTES}
+
+
+def main() -> int:
+    """``python app.py``: every setting is checked before anything starts; a bad one is one line and exit 2."""
+    try:
+        settings = LLMSettings.from_env()
+        app_settings()
+    except SettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    build_demo(settings).launch(**launch_kwargs())
+    return 0
 
 
 if __name__ == "__main__":
-    build_demo().launch(**launch_kwargs())
+    sys.exit(main())

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 from agents.events import Event, FinalAnswer, LLMError, Retry
-from agents.llm.base import ChatModel, LLMFailure
+from agents.llm.base import ChatModel, LLMFailure, ModelFactory
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
 JOIN_TIMEOUT_S = 2.0
-ModelFactory = Callable[[], ChatModel]
 ModeSource = Callable[[ChatModel, RunConfig], Iterator[Event]]  # a mode's events, given its client and settings
 _DONE = object()
 RETRY_NOTE = ("the model server cut this mode's reply off when another mode's request arrived; running it again now "

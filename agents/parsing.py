@@ -16,20 +16,20 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from agents.events import Action, FinalAnswer, ParseError
+from agents.parsing_text import clean_input, clean_name, drop_stray_fence, load_dict, lowered, strip_md, unquote
+from tools.registry import normalize_name
 
-try:
-    import json_repair
-except ImportError:  # pragma: no cover - it is a pinned requirement; strict JSON still works without it
-    json_repair = None
+log = logging.getLogger(__name__)
 
-__all__ = ["Step", "canonical_tool", "cut_observation", "format_instructions", "parse_step"]
+__all__ = ["ParsedStep", "canonical_tool", "cut_observation", "format_instructions", "parse_step"]
 
-Step = Action | FinalAnswer | ParseError
+ParsedStep = Action | FinalAnswer | ParseError
 
 # Indentation (matched atomically via a look-ahead + back-reference, so it is never backtracked), then
 # bullets, headings, bold/italics. Every later quantifier is bounded: no regex here can go quadratic.
@@ -61,10 +61,6 @@ _FINAL_NAMES = {"finalanswer", "finish", "final", "answer"}
 _NOOP_NAMES = {"none", "na", "n/a", "nothing", "noaction"}
 _PAPER_NAMES = {"search", "lookup", "finish"}
 _ALIASES = {"search": "wikipediasearch"}  # the paper's Search[] was a Wikipedia search
-_QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’"}
-_REPAIR_CAP = 4000  # json_repair is pure Python (~2 µs/char): never feed it more than this
-_DECODER = json.JSONDecoder()
-_IGNORED = str.maketrans("", "", " \t\n\r\f\v\u00a0_-")
 
 
 class _Seg(NamedTuple):
@@ -76,13 +72,15 @@ class _Seg(NamedTuple):
     end: int
 
 
-def parse_step(text: str, tools: Iterable[str] | None = None) -> Step:
+def parse_step(text: str, tools: Iterable[str] | None = None) -> ParsedStep:
     """Read one model reply as the step it asks for. Never raises: anything unreadable is a ParseError."""
     raw = ""
     try:
         raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else "" if text is None else str(text)
         return _parse(raw, _names(tools))
-    except Exception:  # noqa: BLE001 - a parser bug must cost the model one turn, never the run
+    except Exception:  # a parser bug must cost the model one turn, never the run
+        # ...but it must show in the log: otherwise a parser regression looks like a misbehaving model.
+        log.exception("parse_step failed on a %d-character reply", len(raw))
         return _error("Your reply could not be read.", None, raw)
 
 
@@ -128,7 +126,7 @@ def cut_observation(text: str, *, partial: bool = True) -> str:
     return text
 
 
-def _parse(raw: str, names: list[str] | None) -> Step:
+def _parse(raw: str, names: list[str] | None) -> ParsedStep:
     """Find the first action-like and the first answer-like thing; whichever comes first wins."""
     body = cut_observation(raw.replace("\r\n", "\n").replace("\r", "\n"))
     if not body.strip():
@@ -174,7 +172,7 @@ def _segments(body: str, *, fence_aware: bool) -> list[_Seg]:
 @functools.lru_cache(maxsize=256)
 def _kind(label: str) -> str:
     """Map a label as written (``Final_Answer``, ``Act``, ``Thoughts``…) to one of four kinds."""
-    key = _norm(label)
+    key = normalize_name(label)
     if key in ("finalanswer", "answer"):
         return "final"
     if key.endswith("input"):
@@ -184,7 +182,7 @@ def _kind(label: str) -> str:
 
 def _is_noop(body: str, seg: _Seg) -> bool:
     """``Action: None`` before a Final Answer means "no action", not a tool called None."""
-    return _norm(_clean_name(body[seg.body : seg.end].strip().partition("\n")[0])) in _NOOP_NAMES
+    return normalize_name(clean_name(body[seg.body : seg.end].strip().partition("\n")[0])) in _NOOP_NAMES
 
 
 def _given_input(body: str, segs: list[_Seg], i: int) -> str | None:
@@ -205,10 +203,10 @@ def _thought(body: str, segs: list[_Seg], pos: int) -> str:
         lines.pop()
     while lines and _WRAPPER_RE.fullmatch(lines[0].strip()):  # a reply wrapped whole in a fence
         lines.pop(0)
-    return _strip_md("\n".join(lines))
+    return strip_md("\n".join(lines))
 
 
-def _action_step(content: str, given: str | None, thought: str, names: list[str] | None, raw: str) -> Step:
+def _action_step(content: str, given: str | None, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
     """An ``Action:`` section: a JSON blob, or a spec line (name, call, bracket, ``name: input``) plus input."""
     if content.startswith(("{", "```")):
         blob = _find_blob(content, len(content))
@@ -218,14 +216,14 @@ def _action_step(content: str, given: str | None, thought: str, names: list[str]
     return _spec_step(spec, given, rest.strip(), thought, names, raw)
 
 
-def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: list[str] | None, raw: str) -> Step:
+def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
     """Resolve one action spec; ``given`` is the Action Input, ``rest`` any unlabelled lines below the spec."""
-    name, args, form = _split_spec(_strip_md(spec).strip("`"))
-    tool = canonical_tool(_clean_name(name), names)
+    name, args, form = _split_spec(strip_md(spec).strip("`"))
+    tool = canonical_tool(clean_name(name), names)
     if not tool:
         return _error("Your Action did not name a tool.", names, raw)
     if form == "bracket" and not args.strip() and given is None:
-        empty = f"Your action {_clean_name(name)}[] had an empty input."
+        empty = f"Your action {clean_name(name)}[] had an empty input."
         return _error("Your Final Answer was empty." if _is_final(tool, names) else empty, names, raw)
     value: str | dict | None
     if form == "bracket" and args.strip():
@@ -240,7 +238,7 @@ def _spec_step(spec: str, given: str | None, rest: str, thought: str, names: lis
         return _answer_step(value or "", names, raw)
     if value is None:
         return _error(f"Your Action '{tool}' had no Action Input.", names, raw)
-    return Action(tool=tool, input=_clean_input(value) if isinstance(value, str) else value, thought=thought)
+    return Action(tool=tool, input=clean_input(value) if isinstance(value, str) else value, thought=thought)
 
 
 def _split_spec(spec: str) -> tuple[str, str, str]:
@@ -268,15 +266,15 @@ def _scalar(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        return _unquote(text)
+        return unquote(text)
 
 
 def _find_blob(text: str, limit: int) -> tuple[int, dict] | None:
     """The first JSON object (starting before ``limit``) that names a tool and carries its input."""
     for tries, match in enumerate(_BLOB_RE.finditer(text, 0, limit)):
-        data = _lowered(_load_dict(text, match.start()))
+        data = lowered(load_dict(text, match.start()))
         if data and isinstance(data.get("function"), dict):
-            data = _lowered(data["function"])
+            data = lowered(data["function"])
         if data and any(isinstance(data.get(k), str) for k in _NAME_KEYS) and any(k in data for k in _INPUT_KEYS):
             return match.start(), data
         if tries >= 3:
@@ -284,17 +282,17 @@ def _find_blob(text: str, limit: int) -> tuple[int, dict] | None:
     return None
 
 
-def _blob_step(data: dict, thought: str, names: list[str] | None, raw: str) -> Step:
+def _blob_step(data: dict, thought: str, names: list[str] | None, raw: str) -> ParsedStep:
     """``{"action": ..., "action_input": ...}`` and its spellings (``name``/``arguments``, ``tool``/``tool_input``)."""
     name = next(data[k] for k in _NAME_KEYS if isinstance(data.get(k), str))
     value = data[next(k for k in _INPUT_KEYS if k in data)]
-    tool = canonical_tool(_clean_name(name), names)
+    tool = canonical_tool(clean_name(name), names)
     if _is_final(tool, names):
         return _answer_step(value, names, raw)
     if not tool:
         return _error("Your Action did not name a tool.", names, raw)
     if isinstance(value, str):
-        value = _clean_input(value)
+        value = clean_input(value)
     elif not isinstance(value, dict):
         value = "" if value is None else json.dumps(value, ensure_ascii=False)
     return Action(tool=tool, input=value, thought=thought)
@@ -306,107 +304,34 @@ def _find_bare(body: str, limit: int, names: list[str] | None) -> tuple[int, str
     Without a tool list any ``name(args)`` line counts; with one, the name must resolve, so prose
     such as ``f(x)`` in a thought is not mistaken for an action.
     """
-    known = {_norm(n) for n in names or ()}
+    known = {normalize_name(n) for n in names or ()}
     for match in _BARE_RE.finditer(body, 0, limit):
-        key, paren = _norm(match.group("name")), match.group("open") == "("
+        key, paren = normalize_name(match.group("name")), match.group("open") == "("
         allowed = (key in _PAPER_NAMES and not paren) or (names is None and paren)
         if allowed or key in known or _ALIASES.get(key) in known:
             return match.start(), match.group("call")
     return None
 
 
-def _answer_step(value: Any, names: list[str] | None, raw: str) -> Step:
+def _answer_step(value: Any, names: list[str] | None, raw: str) -> ParsedStep:
     """A Final Answer, trimmed of whitespace and the bold models put around it; empty is an error."""
     if isinstance(value, dict):
         value = next(iter(value.values())) if len(value) == 1 else json.dumps(value, ensure_ascii=False)
-    text = _unquote(_strip_md(_drop_stray_fence(str(value).strip()))) if value is not None else ""
+    text = unquote(strip_md(drop_stray_fence(str(value).strip()))) if value is not None else ""
     if not text:
         return _error("Your Final Answer was empty.", names, raw)
     return FinalAnswer(text=text)
 
 
-def _clean_input(text: str) -> str | dict:
-    """Drop a code fence and matching quotes; a JSON object (even sloppy JSON) becomes a dict."""
-    text = _unquote(_unfence(text.strip()))
-    if text.startswith("{"):
-        data = _load_dict(text, 0)
-        if data is not None:
-            return data
-    return text
-
-
-def _load_dict(text: str, start: int) -> dict | None:
-    """Strict JSON first; else ``json_repair`` on a capped slice, kept only when it yields a dict."""
-    try:
-        data = _DECODER.raw_decode(text, start)[0]
-    except (ValueError, RecursionError):
-        chunk = text[start : start + _REPAIR_CAP].split("```")[0]
-        if json_repair is None or ":" not in chunk:
-            return None
-        try:
-            data = json_repair.repair_json(chunk, return_objects=True)
-        except Exception:  # noqa: BLE001 - the repairer raises on deep nesting and other pathologies
-            return None
-    return data if isinstance(data, dict) else None
-
-
-def _lowered(data: dict | None) -> dict | None:
-    """Keys lower-cased, so ``{"Action": ..., "Action_Input": ...}`` reads like the documented spelling."""
-    return {str(k).lower(): v for k, v in data.items()} if data else data
-
-
-def _unfence(text: str) -> str:
-    """The inside of a ``` fence (any language tag, closed or not); other text unchanged but a stray closer."""
-    if not text.startswith("```"):
-        return _drop_stray_fence(text)
-    inner = text[3:].split("```")[0]
-    first, newline, rest = inner.partition("\n")
-    if newline and re.fullmatch(r"[\w+#.-]{0,20}", first.strip()):
-        inner = rest
-    return inner.strip()
-
-
-def _drop_stray_fence(text: str) -> str:
-    """Drop an unpaired closing ``` left when the reply as a whole was fenced."""
-    return text.removesuffix("```").rstrip() if text.count("```") % 2 and text.endswith("```") else text
-
-
-def _unquote(text: str) -> str:
-    """Remove one pair of surrounding quotes, unless the same quote also occurs inside."""
-    text = text.strip()
-    if len(text) >= 2 and _QUOTES.get(text[0]) == text[-1] and text[-1] not in text[1:-1]:
-        return text[1:-1].strip()
-    return text
-
-
-def _strip_md(text: str) -> str:
-    """Remove bold/italics around text, and a dangling ``**`` left by ``**Final Answer: 42**``."""
-    text = text.strip()
-    for mark in ("**", "__", "*"):
-        inner = text[len(mark) : -len(mark)]
-        if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark):
-            if not (mark == "__" and inner.isidentifier()):  # keep __init__
-                text = inner.strip()
-    for mark in ("**", "__"):
-        if text.count(mark) % 2:
-            text = text[len(mark) :] if text.startswith(mark) else text.removesuffix(mark)
-    return text.strip()
-
-
-def _clean_name(name: str) -> str:
-    """A tool name without markdown, backticks, quotes, angle brackets or trailing punctuation."""
-    return _strip_md(name).strip("`'\"“”‘’<> \t").rstrip(".,;:").strip()
-
-
 def _is_final(tool: str, names: list[str] | None) -> bool:
     """``final_answer``/``Finish``/``Final Answer`` as a tool means "answer", unless really registered."""
-    return _norm(tool) in _FINAL_NAMES and not (names and tool in names)
+    return normalize_name(tool) in _FINAL_NAMES and not (names and tool in names)
 
 
 def _lookup(name: str, names: list[str]) -> str | None:
     """The registered name matching ``name`` loosely, or via the paper alias (Search → wikipedia_search)."""
-    key = _norm(name)
-    by_key = {_norm(n): n for n in names}
+    key = normalize_name(name)
+    by_key = {normalize_name(n): n for n in names}
     return by_key.get(key) or by_key.get(_ALIASES.get(key, "\0"))
 
 
@@ -417,11 +342,6 @@ def _names(tools: Iterable[Any] | None) -> list[str] | None:
     if isinstance(tools, str):
         return [tools]
     return [str(getattr(t, "name", t)) for t in tools]
-
-
-def _norm(name: str) -> str:
-    """Case-insensitive, ignoring spaces, underscores and hyphens: 'Wikipedia Search' → 'wikipediasearch'."""
-    return name.translate(_IGNORED).lower()
 
 
 def _error(problem: str, names: list[str] | None, raw: str) -> ParseError:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from string import Template
 
+from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -50,7 +51,7 @@ def template_for(name: str, protocol: str = "text") -> str:
     return name
 
 
-def system_prompt(name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5) -> str:
+def system_prompt(name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = DEFAULT_MAX_STEPS) -> str:
     """The system message of prompt ``name`` (a mode's, e.g. "react") under ``protocol``
     ("text": the paper's format; "tools": native calls)."""
     return template(template_for(name, protocol)).safe_substitute(
@@ -80,8 +81,8 @@ def repeat_call_message(tool: str, previous: str) -> str:
 
 
 def render_prompt(
-    name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = 5, question: str = "<question>",
-    uses_tools: bool = True,
+    name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = DEFAULT_MAX_STEPS,
+    question: str = "<question>", uses_tools: bool = True,
 ) -> str:
     """The first request of a run as readable text: system message, tool schemas (native protocol), question.
 

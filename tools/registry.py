@@ -12,12 +12,15 @@ from __future__ import annotations
 import concurrent.futures
 import inspect
 import json
+import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
+
+log = logging.getLogger(__name__)
 
 ToolInput = str | dict
 
@@ -111,9 +114,16 @@ def _schema_from_signature(f: Callable[..., Any]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required}
 
 
+_NAME_NOISE = re.compile(r"[\s_\-\u200b-\u200d\u2060\ufeff]+")  # any Unicode space (NBSP too), zero-width ones
+
+
 def normalize_name(name: str) -> str:
-    """Case-insensitive, ignoring spaces, underscores and hyphens: 'Wikipedia Search' → 'wikipediasearch'."""
-    return re.sub(r"[\s_\-]+", "", name).lower()
+    """Case-insensitive, ignoring spaces, underscores and hyphens: 'Wikipedia Search' → 'wikipediasearch'.
+
+    The one spelling-blind key for tool names: the registry (dispatch, ``--tools``, the API) and the
+    parser (labels and actions in model replies) both use it, so they cannot disagree on a name.
+    """
+    return _NAME_NOISE.sub("", name).lower()
 
 
 def truncate(text: str, limit: int) -> str:
@@ -238,13 +248,15 @@ def _run_with_timeout(t: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
         if not future.done():
             return f"{t.name} timed out after {t.timeout_s:g} s.", True
         return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
-    except Exception as exc:  # noqa: BLE001 - any tool bug is an observation, not a crash
+    except Exception as exc:  # any tool bug is an observation, not a crash
+        log.exception("tool %s raised", t.name)
         return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
     except BaseException as exc:
         # SystemExit / GeneratorExit raised inside the tool thread travel through the future;
         # a KeyboardInterrupt while *waiting* is the caller's and must propagate.
         if not future.done():
             raise
+        log.warning("tool %s raised %s", t.name, type(exc).__name__, exc_info=True)
         return _one_line(f"{t.name} failed: {type(exc).__name__}: {exc}"), True
 
 

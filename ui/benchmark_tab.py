@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import shutil
 import tempfile
@@ -28,13 +27,15 @@ from agents.comparison import default_model_factory
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, load_dataset
 from agents.evaluation.report import chart_data, summary_table, write_exports
 from agents.evaluation.runner import EvalRun, Progress, order_records
+from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_ids
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry
 from ui.inputs import kind_of, lenient, make_config, number_problem, protocol_value, settings_problem
 from ui.render import plain
-from ui.session import ModelFactory
+from ui.settings import app_settings
 from ui.stream import Outcome, Stops, StopSignal, session_of, stream
 
 _NO_ESTIMATE = re.compile(r" · ~[\d:]+ left")
@@ -44,10 +45,7 @@ DATASETS = [("HotpotQA (the paper's 200-question sample)", "hotpotqa"), ("FEVER 
             ("GSM8K (first 250 test problems)", "gsm8k"), ("Handwritten (35 mixed questions)", "handwritten"),
             ("Upload your own CSV/JSONL", UPLOAD)]
 DEFAULT_MODES = list(mode_ids("base"))
-MAX_N = int(os.environ.get("BENCH_MAX_N", "200"))
-VISITOR_MAX_N = int(os.environ.get("BENCH_VISITOR_MAX_N", "20"))  # Space visitors not signed in spend the owner's credits
-MAX_CONCURRENCY, MAX_SC = 8, 21
-RUNS_AT_ONCE = int(os.environ.get("BENCH_CONCURRENCY", "4"))  # benchmarks at once, each with up to 8 pairs in flight
+MAX_CONCURRENCY, MAX_SC = 8, 21  # BENCH_MAX_N, BENCH_VISITOR_MAX_N, BENCH_CONCURRENCY: ui/settings.py
 REFRESH_S = 0.5  # table refresh at most every REFRESH_S (the clock ticks every stream.TICK_S when idle)
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "think-act-react-benchmark"
 EXPORT_TTL_S = 3600.0  # Gradio copies the files into its cache when it sends them; ours can go after an hour
@@ -95,7 +93,7 @@ def mode_names(selected: Sequence[str] | None) -> list[str]:
 
 
 def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str] | None, concurrency: Any = 4,
-            sc_n: Any = 5, *, max_n: int = MAX_N) -> Plan:
+            sc_n: Any = 5, *, max_n: int | None = None) -> Plan:
     """Validate the form (or an API call) and load the items; every problem is a :class:`BenchmarkError`."""
     names = mode_names(modes)
     if dataset == UPLOAD or (not dataset and upload):
@@ -106,13 +104,15 @@ def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str
         source = str(dataset)
     else:
         raise BenchmarkError(f"Unknown dataset {dataset!r}; choose one of {', '.join(BUILTIN_FILES)} or upload a file.")
-    wanted = clamp(n, 1, MAX_N, 10)
+    limit = app_settings().bench_max_n
+    max_n = limit if max_n is None else max_n
+    wanted = clamp(n, 1, limit, 10)
     count = min(wanted, max_n)
     try:
         items = load_dataset(source, count)
     except DatasetError as exc:
         raise BenchmarkError(str(exc)) from None
-    note = f" (N capped at {max_n}: sign in with Hugging Face to run up to {MAX_N})" if wanted > max_n else ""
+    note = f" (N capped at {max_n}: sign in with Hugging Face to run up to {limit})" if wanted > max_n else ""
     return Plan(items, names, clamp(concurrency, 1, MAX_CONCURRENCY, 4), clamp(sc_n, 1, MAX_SC, 5), note)
 
 
@@ -121,7 +121,7 @@ def knobs_problem(dataset: Any, n: Any, concurrency: Any, sc_n: Any, model: Any,
     """One line for a ``/benchmark`` value an API client sent that no form could (1e400, a list for a name...)."""
     if dataset is not None and not isinstance(dataset, str):
         return f"The dataset must be one of {', '.join(BUILTIN_FILES)} or {UPLOAD!r} (got {kind_of(dataset)})."
-    problem = (number_problem(n, "N", 1, MAX_N) or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
+    problem = (number_problem(n, "N", 1, app_settings().bench_max_n) or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
                or number_problem(sc_n, "CoT-SC samples", 1, MAX_SC))
     if problem or registry is None:
         return problem
@@ -234,7 +234,7 @@ def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[
 
 
 def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig, *,
-                     model_factory: ModelFactory | None = None, refresh_s: float = REFRESH_S,
+                     model_factory: ModelBuilder | None = None, refresh_s: float = REFRESH_S,
                      stop: StopSignal | None = None) -> AsyncIterator[tuple]:
     """Yield (progress line, table, score chart, tokens chart, files) while the run goes; charts and files at the end."""
     make = default_model_factory(settings) if model_factory is None else (lambda: model_factory(settings))
@@ -247,15 +247,15 @@ class BenchmarkTab:
     """The ``/benchmark`` handler and the tab's Stop, bound to one app's backend."""
 
     def __init__(self, settings: LLMSettings, registry: ToolRegistry | None, *, stops: Stops,
-                 model_factory: ModelFactory | None = None, on_space: bool = False,
+                 model_factory: ModelBuilder | None = None, on_space: bool = False,
                  refresh_s: float = REFRESH_S) -> None:
         self.settings, self.registry, self.stops = settings, registry, stops
         self.model_factory, self.on_space, self.refresh_s = model_factory, on_space, refresh_s
 
     async def benchmark(self, dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
                         concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
-                        max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                        oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
+                        max_steps: float = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
+                        tools: list[str] | None = None, oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
         """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
         run_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)
@@ -266,7 +266,8 @@ class BenchmarkTab:
                 raise BenchmarkError(problem)
             if problem := run_settings.problem():
                 raise BenchmarkError(problem)
-            cap = VISITOR_MAX_N if self.on_space and oauth_token is None else MAX_N
+            limits = app_settings()
+            cap = limits.bench_visitor_max_n if self.on_space and oauth_token is None else limits.bench_max_n
             plan = await asyncio.to_thread(prepare, dataset, upload, n, DEFAULT_MODES if modes is None else modes,
                                            concurrency, sc_n, max_n=cap)  # reading a file must not block the loop
         except BenchmarkError as exc:
@@ -285,7 +286,7 @@ class BenchmarkTab:
         self.stops.stop(session_of(request), TAB)
 
 
-def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_factory: ModelFactory | None = None,
+def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_factory: ModelBuilder | None = None,
                         model: gr.Component | None = None, protocol: gr.Component | None = None,
                         max_steps: gr.Component | None = None, temperature: gr.Component | None = None,
                         tools: gr.Component | None = None, on_space: bool = False,
@@ -296,7 +297,8 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     parts = _layout(on_space)
     parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
                             api_visibility="private", show_progress="hidden", queue=False)
-    defaults = {"model": settings.model, "protocol": "text", "max_steps": 5, "temperature": 0.2, "tools": None}
+    defaults = {"model": settings.model, "protocol": "text", "max_steps": DEFAULT_MAX_STEPS,
+                "temperature": DEFAULT_TEMPERATURE, "tools": None}
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
     tab = BenchmarkTab(settings, registry, stops=stops or Stops(), model_factory=model_factory, on_space=on_space,
@@ -304,7 +306,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]
     event = parts["run"].click(tab.benchmark, inputs=[*inputs, *extra],
                                outputs=[parts[k] for k in ("progress", "table", "score_chart", "tokens_chart", "files")],
-                               api_name="benchmark", concurrency_limit=RUNS_AT_ONCE, concurrency_id="benchmark",
+                               api_name="benchmark", concurrency_limit=app_settings().bench_concurrency, concurrency_id="benchmark",
                                show_progress="hidden", trigger_mode="once")
     # Stop ends this visitor's benchmark, which renders its own stopped frame (see ui/stream.py)
     parts["stop"].click(tab.stop, api_visibility="private", show_progress="hidden", queue=False)
@@ -313,10 +315,11 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
 
 def _layout(on_space: bool) -> dict[str, Any]:
     """The form, the Run/Stop buttons, the progress line, the live table, the charts and the files."""
+    limits = app_settings()
     with gr.Row():
         dataset = gr.Dropdown(DATASETS, value="hotpotqa", label="Dataset", scale=2)
-        n = lenient(gr.Slider(1, MAX_N, value=10, step=1, label="N (items)", scale=2,
-                              info=f"Up to {VISITOR_MAX_N} unless signed in" if on_space else None))
+        n = lenient(gr.Slider(1, limits.bench_max_n, value=10, step=1, label="N (items)", scale=2,
+                              info=f"Up to {limits.bench_visitor_max_n} unless signed in" if on_space else None))
         concurrency = lenient(gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)",
                                         scale=1))
         sc_n = lenient(gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21"))

@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 
 from agents.comparison import validate_question
+from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import mode_title
@@ -24,7 +25,7 @@ from ui.inputs import compare_problem, make_config, protocol_value
 from ui.playback import replay
 from ui.render import MODE_CHOICES, hybrid_mode
 from ui.replay import DEFAULT_SPEED, ReplayError, hybrid_in_file, open_recording
-from ui.session import ModelFactory, live_run
+from ui.session import live_run
 from ui.stream import Stops, session_of
 from ui.verdicts import expected_problem
 
@@ -65,7 +66,7 @@ class CompareTab:
     """The Compare tab's event handlers, bound to one app's backend and output components."""
 
     def __init__(self, settings: LLMSettings, registry: ToolRegistry, outputs: Outputs, *,
-                 model_factory: ModelFactory | None = None, admission: Admission | None = None,
+                 model_factory: ModelBuilder | None = None, admission: Admission | None = None,
                  stops: Stops | None = None) -> None:
         self.settings, self.registry, self.outputs = settings, registry, outputs
         self.model_factory, self.admission = model_factory, admission

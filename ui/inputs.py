@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 
 from agents.modes import RunConfig
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry, normalize_name
 from ui.render import HYBRIDS, MODE_CHOICES
 
@@ -105,13 +106,13 @@ def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any
     try:
         steps = min(10, max(1, int(float(max_steps))))
     except (TypeError, ValueError, OverflowError):  # NaN, infinity, text: the default (callers refuse them first)
-        steps = 5
+        steps = DEFAULT_MAX_STEPS
     try:
         temp = min(2.0, max(0.0, float(temperature)))
     except (TypeError, ValueError, OverflowError):
-        temp = 0.2
+        temp = DEFAULT_TEMPERATURE
     if temp != temp:  # NaN
-        temp = 0.2
+        temp = DEFAULT_TEMPERATURE
     try:
         tokens: int | None = min(MAX_TOKENS_LIMIT, max(1, int(max_tokens))) if max_tokens is not None else None
     except (TypeError, ValueError, OverflowError):

@@ -31,7 +31,7 @@ import gradio as gr
 
 from agents.comparison import ComparisonRun, validate_question
 from agents.correctness import clean_expected, judge
-from agents.llm.base import ChatModel
+from agents.llm.base import ChatModel, ModelBuilder
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
@@ -42,7 +42,6 @@ from ui.admission import Admission, Full
 from ui.inputs import make_config
 from ui.launcher import launcher
 from ui.render import MODES
-from ui.session import ModelFactory
 from ui.verdicts import expected_problem
 
 log = logging.getLogger(__name__)
@@ -172,7 +171,7 @@ async def run_traces(question: str, modes: tuple[str, ...], make_model: Callable
 
 
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
-             model_factory: ModelFactory | None = None) -> None:
+             model_factory: ModelBuilder | None = None) -> None:
     """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
     make = model_factory or HFInferenceModel
 

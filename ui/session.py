@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from agents.comparison import ComparisonRun
 from agents.events import Event
-from agents.llm.base import ChatModel
+from agents.llm.base import ModelBuilder
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
@@ -29,7 +29,6 @@ from ui.frame import Frame, PanelsView, refusal, waiting
 from ui.stream import THROTTLE_S, Outcome, Run, StopSignal, stream
 from ui.verdicts import comparison_table
 
-ModelFactory = Callable[[LLMSettings], ChatModel]  # settings in, a fresh client out (one per mode and run)
 NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKEN, sign in with Hugging Face "
                         "(on the Space) or set LLM_BASE_URL — see the status line above.")
 STOPPED = "■ Stopped. Every mode's model stream was closed."
@@ -37,7 +36,7 @@ STOPPED_WAITING = "■ Stopped while waiting for a free slot: nothing was run."
 
 
 def make_run(question: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
-             config: RunConfig, model_factory: ModelFactory | None = None) -> Run:
+             config: RunConfig, model_factory: ModelBuilder | None = None) -> Run:
     """The run behind one Compare request (not started): ``modes`` in parallel, a fresh client each."""
     make = model_factory or HFInferenceModel
     return ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
@@ -101,7 +100,7 @@ class LiveView:
 
 
 async def live_run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
-                   registry: ToolRegistry, config: RunConfig, *, model_factory: ModelFactory | None = None,
+                   registry: ToolRegistry, config: RunConfig, *, model_factory: ModelBuilder | None = None,
                    throttle: float = THROTTLE_S, export: bool = True, admission: Admission | None = None,
                    stop: StopSignal | None = None, expected: str | None = None) -> AsyncIterator[Frame]:
     """Run ``modes`` (already checked) in parallel and yield frames until they finish or ``stop`` is set.

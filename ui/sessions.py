@@ -11,7 +11,7 @@ run when every run was a new session.
 
 * :class:`LeanSessionState` keeps no per-session copies of block configs (deep links only read them);
 * :class:`ExpiringStateHolder` also drops, in the sweep Gradio already runs every second on its
-  event loop, sessions idle for :data:`SESSION_TTL_S` (``APP_SESSION_TTL``) that have no event
+  event loop, sessions idle for ``APP_SESSION_TTL`` seconds (:mod:`ui.settings`) that have no event
   pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`. An expired visitor who comes
   back gets a fresh session: this app keeps nothing per session that the page does not resend.
 
@@ -30,7 +30,8 @@ from typing import Any
 from gradio import routes
 from gradio.state_holder import SessionState, StateHolder
 
-SESSION_TTL_S = float(os.environ.get("APP_SESSION_TTL", "900"))  # idle sessions are dropped after this
+from ui.settings import app_settings
+
 CLOSED_TTL_S = 60.0  # a closed tab's session, after this (a reload within a minute keeps it)
 SWEEP_EVERY_S = 10.0
 
@@ -92,7 +93,7 @@ class ExpiringStateHolder(StateHolder):
         dropped = 0
         for session_id, session in list(self.session_data.items()):
             idle = (now - self.time_last_used.get(session_id, now)).total_seconds()
-            ttl = CLOSED_TTL_S if session.is_closed else SESSION_TTL_S
+            ttl = CLOSED_TTL_S if session.is_closed else app_settings().session_ttl_s
             if idle < ttl or pending.get(session_id):
                 continue
             self.delete_state(session_id)  # gr.State values first: their delete_callback runs

@@ -13,6 +13,7 @@ import gradio as gr
 from agents.llm.settings import LLMSettings
 from agents.modes.registry import list_modes
 from agents.prompts import render_prompt
+from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 from ui.examples import by_category
 from ui.render import escape_html, plain
@@ -111,7 +112,7 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
     codes = [gr.Code(label=s.title, language="markdown", interactive=False, lines=12, max_lines=40,
                      wrap_lines=True, elem_classes="prompt-code") for s in specs]
 
-    def show(protocol: str = "text", max_steps: float = 5, tools: list[str] | None = None) -> tuple[str, ...]:
+    def show(protocol: str = "text", max_steps: float = DEFAULT_MAX_STEPS, tools: list[str] | None = None) -> tuple[str, ...]:
         """The rendered first request of each mode with its own prompt (Think, Act, ReAct) for these settings."""
         reg = registry.subset(tools if tools is not None else registry.names)
         proto = protocol if protocol in ("text", "tools") else "text"

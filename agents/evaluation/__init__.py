@@ -3,7 +3,7 @@
 The modes themselves, the paper's CoT-SC hybrids included, live in :mod:`agents.modes` and are
 listed by :mod:`agents.modes.registry`; this package depends on them, never the reverse.
 
-The CLI entry point is :func:`agents.evaluate.eval_main`; the app's Benchmark tab uses
+The CLI entry point is :func:`agents.cli.eval_main` (``agents/cli/eval.py``); the app's Benchmark tab uses
 :func:`iter_eval` (live progress), :func:`summarise`, :func:`summary_table`,
 :func:`chart_data` and :func:`write_exports`.
 """

@@ -26,7 +26,6 @@ BUILTIN_FILES = {
 }
 BUILTIN_SCORERS = {"hotpotqa": "squad", "fever": "fever", "gsm8k": "number", "handwritten": "squad"}
 _PLAIN_NUMBER = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?%?")
-CATEGORIES = ("knowledge", "fresh", "multihop", "arithmetic", "code")
 
 # As in the paper's FEVER prompt: the claim is posed as a three-way classification.
 FEVER_QUESTION = (

@@ -9,11 +9,19 @@ So we give the shared client a network backend that notes, per thread, the socke
 thread is reading or writing right now. :func:`abort_thread` shuts down exactly that
 socket: the Stop button then ends a waiting request at once instead of at ``LLM_TIMEOUT``,
 and no other visitor's connection is touched.
+
+Two hooks, both kept in this module: huggingface_hub's public ``set_client_factory`` (its only way
+to configure the client ``InferenceClient`` uses: 2.4 has no per-client HTTP client, every request
+goes through the process-wide ``get_session()``, so this cannot be scoped to our clients alone; for
+any other caller the backend only records sockets, and nothing but our own threads is ever aborted),
+and one private attribute of httpx2, set in :func:`attach_backend` and nowhere else.
+``tests/agents/test_llm_abort.py`` fails with a clear message when either moves.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import ssl
 import threading
@@ -28,6 +36,10 @@ from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 # are 150 streams at once, over httpx's default cap of 100 connections (the rest wait for a free
 # connection, i.e. for someone else's reply to end) and 20 kept alive (the rest reconnect per call).
 POOL_LIMITS = httpx.Limits(max_connections=1024, max_keepalive_connections=256)
+HOOK_MISSING = ("httpx2's transport no longer has _pool._network_backend: Stop will end a request still waiting "
+                "for headers only at LLM_TIMEOUT (update agents/llm/abort.py.attach_backend)")
+
+log = logging.getLogger(__name__)
 
 _active: dict[int, socket.socket] = {}
 _aborted: set[int] = set()  # threads told to stop before they reached a socket
@@ -99,20 +111,31 @@ class _Backend(httpcore2.NetworkBackend):
         self._inner.sleep(seconds)
 
 
+def attach_backend(client: httpx.Client, backend: httpcore2.NetworkBackend) -> bool:
+    """Put ``backend`` under ``client``'s connection pool; False when httpx2 no longer has the attribute.
+
+    The one private hook of this app: httpx has no public way to choose the network backend.
+    """
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    if pool is None or not hasattr(pool, "_network_backend"):
+        return False
+    pool._network_backend = backend
+    return True
+
+
 def _client_factory() -> Any:
     """huggingface_hub's default client with :data:`POOL_LIMITS`, and our backend under its transport.
 
     The hooks, redirects and timeout are copied from huggingface_hub's own factory, which has no
-    parameter for the limits. httpx has no public hook for the network backend, hence the private
-    attribute; if a future version moves it, we keep the client and only lose early aborts.
+    parameter for the limits. If :func:`attach_backend` fails we keep the client, say so in the
+    log, and only lose early aborts.
     """
     default = hf_http.default_client_factory()
     client = httpx.Client(event_hooks=default.event_hooks, follow_redirects=default.follow_redirects,
                           timeout=default.timeout, headers=default.headers, limits=POOL_LIMITS)
     default.close()
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    if pool is not None and hasattr(pool, "_network_backend"):
-        pool._network_backend = _Backend()
+    if not attach_backend(client, _Backend()):
+        log.warning(HOOK_MISSING)
     return client
 
 

@@ -7,9 +7,12 @@ unchanged against ``HFInferenceModel``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from agents.llm.settings import LLMSettings
 
 Message = dict[str, Any]
 
@@ -106,3 +109,10 @@ def assemble_tool_calls(deltas: list[ToolCallDelta]) -> list[ToolCall]:
             call.name = d.name
         call.arguments += d.arguments
     return list(calls.values())
+
+
+# The two ways code asks for models, one name each. The engine takes a ModelFactory and calls it once
+# per mode (a fresh client per run: closing one never ends another visitor's stream). The app takes a
+# ModelBuilder, because each run's settings differ (a visitor's token, a chosen model).
+ModelFactory = Callable[[], ChatModel]
+ModelBuilder = Callable[["LLMSettings"], ChatModel]

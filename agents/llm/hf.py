@@ -12,6 +12,7 @@ in-flight stream and nobody else's.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -27,6 +28,8 @@ from agents.llm.base import Chunk, LLMFailure, Message, ToolCallDelta
 from agents.llm.gate import gate_for
 from agents.llm.gate import streams as open_streams
 from agents.llm.settings import LLMSettings
+
+log = logging.getLogger(__name__)
 
 RETRY_STATUSES = {429, 502, 503, 504}
 MAX_TRIES = 3
@@ -137,7 +140,8 @@ class HFInferenceModel:
                 raise LLMFailure(self._describe_http(exc, status, attempt)) from None
             except LLMFailure:
                 raise
-            except Exception as exc:  # noqa: BLE001 - every transport failure becomes one line
+            except Exception as exc:  # noqa: BLE001 - every transport failure becomes one line (logged)
+                _log_failure(exc, attempt, self._server, stopped=self._closed.is_set())
                 failure = self._failure(exc, sent, clock, ticket, attempt)
                 if failure is None and self._may_retry(attempt, started, None, clock):
                     continue
@@ -248,8 +252,8 @@ class HFInferenceModel:
                 abort.abort_thread(self._thread)
         try:
             self._client.close()
-        except Exception:  # noqa: BLE001 - closing must never raise
-            pass
+        except Exception:  # closing must never raise
+            log.warning("closing the model client failed", exc_info=True)
 
 
 def _make_client(settings: LLMSettings) -> InferenceClient:
@@ -323,7 +327,8 @@ def _extra(obj: Any, key: str) -> Any:
     """Fields the generated types do not declare are kept in the object's dict form."""
     try:
         return obj.get(key) if hasattr(obj, "get") else getattr(obj, key, None)
-    except Exception:  # noqa: BLE001
+    except Exception:  # a malformed chunk field reads as absent
+        log.warning("could not read %r from a streamed chunk", key, exc_info=True)
         return None
 
 
@@ -340,6 +345,16 @@ def _retry_after(exc: HfHubHTTPError) -> float | None:
         return min(max(float(value), 0.0), 5.0) if value is not None else None
     except ValueError:
         return None
+
+
+def _log_failure(exc: Exception, attempt: int, server: str, *, stopped: bool) -> None:
+    """Expected ends of a call (Stop, a dropped or cut stream, a timeout) are one info line; anything
+    else keeps its traceback at warning level: a bug must not pass for a flaky server."""
+    expected = (_Cut, httpx.HTTPError, OSError, OfflineModeIsEnabled, TextGenerationError)
+    if stopped or isinstance(exc, expected):
+        log.info("model call attempt %d to %s ended: %s: %s", attempt, server, type(exc).__name__, exc)
+    else:
+        log.warning("model call attempt %d to %s failed unexpectedly", attempt, server, exc_info=True)
 
 
 def _is_transient(exc: Exception) -> bool:

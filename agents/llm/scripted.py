@@ -19,7 +19,7 @@ from agents.llm.base import Chunk, LLMFailure, Message, ToolCallDelta
 
 
 @dataclass(frozen=True)
-class Reply:
+class ScriptedReply:
     """One scripted reply. ``tool_calls`` are ``(name, arguments)`` with arguments a dict or JSON text."""
 
     text: str = ""
@@ -42,7 +42,7 @@ class Request:
     tools: list[dict[str, Any]] | None
 
 
-Step = str | Reply | LLMFailure | Callable[[Request], str | Reply]
+ScriptEntry = str | ScriptedReply | LLMFailure | Callable[[Request], str | ScriptedReply]
 
 
 class ScriptMismatch(AssertionError):
@@ -51,7 +51,7 @@ class ScriptMismatch(AssertionError):
 
 @dataclass
 class ScriptedModel:
-    """Replays ``steps`` in order: a string or :class:`Reply` is streamed back, an
+    """Replays ``steps`` in order: a string or :class:`ScriptedReply` is streamed back, an
     :class:`LLMFailure` is raised, a callable gets the :class:`Request` and returns the reply
     (so a test can assert on what was sent).
 
@@ -59,7 +59,7 @@ class ScriptedModel:
     servers ignore it and the loops must cut client-side anyway.
     """
 
-    steps: list[Step]
+    steps: list[ScriptEntry]
     model_id: str = "scripted"
     chunk_size: int = 7
     honour_stop: bool = False
@@ -87,12 +87,12 @@ class ScriptedModel:
             )
         return self._play(self.steps[index], request)
 
-    def _play(self, step: Step, request: Request) -> Iterator[Chunk]:
-        if callable(step) and not isinstance(step, (str, Reply)):
+    def _play(self, step: ScriptEntry, request: Request) -> Iterator[Chunk]:
+        if callable(step) and not isinstance(step, (str, ScriptedReply)):
             step = step(request)
         if isinstance(step, LLMFailure):
             raise step
-        reply = Reply(text=step) if isinstance(step, str) else step
+        reply = ScriptedReply(text=step) if isinstance(step, str) else step
         text = reply.text
         if self.honour_stop and request.stop:
             cuts = [text.find(s) for s in request.stop if s in text]

@@ -13,13 +13,12 @@ dropped connection is visible to the client as an error, as it is in production.
 without a ``finish_reason`` and an end of body, then waits for the model to be free.
 ``serial=True`` queues requests for the one model without a word until their turn.
 
-Run standalone (``python -m agents.llm.stub_server --port 8800``) to try the app or CLI
+Run standalone (``python -m agents stub --port 8800``, :mod:`agents.cli.stub`) to try the app or CLI
 with the :func:`toy_policy` model, which uses the calculator for arithmetic questions.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import re
@@ -347,25 +346,3 @@ def _last_observation(message: dict[str, Any]) -> str | None:
         return match.group(1).strip() or None
     return None
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m agents stub",
-                                     description="Serve the toy OpenAI-compatible model on 127.0.0.1.")
-    parser.add_argument("--port", type=int, default=8800)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before the first token")
-    parser.add_argument("--token-delay", type=float, default=0.0, help="seconds between streamed chunks")
-    parser.add_argument("--one-at-a-time", action="store_true",
-                        help="a new request aborts the one in flight, like llama-cpp-python's server")
-    args = parser.parse_args(argv)
-    server = StubLLMServer(latency=args.latency, token_delay=args.token_delay, port=args.port,
-                           one_at_a_time=args.one_at_a_time).start()
-    print(f"stub model at {server.url} — set LLM_BASE_URL={server.url}", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
-
-
-if __name__ == "__main__":
-    main()

@@ -9,9 +9,12 @@ open call a few times a second costs nothing next to a thread (or timer) per cal
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+
+log = logging.getLogger(__name__)
 
 TICK_S = 0.1
 
@@ -76,8 +79,8 @@ class _Watchdog:
                     if watch.expired is None and watch.check(now):
                         try:
                             watch.on_expire()  # under the lock: remove() cannot return mid-call
-                        except Exception:  # noqa: BLE001 - the watchdog must outlive any one call
-                            pass
+                        except Exception:  # the watchdog must outlive any one call
+                            log.exception("a watchdog expiry callback failed")
                 self._cond.wait(TICK_S)
 
 

@@ -20,6 +20,7 @@ from agents import prompts
 from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waiting
 from agents.llm.base import ChatModel, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
 from agents.parsing import cut_observation, parse_step
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE
 from agents.stepping import StepGate, Stopped
 from tools.registry import ToolRegistry, normalize_name, truncate
 
@@ -32,9 +33,9 @@ class RunConfig:
     """Per-run settings shared by all modes (the UI's settings panel maps onto this)."""
 
     protocol: str = "text"  # "text": the paper's Thought/Action format; "tools": native function calling
-    max_steps: int = 5
-    temperature: float | None = 0.2
-    max_tokens: int | None = None  # per reply; None: the model's default (LLM_MAX_TOKENS, 2048)
+    max_steps: int = DEFAULT_MAX_STEPS
+    temperature: float | None = DEFAULT_TEMPERATURE
+    max_tokens: int | None = None  # per reply; None: the model's default (LLM_MAX_TOKENS)
     observation_chars: int = 1500
     cancel: threading.Event = field(default_factory=threading.Event, compare=False)
     stepper: StepGate | None = field(default=None, compare=False)  # set per mode when the run goes step by step
@@ -42,8 +43,9 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.protocol not in prompts.PROTOCOLS:
             raise ValueError(f"protocol must be one of {prompts.PROTOCOLS}, not {self.protocol!r}")
-        if not 1 <= self.max_steps <= 50:
-            raise ValueError("max_steps must be between 1 and 50")
+        low, high = MAX_STEPS_RANGE
+        if not low <= self.max_steps <= high:
+            raise ValueError(f"max_steps must be between {low} and {high}")
 
 
 @dataclass

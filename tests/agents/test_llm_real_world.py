@@ -152,7 +152,7 @@ def test_default_max_tokens_is_2048(server):
 
 
 def test_eval_max_tokens_flag_reaches_the_request(server, monkeypatch, tmp_path):
-    from agents.evaluate import eval_main
+    from agents.cli import eval_main
 
     for name in [k for k in os.environ if k.startswith(("HF_", "LLM_"))]:
         monkeypatch.delenv(name)

@@ -6,7 +6,7 @@ import pytest
 
 from agents.events import Action, FinalAnswer, LLMError, Observation, ParseError, Thought, TokenDelta, Usage
 from agents.llm.base import LLMFailure
-from agents.llm.scripted import Reply, ScriptedModel, ScriptMismatch
+from agents.llm.scripted import ScriptedModel, ScriptedReply, ScriptMismatch
 from agents.modes import RunConfig, act_only, react, think_only
 from agents.trace import Trace
 from tools.registry import ToolRegistry, tool
@@ -145,7 +145,7 @@ def test_llm_failure_ends_run_with_one_line():
 
 
 def test_empty_reply_after_reasoning_is_explained():
-    model = ScriptedModel([Reply(text="", reasoning="long hidden thinking")])
+    model = ScriptedModel([ScriptedReply(text="", reasoning="long hidden thinking")])
     trace = run(react, model)
     assert trace.error == "the model returned an empty answer (reasoning used the whole token budget)"
     assert [e.channel for e in trace.of(TokenDelta)] == ["reasoning"]
@@ -153,8 +153,8 @@ def test_empty_reply_after_reasoning_is_explained():
 
 def test_native_tools_protocol_same_events():
     model = ScriptedModel([
-        Reply(text="I need to add.", tool_calls=(("calculate", {"expression": "20+22"}),)),
-        Reply(text="Final Answer: 42"),
+        ScriptedReply(text="I need to add.", tool_calls=(("calculate", {"expression": "20+22"}),)),
+        ScriptedReply(text="Final Answer: 42"),
     ])
     trace = run(react, model, protocol="tools")
     assert kinds(trace) == ["thought", "action", "observation", "answer"]
@@ -167,8 +167,8 @@ def test_native_tools_protocol_same_events():
 
 def test_native_act_drops_text_before_calls_and_repairs_sloppy_arguments():
     model = ScriptedModel([
-        Reply(text="chatter", tool_calls=(("calculate", "{'expression': '1+2',}"),)),
-        Reply(text="3"),
+        ScriptedReply(text="chatter", tool_calls=(("calculate", "{'expression': '1+2',}"),)),
+        ScriptedReply(text="3"),
     ])
     trace = run(act_only, model, protocol="tools")
     assert kinds(trace) == ["action", "observation", "answer"]
@@ -217,7 +217,7 @@ def test_a_line_starting_with_obs_does_not_end_the_stream():
 
 def test_a_reply_cut_midway_is_never_parsed_and_its_tokens_count():
     cut = LLMFailure("the server closed the connection mid-reply after 4 tokens", reason="incomplete", tokens=4)
-    model = ScriptedModel([Reply(text="Final Answer: 39", fail=cut)])
+    model = ScriptedModel([ScriptedReply(text="Final Answer: 39", fail=cut)])
     trace = run(react, model)
     assert trace.answer is None and not trace.of(ParseError) and not trace.of(Action)
     assert [(e.message, e.reason) for e in trace.of(LLMError)] == [(str(cut), "incomplete")]
@@ -227,7 +227,7 @@ def test_a_reply_cut_midway_is_never_parsed_and_its_tokens_count():
 
 def test_cut_native_tool_call_deltas_are_never_run():
     cut = LLMFailure("the server closed the connection mid-reply after 3 tokens", reason="incomplete")
-    model = ScriptedModel([Reply(tool_calls=(("calculate", '{"expression": "2+'),), fail=cut)])
+    model = ScriptedModel([ScriptedReply(tool_calls=(("calculate", '{"expression": "2+'),), fail=cut)])
     trace = run(act_only, model, protocol="tools")
     assert trace.tool_calls == 0 and not trace.of(Action) and trace.error == str(cut)
 
@@ -235,7 +235,7 @@ def test_cut_native_tool_call_deltas_are_never_run():
 def test_a_reply_at_the_token_limit_is_used_but_flagged():
     from agents.events import Truncated
 
-    model = ScriptedModel([Reply(text="Thought: long.\nFinal Answer: 4", finish_reason="length")])
+    model = ScriptedModel([ScriptedReply(text="Thought: long.\nFinal Answer: 4", finish_reason="length")])
     trace = run(think_only, model, max_tokens=50)
     assert trace.answer == "4" and [e.message for e in trace.of(Truncated)] == [
         "the reply hit the token limit of 50 tokens and may be cut short"]

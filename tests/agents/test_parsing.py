@@ -343,3 +343,35 @@ def test_huge_input_is_fast(name: str) -> None:
         result = parse_step(text, tools)
         assert time.perf_counter() - start < 0.5, name
         assert isinstance(result, (Action, FinalAnswer, ParseError))
+
+
+def test_an_unexpected_parser_exception_is_a_parse_error_and_is_logged(monkeypatch, caplog):
+    """A parser bug costs the model one turn, but shows in the log with its traceback: a regression must not
+    look like a misbehaving model."""
+    import logging
+
+    import agents.parsing
+
+    def broken(raw, names):
+        raise KeyError("regression")
+
+    monkeypatch.setattr(agents.parsing, "_parse", broken)
+    with caplog.at_level(logging.ERROR, logger="agents.parsing"):
+        step = parse_step("Action: calculate\nAction Input: 2+2", ["calculate"])
+    assert isinstance(step, ParseError) and step.message.startswith("Your reply could not be read.")
+    (record,) = [r for r in caplog.records if r.name == "agents.parsing"]
+    assert record.levelno == logging.ERROR and record.exc_info and record.exc_info[0] is KeyError
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u202f", "\u2007", "\u3000", "\u200b", "\ufeff", "\t"])
+def test_the_parser_and_the_registry_read_a_tool_name_the_same_way(space):
+    """One spelling-blind key (tools.registry.normalize_name): a name the registry dispatches, the parser finds."""
+    from tools.calculator import calculate
+    from tools.registry import ToolRegistry, normalize_name
+
+    written = f"Calculate{space}"
+    assert ToolRegistry([calculate]).resolve(written) is not None
+    assert canonical_tool(written, ["calculate"]) == "calculate"
+    step = parse_step(f"Action: {written}\nAction Input: 2+2", ["calculate"])
+    assert isinstance(step, Action) and step.tool == "calculate"
+    assert normalize_name(f"wiki{space}pedia_search") == "wikipediasearch"

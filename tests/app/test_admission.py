@@ -11,8 +11,10 @@ import urllib.request
 import pytest
 
 import app
+import ui.settings
 from agents.llm.stub_server import StubLLMServer, StubReply
 from ui.admission import Admission, Full
+from ui.settings import AppSettings
 
 STATUS = 6  # output index of the status line
 
@@ -83,8 +85,7 @@ def statuses(url: str, event_id: str) -> list[str]:
 
 
 def test_a_full_app_says_so_and_a_queued_visitor_sees_its_place(kit, monkeypatch):
-    monkeypatch.setattr(app, "RUN_CONCURRENCY", 1)
-    monkeypatch.setattr(app, "QUEUE_SIZE", 1)
+    monkeypatch.setattr(ui.settings, "_current", AppSettings(concurrency=1, queue_size=1))
     with StubLLMServer(slow_answer) as server:
         demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
         with kit.launched(demo) as url:

@@ -18,6 +18,7 @@ from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
 from ui import benchmark_tab as bt
+from ui.settings import app_settings
 from ui.stream import StopSignal
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
@@ -194,7 +195,7 @@ def bench(kit):
 def test_benchmark_event_has_its_own_queue(bench):
     demo, _ = bench
     (fn,) = [f for f in demo.fns.values() if f.api_name == "benchmark"]
-    assert fn.concurrency_id == "benchmark" and fn.concurrency_limit == bt.RUNS_AT_ONCE and fn.queue
+    assert fn.concurrency_id == "benchmark" and fn.concurrency_limit == app_settings().bench_concurrency and fn.queue
 
 
 def test_benchmark_streams_progress_then_table_charts_and_files(bench, arith):

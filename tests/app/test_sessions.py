@@ -15,6 +15,7 @@ import app
 from agents.llm.stub_server import StubLLMServer
 from ui import sessions
 from ui.sessions import ExpiringStateHolder, LeanSessionState
+from ui.settings import app_settings
 
 
 def run_in_new_session(url: str, question: str) -> None:
@@ -50,7 +51,7 @@ def test_idle_sessions_expire_and_busy_ones_stay(kit, monkeypatch):
             assert all(isinstance(s, LeanSessionState) and not s.config_values for s in holder.session_data.values())
             busy = next(iter(holder.session_data))
             demo._queue.pending_event_ids_session[busy] = {"an-event-still-running"}
-            later = datetime.datetime.now() + datetime.timedelta(seconds=sessions.SESSION_TTL_S + 1)
+            later = datetime.datetime.now() + datetime.timedelta(seconds=app_settings().session_ttl_s + 1)
             try:
                 assert holder.expire_idle(later) == 4
             finally:

@@ -19,24 +19,25 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, dataset_name, load_dataset
+from agents.cli.exits import EXIT_INTERRUPTED, EXIT_OK, UsageError, llm_settings
+from agents.comparison import default_model_factory
+from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, dataset_name, load_dataset
 from agents.evaluation.report import format_summary, write_exports
 from agents.evaluation.runner import Progress, parse_modes, run_eval
 from agents.evaluation.store import ResultStore
+from agents.llm.settings import DEFAULT_MAX_TOKENS
 from agents.modes import RunConfig
 from agents.modes.hybrids import DEFAULT_SC_SAMPLES
 from agents.modes.registry import mode_ids
+from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+HELP = "score the modes on HotpotQA, FEVER, GSM8K or your own CSV/JSONL"
+DESCRIPTION = "Benchmark Think-only, Act-only, ReAct (and the paper's hybrids) on a question set."
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m agents eval",
-        description="Benchmark Think-only, Act-only, ReAct (and the paper's hybrids) on a question set.",
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The ``eval`` flags (a contract: scripts and tests drive them)."""
     parser.add_argument("--dataset", required=True,
                         help=f"{' | '.join(BUILTIN_FILES)} | PATH to a .csv or .jsonl with question,answer columns")
     parser.add_argument("--n", type=int, default=50, help="use the first N items (0 = all; default 50)")
@@ -48,41 +49,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print only the summary as JSON on stdout")
     parser.add_argument("--protocol", choices=("text", "tools"), default="text",
                         help="Act/ReAct action format: the paper's text (default) or native tool calls")
-    parser.add_argument("--max-steps", type=int, default=RunConfig.max_steps, help="step budget per run")
+    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="step budget per run")
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
     parser.add_argument("--max-tokens", type=int, default=None,
-                        help="longest reply per model call, in tokens (default: LLM_MAX_TOKENS or 2048)")
+                        help=f"longest reply per model call, in tokens (default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
     parser.add_argument("--sc-n", type=int, default=DEFAULT_SC_SAMPLES,
                         help=f"CoT-SC samples for the hybrid modes (paper: 21; default {DEFAULT_SC_SAMPLES})")
-    return parser
 
 
-def eval_main(argv: list[str], *, registry: ToolRegistry | None = None) -> int:
-    """Run the benchmark CLI; returns the exit code (0 ok, 2 bad input or no model, 130 interrupted).
+def run(args: argparse.Namespace, *, registry: ToolRegistry | None = None) -> int:
+    """Run the benchmark; bad input or no model raises :class:`UsageError`, Ctrl-C returns ``EXIT_INTERRUPTED``.
 
     ``registry`` defaults to ``tools.default_registry()``; tests pass a small one of their own.
     """
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help, or argparse's own usage error (already printed)
-        return int(exc.code or 0)
-    try:
-        modes = parse_modes(args.modes)
-        if args.concurrency < 1 or args.n < 0 or args.sc_n < 1 or (args.max_tokens is not None and args.max_tokens < 1):
-            raise ValueError("--concurrency, --sc-n and --max-tokens must be at least 1, and --n at least 0")
-        config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, max_tokens=args.max_tokens)
-        items = load_dataset(args.dataset, args.n or None)
-    except (ValueError, DatasetError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-    from agents.comparison import default_model_factory
-    from agents.llm.settings import LLMSettings
-
-    settings = LLMSettings.from_env().with_overrides(model=args.model)
+    modes, config, items = _plan(args)
+    settings = llm_settings(model=args.model)
     if settings.problem():
-        print(settings.problem(), file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(settings.problem(), show_usage=False)
     config = replace(config, max_tokens=config.max_tokens or settings.max_tokens)
     if registry is None:
         from tools import default_registry
@@ -115,7 +98,19 @@ def eval_main(argv: list[str], *, registry: ToolRegistry | None = None) -> int:
     else:
         print(format_summary(result.summary))
         print(f"\nResults, traces and CSV/JSON exports: {out}  (wall time {result.summary['wall_s']:.1f} s)")
-    return 0
+    return EXIT_OK
+
+
+def _plan(args: argparse.Namespace) -> tuple[list[str], RunConfig, list[Item]]:
+    """The modes, run settings and items the flags ask for; anything unusable is a :class:`UsageError`."""
+    try:
+        modes = parse_modes(args.modes)
+        if args.concurrency < 1 or args.n < 0 or args.sc_n < 1 or (args.max_tokens is not None and args.max_tokens < 1):
+            raise ValueError("--concurrency, --sc-n and --max-tokens must be at least 1, and --n at least 0")
+        config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, max_tokens=args.max_tokens)
+        return modes, config, load_dataset(args.dataset, args.n or None)
+    except (ValueError, DatasetError) as exc:  # one line, as this command always printed them
+        raise UsageError(str(exc), show_usage=False) from None
 
 
 class _ProgressBar:
@@ -139,7 +134,3 @@ class _ProgressBar:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-if __name__ == "__main__":
-    raise SystemExit(eval_main(sys.argv[1:]))

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from agents.cli.exits import EXIT_OK, UsageError, llm_settings
 from agents.comparison import ComparisonRun, compare, default_model_factory, validate_question
 from agents.events import (
     Action,
@@ -31,16 +32,19 @@ from agents.events import (
     Truncated,
     Waiting,
 )
-from agents.llm.settings import LLMSettings
+from agents.llm.settings import DEFAULT_MAX_TOKENS, LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_ids, mode_title
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE
 from agents.trace import Trace, metrics_line
+from tools.registry import ToolRegistry
 
-USAGE_ERROR = 2
+HELP = "ask one question in Think / Act / ReAct (or all) and stream the traces"
+DESCRIPTION = "Ask one question in one or all modes."
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m agents ask", description="Ask one question in one or all modes.")
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The ``ask`` flags (a contract: scripts and tests drive them)."""
     parser.add_argument("question")
     base, others = mode_ids("base"), list_modes("hybrid", "benchmark")
     parser.add_argument("--mode", choices=[*base, "all", *(s.id for s in others)], default="all",
@@ -48,11 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
                              f"({', '.join(f'{s.id}: {s.title}' for s in others)})")
     parser.add_argument("--protocol", choices=["text", "tools"], default="text",
                         help="text: the paper's Thought/Action format (any model); tools: native function calling")
-    parser.add_argument("--max-steps", type=int, default=5, help="actions per run before a forced answer (1-50)")
+    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                        help=f"actions per run before a forced answer ({MAX_STEPS_RANGE[0]}-{MAX_STEPS_RANGE[1]})")
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
-    parser.add_argument("--temperature", type=float, default=0.2)
+    parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
     parser.add_argument("--max-tokens", type=int, default=None,
-                        help="longest reply per model call, in tokens (default: LLM_MAX_TOKENS or 2048)")
+                        help=f"longest reply per model call, in tokens (default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
     parser.add_argument("--tools", help="comma-separated tools to enable (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a readable trace")
     parser.add_argument("--step", action="store_true",
@@ -60,27 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def ask_main(argv: list[str], out: TextIO = sys.stdout) -> int:
-    """Run the ``ask`` command; returns the process exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run the ``ask`` command; bad input raises :class:`UsageError`, a failed model call does not."""
+    out = out or sys.stdout
     problem = validate_question(args.question)
     if problem:
-        parser.error(problem)
-    if not 1 <= args.max_steps <= 50:
-        parser.error("--max-steps must be between 1 and 50")
+        raise UsageError(problem)
+    low, high = MAX_STEPS_RANGE
+    if not low <= args.max_steps <= high:
+        raise UsageError(f"--max-steps must be between {low} and {high}")
     if args.max_tokens is not None and args.max_tokens < 1:
-        parser.error("--max-tokens must be at least 1")
-    from tools import default_registry
-
-    registry = default_registry()
-    if args.tools:
-        wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
-        unknown = [t for t in wanted if registry.resolve(t) is None]
-        if unknown:
-            parser.error(f"unknown tool(s) {unknown}; available: {', '.join(registry.names)}")
-        registry = registry.subset(wanted)
-    settings = LLMSettings.from_env().with_overrides(model=args.model)
+        raise UsageError("--max-tokens must be at least 1")
+    registry = _registry(args.tools)
+    settings = llm_settings(model=args.model)
     modes = list(mode_ids("base")) if args.mode == "all" else [args.mode]
     config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, temperature=args.temperature,
                        max_tokens=args.max_tokens or settings.max_tokens)
@@ -96,7 +93,21 @@ def ask_main(argv: list[str], out: TextIO = sys.stdout) -> int:
         print(json.dumps(to_json(args.question, traces, settings), ensure_ascii=False, indent=2), file=out)
     else:
         _print_summary(traces, out)
-    return 0
+    return EXIT_OK
+
+
+def _registry(tools: str | None) -> ToolRegistry:
+    """The default tools, or the ``--tools`` subset of them (an unknown name is a usage error)."""
+    from tools import default_registry
+
+    registry = default_registry()
+    if not tools:
+        return registry
+    wanted = [t.strip() for t in tools.split(",") if t.strip()]
+    unknown = [t for t in wanted if registry.resolve(t) is None]
+    if unknown:
+        raise UsageError(f"unknown tool(s) {unknown}; available: {', '.join(registry.names)}")
+    return registry.subset(wanted)
 
 
 def ask_stepping(question: str, modes: list[str], *, stdin: TextIO, prompt_out: TextIO,

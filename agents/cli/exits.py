@@ -1,0 +1,40 @@
+"""The command line's exit codes and its one kind of usage error.
+
+Every command reports bad input the same way: it raises :class:`UsageError`, and
+:func:`agents.cli.main` prints it and returns :data:`EXIT_USAGE`. A failed model call is not
+a usage error: it is a run with ``error`` set, and the exit code stays :data:`EXIT_OK`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from agents.llm.settings import LLMSettings
+from agents.settings import SettingError
+
+EXIT_OK = 0
+EXIT_USAGE = 2  # argparse's own code for a bad command line
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+
+
+class UsageError(Exception):
+    """Input the command cannot use; ``str(exc)`` is the line to print.
+
+    ``parser`` is the (sub)command it concerns (filled in by :func:`agents.cli.main` when a command
+    leaves it out). ``show_usage=False`` for problems that are not about the command line (an
+    environment variable, no model configured): then only the one line is printed.
+    """
+
+    def __init__(self, message: str, parser: argparse.ArgumentParser | None = None, *,
+                 show_usage: bool = True) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.show_usage = show_usage
+
+
+def llm_settings(model: str | None = None) -> LLMSettings:
+    """The model settings from the environment, with ``--model``; an invalid variable is a usage error."""
+    try:
+        return LLMSettings.from_env().with_overrides(model=model)
+    except SettingError as exc:
+        raise UsageError(str(exc), show_usage=False) from None

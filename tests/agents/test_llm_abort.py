@@ -1,0 +1,70 @@
+"""The two hooks agents/llm/abort.py relies on, checked so that an upgrade of huggingface_hub or httpx2 fails
+here with a clear message instead of silently making Stop wait for LLM_TIMEOUT; and the client's failure log."""
+
+from __future__ import annotations
+
+import logging
+
+import httpcore2
+import pytest
+from huggingface_hub.inference import _client as inference_client
+from huggingface_hub.utils import _http as hf_http
+from huggingface_hub.utils import httpx
+
+from agents.llm import abort
+
+
+def test_httpx2_still_lets_us_choose_the_network_backend():
+    client = httpx.Client()
+    backend = abort._Backend()
+    try:
+        assert abort.attach_backend(client, backend), (
+            "httpx2 moved Client._transport._pool._network_backend: update agents/llm/abort.py.attach_backend, "
+            "or Stop will end a request still waiting for headers only at LLM_TIMEOUT")
+        assert client._transport._pool._network_backend is backend
+    finally:
+        client.close()
+
+
+def test_inference_client_still_uses_huggingface_hub_s_shared_session():
+    assert callable(getattr(hf_http, "set_client_factory", None)) and callable(hf_http.default_client_factory), (
+        "huggingface_hub removed set_client_factory/default_client_factory: agents/llm/abort.py.install needs a new hook")
+    assert getattr(inference_client, "get_session", None) is hf_http.get_session, (
+        "InferenceClient no longer sends its requests through huggingface_hub's get_session(): the abortable backend "
+        "installed by agents/llm/abort.py would not be used (Stop would wait for LLM_TIMEOUT)")
+
+
+def test_a_missing_attribute_is_said_in_the_log_and_the_client_still_works(caplog, monkeypatch):
+    monkeypatch.setattr(abort, "attach_backend", lambda client, backend: False)
+    with caplog.at_level(logging.WARNING, logger="agents.llm.abort"):
+        client = abort._client_factory()
+    client.close()
+    assert abort.HOOK_MISSING in caplog.text and isinstance(client, httpx.Client)
+
+
+def test_the_backend_wraps_httpcore2_s_sync_backend():
+    assert isinstance(abort._Backend(), httpcore2.NetworkBackend)
+    assert not abort.attach_backend(object(), abort._Backend())  # no transport at all: refused, no exception
+
+
+class _BrokenClient:
+    """An InferenceClient stand-in with a bug: not a server failure, an exception our code did not expect."""
+
+    def chat_completion(self, *args, **kwargs):
+        raise KeyError("regression in the client")
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_unexpected_transport_exception_keeps_its_traceback_in_the_log(caplog):
+    """The user gets one line; the log gets the traceback, so a bug does not pass for a flaky server."""
+    from agents.llm.base import LLMFailure
+    from agents.llm.hf import HFInferenceModel
+    from agents.llm.settings import LLMSettings
+
+    model = HFInferenceModel(LLMSettings(base_url="http://127.0.0.1:9/v1", model="m"), client=_BrokenClient())
+    with caplog.at_level(logging.INFO, logger="agents.llm.hf"), pytest.raises(LLMFailure):
+        list(model.stream([{"role": "user", "content": "hi"}]))
+    unexpected = [r for r in caplog.records if r.levelno == logging.WARNING and r.exc_info]
+    assert unexpected and unexpected[0].exc_info[0] is KeyError

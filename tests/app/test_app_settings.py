@@ -1,0 +1,49 @@
+"""APP_*/BENCH_* settings (ui/settings.py): declared once, read at start-up, a bad value stops the app with
+one line naming the variable and the accepted range, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.settings import SettingError
+from ui.settings import AppSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_are_the_documented_ones():
+    assert AppSettings.from_env({}) == AppSettings(concurrency=64, queue_size=200, session_ttl_s=900.0,
+                                                   bench_max_n=200, bench_visitor_max_n=20, bench_concurrency=4)
+    assert AppSettings.from_env({"APP_CONCURRENCY": "8", "APP_SESSION_TTL": "60"}).concurrency == 8
+
+
+@pytest.mark.parametrize(("env", "line"), [
+    ({"APP_CONCURRENCY": "abc"}, "APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'"),
+    ({"APP_QUEUE_SIZE": "-1"}, "APP_QUEUE_SIZE must be an integer from 0 to 10000, got '-1'"),
+    ({"APP_SESSION_TTL": "forever"}, "APP_SESSION_TTL must be a number of seconds from 1 to 604800, got 'forever'"),
+    ({"BENCH_MAX_N": "0"}, "BENCH_MAX_N must be an integer from 1 to 100000, got '0'"),
+    ({"BENCH_VISITOR_MAX_N": "1e3"}, "BENCH_VISITOR_MAX_N must be an integer from 1 to 100000, got '1e3'"),
+    ({"BENCH_CONCURRENCY": "65"}, "BENCH_CONCURRENCY must be an integer from 1 to 64, got '65'"),
+])
+def test_a_bad_value_is_one_line(env, line):
+    with pytest.raises(SettingError) as caught:
+        AppSettings.from_env(env)
+    assert str(caught.value) == line
+
+
+@pytest.mark.parametrize(("env", "line"), [
+    ({"APP_CONCURRENCY": "abc"}, "error: APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'"),
+    ({"LLM_TIMEOUT": "soon"}, "error: LLM_TIMEOUT must be a number of seconds from 0.1 to 86400, got 'soon'"),
+])
+def test_python_app_py_exits_with_one_line_and_no_traceback(env, line):
+    """The line comes from app.main(), after every module was imported: so no import reads a setting either."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_", "APP_", "BENCH_"))}
+    done = subprocess.run([sys.executable, "app.py"], env={**clean, **env, "GRADIO_ANALYTICS_ENABLED": "False"},
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [line] and done.stdout == ""
