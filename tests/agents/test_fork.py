@@ -9,7 +9,7 @@ import pytest
 
 from agents.events import FinalAnswer, Forked, Observation, Paused, Usage
 from agents.fork import fork, start_fork
-from agents.llm.scripted import Reply, ScriptedModel
+from agents.llm.scripted import ScriptedModel, ScriptedReply
 from agents.modes import RunConfig, act_only, react, think_only
 from agents.trace import Trace
 from tools.registry import ToolRegistry, tool
@@ -38,10 +38,10 @@ TEXT_SCRIPT = [
     "Thought: done.\nFinal Answer: the North Sea",
 ]
 TOOLS_SCRIPT = [
-    Reply("I add and look up.", tool_calls=(("calculate", {"expression": "1+1"}), ("lookup", '{"query":  "Rhine"}'))),
-    Reply("Again.", tool_calls=(("calculate", {"expression": "1+1"}),)),
-    Reply("", tool_calls=(("lookup", {"query": "Elbe"}),)),
-    Reply("Final Answer: the North Sea"),
+    ScriptedReply("I add and look up.", tool_calls=(("calculate", {"expression": "1+1"}), ("lookup", '{"query":  "Rhine"}'))),
+    ScriptedReply("Again.", tool_calls=(("calculate", {"expression": "1+1"}),)),
+    ScriptedReply("", tool_calls=(("lookup", {"query": "Elbe"}),)),
+    ScriptedReply("Final Answer: the North Sea"),
 ]
 SCRIPTS = {"text": TEXT_SCRIPT, "tools": TOOLS_SCRIPT}
 

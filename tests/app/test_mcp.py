@@ -16,6 +16,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 import app
+import ui.settings as ui_settings
 from agents.llm.stub_server import StubLLMServer, StubReply
 from ui import mcp_tool
 
@@ -126,8 +127,7 @@ def test_restrict_keeps_one_tool_and_fails_closed():
 
 def test_the_tool_waits_in_the_same_line_as_compare(kit, monkeypatch):
     """One slot: a Compare run holds it, so the MCP call waits for it instead of running beside it."""
-    monkeypatch.setattr(app, "RUN_CONCURRENCY", 1)
-    monkeypatch.setattr(app, "QUEUE_SIZE", 1)
+    monkeypatch.setattr(ui_settings, "_current", ui_settings.AppSettings(concurrency=1, queue_size=1))
 
     def slow(body: dict) -> StubReply:
         return StubReply(text="Thought: thinking.\nFinal Answer: 42", first_token_delay=1.0)
