@@ -202,7 +202,7 @@ def test_hung_request_ends_at_llm_timeout(client, faults):
     _, result, elapsed = run(client, faults, "hang", "act")
     assert_healthy(result, "act")
     assert_one_clear_line(result[1], r"LLM_TIMEOUT|in time|within")
-    assert TIMEOUT_S - 0.5 <= elapsed < TIMEOUT_S + 4
+    assert TIMEOUT_S - 0.5 <= elapsed < TIMEOUT_S + 8  # well before the 60 s default; loose for a busy CI
     assert_status_names(result[6], "act")
 
 

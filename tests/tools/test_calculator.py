@@ -158,7 +158,7 @@ def test_bounds_through_the_registry_are_error_results(expression: str) -> None:
     start = time.perf_counter()
     r = registry.call("calculate", expression)
     assert r.is_error and ("Refused" in r.output or "too large" in r.output)
-    assert time.perf_counter() - start < 0.05
+    assert time.perf_counter() - start < 1.0  # refused, not computed (that would take minutes); loose for a busy CI
 
 
 def test_deeply_nested_but_valid_expression() -> None:
