@@ -16,6 +16,7 @@ from typing import Any
 
 import gradio as gr
 
+from agents import run_host
 from agents.comparison import validate_question
 from agents.llm.settings import LLMSettings
 from agents.trace import MODE_TITLES
@@ -24,6 +25,7 @@ from ui import serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.inputs import compare_problem, lenient, protocol_value
+from ui.launcher import launcher
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS
 from ui.replay import SPEEDS, ReplayError, hybrid_in_file, open_recording
@@ -47,6 +49,7 @@ class ClassroomBlocks(gr.Blocks):
         kwargs["prevent_thread_lock"] = True
         result = super().launch(*args, **kwargs)
         serving.async_login_check(self.server_app, self)
+        launcher.call(run_host.start_default_host)  # the live runs' worker processes, off the event loop
         if block:
             self.block_thread()
         return result

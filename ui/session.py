@@ -23,12 +23,12 @@ from typing import Any
 
 import gradio as gr
 
-from agents.comparison import ComparisonRun, validate_question
+from agents.comparison import validate_question
 from agents.events import Event, FinalAnswer, TokenDelta
 from agents.llm.base import ChatModel
-from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
+from agents.run_host import make_run
 from agents.trace import MODE_TITLES, Trace
 from tools.registry import ToolRegistry
 from ui import render
@@ -296,8 +296,7 @@ async def _run(question: str, selection: str, modes: tuple[str, ...], settings: 
     and the three panels' first tokens, arriving together, share one frame."""
     view = _View(question, selection, modes)
     where = render.plain(settings.describe())
-    make = model_factory or HFInferenceModel
-    run = ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
+    run = make_run(question, modes, settings, registry, config, model_factory)  # a worker process, or in-process
     start_failed: list[Exception] = []
 
     def start() -> None:
