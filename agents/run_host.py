@@ -150,6 +150,11 @@ class ProcessRun:
         if started and not self._acked.is_set() and self.host.cancel(self):
             self._acked.wait(ACK_TIMEOUT_S)
 
+    @property
+    def closed_in_worker(self) -> bool:
+        """The worker said this run is closed (its threads joined, their streams ended) — or it died."""
+        return self._acked.is_set()
+
     # --- called by the host's reader thread ---
     def _deliver(self, items: list[tuple[str, Any]]) -> None:
         for mode, payload in items:
