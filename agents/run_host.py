@@ -289,6 +289,12 @@ class RunHost:
         with self._lock:
             return [w.proc.pid for w in self._workers if w is not None and w.alive]
 
+    def active_runs(self) -> int:
+        """Runs the workers hold now (started, not yet ended or closed)."""
+        with self._lock:
+            workers = [w for w in self._workers if w is not None]
+        return sum(len(w.runs) for w in workers)
+
     def submit(self, run: ProcessRun) -> None:
         # LLM_MAX_CONCURRENT is a per-process gate: runs that set it share the first worker
         settings: LLMSettings = run.spec["settings"]
