@@ -136,7 +136,9 @@ def app_command(demo: Any, command: str) -> Any:
         import sys
         import threading
 
-        loop_thread = next(t for t in threading.enumerate() if t.name.endswith("(run)") or "run" in t.name)
+        threads = threading.enumerate()
+        loop_thread = next((t for t in threads if t.name.endswith("(run)")), None) or next(
+            t for t in threads if "run" in t.name and not t.name.startswith("run-worker"))
         counts: collections.Counter = collections.Counter()
         stop = threading.Event()
 
