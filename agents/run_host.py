@@ -3,7 +3,7 @@
 Why: on a 2-core Space the app process was CPU/GIL-bound — each streamed chunk costs ~0.8 ms of
 Python (half of it huggingface_hub's typed parsing of the SSE chunk) and 50 visitors are ~150 mode
 threads, so Gradio's event loop waited for the GIL behind them. One Python process uses one core;
-the modes' threads now run in a worker (``python -m agents.run_host``), the second core.
+the modes' threads now run in a worker (``python -m agents.run_worker``), the second core.
 
 :class:`ProcessRun` has the interface of :class:`agents.comparison.ComparisonRun` (``start()``,
 ``poll(timeout)``, ``done``, ``close()`` from any thread). Inside the worker each run *is* a
@@ -34,8 +34,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from agents.comparison import _DONE, ALL_MODES, JOIN_TIMEOUT_S, ComparisonRun
-from agents.events import Event, LLMError, TokenDelta
+from agents.comparison import ALL_MODES, JOIN_TIMEOUT_S, ComparisonRun
+from agents.events import Event, LLMError
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from tools.registry import ToolRegistry
@@ -49,8 +49,10 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKER_DIED = ("the app's run worker process stopped unexpectedly, so this mode was cut off — "
                "please run the question again")
 ACK_TIMEOUT_S = JOIN_TIMEOUT_S + 1.0  # the worker joins the run's threads for up to JOIN_TIMEOUT_S
-MAX_BATCH = 1024
-_CLOSED = "closed"  # payload of the worker's "this run is closed" acknowledgement (mode "")
+CLOSED = "closed"  # payload of the worker's "this run is closed" acknowledgement (mode "")
+
+
+_defaults: dict[str, Any] | None = None  # the default registry's tools by name (they are module-level objects)
 
 
 def workers_from_env(environ: dict[str, str] | None = None) -> int:
@@ -66,10 +68,12 @@ def workers_from_env(environ: dict[str, str] | None = None) -> int:
 def default_tool_names(registry: ToolRegistry) -> tuple[str, ...] | None:
     """The registry's tool names if every tool is the default registry's own (so a worker can rebuild
     it by name); None when it holds anything else (a test's fake tool)."""
-    from tools import default_registry
+    global _defaults
+    if _defaults is None:
+        from tools import default_registry
 
-    defaults = {t.name: t for t in default_registry().tools}
-    if any(defaults.get(t.name) is not t for t in registry.tools):
+        _defaults = {t.name: t for t in default_registry().tools}
+    if any(_defaults.get(t.name) is not t for t in registry.tools):
         return None
     return tuple(registry.names)
 
@@ -115,9 +119,10 @@ class ProcessRun:
 
     def start(self) -> ProcessRun:
         with self._state_lock:
-            if self._closed:
-                return self
-            self._started = True
+            closed, self._started = self._closed, not self._closed
+        if closed:  # stopped before it started: nothing to run, every mode has ended
+            self._deliver([(mode, None) for mode in self.modes])
+            return self
         self.host.submit(self)
         return self
 
@@ -182,7 +187,7 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "agents.run_host", str(cmd_r), str(evt_w)],
+            self.proc = subprocess.Popen([sys.executable, "-m", "agents.run_worker", str(cmd_r), str(evt_w)],
                                          pass_fds=(cmd_r, evt_w), stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
         finally:
             os.close(cmd_r)
@@ -303,6 +308,8 @@ class RunHost:
         for _ in range(2):  # a worker found dead is replaced once
             worker = self._worker(index)
             if worker.send(("start", run.run_id, run.spec), run):
+                if run._closed:  # closed while it was being submitted: close() found nothing to cancel
+                    worker.send(("close", run.run_id))
                 return
         run._fail(WORKER_DIED)
 
@@ -368,129 +375,3 @@ def start_default_host() -> None:
     """Start the workers ahead of the first run (when workers are on); for the app's launch."""
     if workers_from_env() > 0:
         default_host().start()
-
-
-# ----------------------------------------------------------------------------------------------
-# The worker process
-# ----------------------------------------------------------------------------------------------
-
-
-class _Outbox:
-    """Stands in for a run's event queue in the worker: tags events with the run and queues them
-    for the sender; the end of a mode travels as ``None``."""
-
-    def __init__(self, shared: queue.SimpleQueue, run_id: int) -> None:
-        self.shared, self.run_id = shared, run_id
-
-    def put(self, item: tuple[str, object]) -> None:
-        mode, event = item
-        self.shared.put((self.run_id, mode, None if event is _DONE else event))
-
-
-def merged(batch: list[tuple[int, str, Any]]) -> list[tuple[int, str, Any]]:
-    """Consecutive token deltas of the same run, mode and channel as one (fewer events for the app to
-    unpickle and render; the text and order are the same)."""
-    out: list[tuple[int, str, Any]] = []
-    for item in batch:
-        run_id, mode, event = item
-        if isinstance(event, TokenDelta) and out:
-            last_run, last_mode, last = out[-1]
-            if (last_run, last_mode) == (run_id, mode) and isinstance(last, TokenDelta) and last.channel == event.channel:
-                out[-1] = (run_id, mode, TokenDelta(last.text + event.text, event.channel))
-                continue
-        out.append(item)
-    return out
-
-
-class WorkerMain:
-    """The worker's loop: commands in, batches of events out."""
-
-    def __init__(self, commands: Connection, events: Connection) -> None:
-        from agents.llm.hf import HFInferenceModel
-        from tools import default_registry
-
-        self.commands, self.events = commands, events
-        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.runs: dict[int, ComparisonRun] = {}
-        self.ends: collections.Counter = collections.Counter()  # modes ended so far, per run (sender thread)
-        self.registry = default_registry()  # one cache for all runs of this worker
-        self.model = HFInferenceModel
-
-    def serve(self) -> None:
-        threading.Thread(target=self._send_loop, name="sender", daemon=True).start()
-        while True:
-            try:
-                message = self.commands.recv()
-            except (EOFError, OSError):
-                break  # the app is gone
-            if message[0] == "start":
-                self._start(message[1], message[2])
-            elif message[0] == "close":
-                run = self.runs.pop(message[1], None)
-                threading.Thread(target=self._close, args=(message[1], run), name="close", daemon=True).start()
-        for run in list(self.runs.values()):
-            run.cancel.set()
-            run._models.close_all()
-
-    def _start(self, run_id: int, spec: dict[str, Any]) -> None:
-        try:
-            settings = spec["settings"]
-            tools = spec["tools"]
-            registry = self.registry if tools is None else self.registry.subset(tools)
-            run = ComparisonRun(spec["question"], spec["modes"], model_factory=lambda: self.model(settings),
-                                registry=registry, config=RunConfig(**spec["config"]))
-            run._events = _Outbox(self.outbox, run_id)  # type: ignore[assignment]
-            self.runs[run_id] = run
-            run.start()
-        except Exception as exc:
-            log.exception("run %d failed to start", run_id)
-            for mode in spec.get("modes", []):
-                self.outbox.put((run_id, mode, LLMError(f"internal error: the run could not start: {exc}")))
-                self.outbox.put((run_id, mode, None))
-
-    def _close(self, run_id: int, run: ComparisonRun | None) -> None:
-        try:
-            if run is not None:
-                run.close()
-        except Exception:
-            log.exception("closing run %d failed", run_id)
-        self.outbox.put((run_id, "", _CLOSED))
-
-    def _send_loop(self) -> None:
-        while True:
-            batch = [self.outbox.get()]
-            while len(batch) < MAX_BATCH:
-                try:
-                    batch.append(self.outbox.get_nowait())
-                except queue.Empty:
-                    break
-            try:
-                self.events.send(merged(batch))
-            except (OSError, ValueError):
-                os._exit(0)  # the app is gone
-            self._forget_finished(batch)
-
-    def _forget_finished(self, batch: list[tuple[int, str, Any]]) -> None:
-        for run_id, mode, event in batch:
-            if event is None and mode and run_id in self.runs:
-                self.ends[run_id] += 1
-                run = self.runs.get(run_id)
-                if run is not None and self.ends[run_id] >= len(run.modes):
-                    self.runs.pop(run_id, None)
-                    del self.ends[run_id]
-            elif not mode:  # closed
-                self.ends.pop(run_id, None)
-
-
-def main(argv: list[str]) -> None:
-    """``python -m agents.run_host CMD_FD EVENT_FD``: serve runs until the app closes the command pipe."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="run-worker: %(levelname)s %(name)s: %(message)s")
-    commands = Connection(int(argv[0]), writable=False)
-    events = Connection(int(argv[1]), readable=False)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print() must not reach the app
-    WorkerMain(commands, events).serve()
-    os._exit(0)  # daemon threads (streams being cancelled) must not keep the worker alive
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -25,7 +25,8 @@ from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
 from agents.prompts import system_prompt
-from agents.run_host import WORKER_DIED, ProcessRun, RunHost, make_run, merged
+from agents.run_host import WORKER_DIED, ProcessRun, RunHost, make_run
+from agents.run_worker import merged
 from agents.trace import Trace
 from tools.calculator import calculate
 from tools.registry import ToolRegistry, tool
@@ -246,3 +247,10 @@ def test_event_to_dict_copies_containers():
     assert data == {"kind": "action", "tool": "calculate", "input": {"expression": [1, 2]}, "thought": "why"}
     data["input"]["expression"].append(3)
     assert action.input == {"expression": [1, 2]}
+
+
+def test_a_run_closed_before_it_started_never_reaches_the_worker(host):
+    run = ProcessRun(QUESTION, settings=LLMSettings(base_url="http://127.0.0.1:9/v1"), tools=["calculate"], host=host)
+    run.close()
+    run.start()
+    assert run.poll(timeout=1) is None and run.done and host.active_runs() == 0
