@@ -187,6 +187,9 @@ def scale(args: argparse.Namespace) -> dict:
                 "app_cpu_ms_per_token": round(cpu["app"] * 1000 / max(1, dump["chunks"]), 3),
                 "worker_cpu_ms_per_token": round(cpu["workers"] * 1000 / max(1, dump["chunks"]), 3),
                 "updates_median": statistics.median(v.updates for v in visits),
+                # when the model's last reply ended (after the clicks) and what came after it: the final frames
+                "last_reply_end_s": round(max((r["finished"] or 0) for r in dump["requests"])
+                                          - min(v.start for v in visits), 2),
             }
     return out
 
