@@ -237,11 +237,10 @@ class _Worker:
         items = [item for item in items if item[0] != ""]
         if items:
             run._deliver(items)
-        if acked or len(run._ended) == len(run.modes):
+        if acked or len(run._ended) == len(run.modes):  # every mode's thread has ended, or the worker closed it
             with self.lock:
                 self.runs.pop(run_id, None)
-        if acked:
-            run._acked.set()
+            run._acked.set()  # a close() waiting for the acknowledgement need not: it would find no run any more
 
     def _died(self) -> None:
         with self.lock:

@@ -254,3 +254,36 @@ def test_a_run_closed_before_it_started_never_reaches_the_worker(host):
     run.close()
     run.start()
     assert run.poll(timeout=1) is None and run.done and host.active_runs() == 0
+
+
+def test_a_thread_that_finds_the_abortable_client_installed_really_gets_it(monkeypatch):
+    """A fresh worker's first run: three mode threads install the abortable backend at once. One that came
+    second used to go on before the first had set the factory, and its hung read could not be aborted."""
+    from agents.llm import abort
+
+    set_factories: list = []
+
+    def slow_set(factory) -> None:
+        time.sleep(0.3)
+        set_factories.append(factory)
+
+    monkeypatch.setattr(abort, "_installed", False)
+    monkeypatch.setattr(abort.hf_http, "set_client_factory", slow_set)
+    first = threading.Thread(target=abort.install)
+    first.start()
+    time.sleep(0.05)
+    abort.install()  # the second caller returns only once the factory is in place
+    assert set_factories == [abort._client_factory]
+    first.join()
+
+
+def test_a_close_acknowledged_in_a_later_batch_than_the_runs_end_is_not_lost(host):
+    """The modes' ends and the worker's "closed" may arrive in two batches: close() must not wait 3 s for it."""
+    from types import SimpleNamespace
+
+    run = ProcessRun(QUESTION, ["think"], settings=LLMSettings(base_url="http://127.0.0.1:9/v1"), host=host)
+    run.run_id = 999_999
+    worker = SimpleNamespace(lock=threading.Lock(), runs={run.run_id: run})
+    run_host._Worker._route(worker, run.run_id, [("think", None)])  # type: ignore[arg-type]
+    run_host._Worker._route(worker, run.run_id, [("", run_host.CLOSED)])  # type: ignore[arg-type]
+    assert run.closed_in_worker and worker.runs == {}
