@@ -16,6 +16,7 @@ from typing import Any
 
 import gradio as gr
 
+from agents import run_host
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
@@ -27,6 +28,7 @@ from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
 from ui.frame import Outputs
 from ui.inputs import OptionalTrailingInputs, lenient
+from ui.launcher import launcher
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import DEFAULT_SPEED, SPEEDS
@@ -52,6 +54,7 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
         kwargs["prevent_thread_lock"] = True
         result = super().launch(*args, **kwargs)
         serving.async_login_check(self.server_app, self)
+        launcher.call(run_host.start_default_host)  # the live runs' worker processes, off the event loop
         if block:
             self.block_thread()
         return result
@@ -248,6 +251,7 @@ def main() -> int:
     try:
         settings = LLMSettings.from_env()
         app_settings()
+        run_host.workers_from_env()
     except SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -68,7 +68,10 @@ class Stack:
         return self.stub.recv()
 
     def cpu(self) -> dict[str, float]:
-        return {"app": cpu_seconds(self.app_pid), "stub": cpu_seconds(self.stub_pid), "visitors": time.process_time()}
+        """CPU seconds so far; "workers" is the app's run worker processes (APP_RUN_WORKERS), if any."""
+        workers = sum(cpu_seconds(pid) for pid in self.ask_app("workers"))
+        return {"app": cpu_seconds(self.app_pid), "workers": workers, "stub": cpu_seconds(self.stub_pid),
+                "visitors": time.process_time()}
 
     def close(self) -> None:
         for conn, proc in ((self.app, self.app_proc), (self.stub, self.stub_proc)):
@@ -161,12 +164,15 @@ def scale(args: argparse.Namespace) -> dict:
         for n in args.visitors:
             stack.ask_stub("clear")
             spy = profiler(stack.app_pid, f"{args.profile}-{n}.txt") if args.profile else None
+            workers = stack.ask_app("workers")
+            wspy = profiler(workers[0], f"{args.profile}-{n}-worker.txt") if args.profile and workers else None
             cpu0 = stack.cpu()
             wall, visits = crowd(stack.url, [question(1000 * n + k) for k in range(n)], stagger=args.stagger)
             cpu = {k: v - cpu0[k] for k, v in stack.cpu().items()}
-            if spy is not None:
-                spy.send_signal(signal.SIGINT)
-                spy.wait(30)
+            for s in (spy, wspy):
+                if s is not None:
+                    s.send_signal(signal.SIGINT)
+                    s.wait(30)
             dump = stack.ask_stub("dump")
             delays = first_text_delays(visits, dump["requests"])
             errors = errors_of(visits)
@@ -179,7 +185,11 @@ def scale(args: argparse.Namespace) -> dict:
                 "first_text_median_ms": round(statistics.median(delays) * 1000) if delays else None,
                 "first_text_samples": len(delays), "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
                 "app_cpu_ms_per_token": round(cpu["app"] * 1000 / max(1, dump["chunks"]), 3),
+                "worker_cpu_ms_per_token": round(cpu["workers"] * 1000 / max(1, dump["chunks"]), 3),
                 "updates_median": statistics.median(v.updates for v in visits),
+                # when the model's last reply ended (after the clicks) and what came after it: the final frames
+                "last_reply_end_s": round(max((r["finished"] or 0) for r in dump["requests"])
+                                          - min(v.start for v in visits), 2),
             }
     return out
 

@@ -114,6 +114,10 @@ def app_command(demo: Any, command: str) -> Any:
     import gc
     import tracemalloc
 
+    if command == "workers":  # the live runs' worker processes (agents/run_host.py), for their CPU
+        from agents import run_host
+
+        return run_host.default_host().pids() if run_host.workers_from_env() > 0 else []
     if command == "gc":
         gc.collect()
         return "ok"
@@ -132,7 +136,9 @@ def app_command(demo: Any, command: str) -> Any:
         import sys
         import threading
 
-        loop_thread = next(t for t in threading.enumerate() if t.name.endswith("(run)") or "run" in t.name)
+        threads = threading.enumerate()
+        loop_thread = next((t for t in threads if t.name.endswith("(run)")), None) or next(
+            t for t in threads if "run" in t.name and not t.name.startswith("run-worker"))
         counts: collections.Counter = collections.Counter()
         stop = threading.Event()
 

@@ -13,33 +13,25 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agents.comparison import ComparisonRun
 from agents.events import Event
 from agents.llm.base import ModelBuilder
-from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import mode_title
+from agents.run_host import make_run  # the one place a live run is made: a worker process, or in-process
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
 from ui.admission import Admission, Full
 from ui.export import export_dict, run_settings, write_exports
 from ui.frame import Frame, PanelsView, refusal, waiting
-from ui.stream import THROTTLE_S, Outcome, Run, StopSignal, stream
+from ui.stream import THROTTLE_S, Outcome, StopSignal, stream
 from ui.verdicts import comparison_table
 
 NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKEN, sign in with Hugging Face "
                         "(on the Space) or set LLM_BASE_URL — see the status line above.")
 STOPPED = "■ Stopped. Every mode's model stream was closed."
 STOPPED_WAITING = "■ Stopped while waiting for a free slot: nothing was run."
-
-
-def make_run(question: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
-             config: RunConfig, model_factory: ModelBuilder | None = None) -> Run:
-    """The run behind one Compare request (not started): ``modes`` in parallel, a fresh client each."""
-    make = model_factory or HFInferenceModel
-    return ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
 
 
 def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Exception | None = None) -> str:

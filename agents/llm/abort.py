@@ -142,11 +142,11 @@ def _client_factory() -> Any:
 def install() -> None:
     """Install the abortable backend for huggingface_hub's shared client (idempotent)."""
     global _installed
-    with _lock:
+    with _lock:  # held until the factory is set: a thread that finds it installed must get the abortable client
         if _installed:
             return
+        hf_http.set_client_factory(_client_factory)
         _installed = True
-    hf_http.set_client_factory(_client_factory)
 
 
 def clear_thread(thread_id: int) -> None:

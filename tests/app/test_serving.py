@@ -70,3 +70,35 @@ def test_login_checks_run_on_the_event_loop_and_still_refuse_strangers(kit):
 
 class _NoServer:
     url = "http://127.0.0.1:9/v1"  # never called: the request is refused before any run
+
+
+def test_live_runs_stream_from_the_worker_process_and_stop_reaches_it(kit, monkeypatch):
+    """With APP_RUN_WORKERS on, no mode thread runs in the app's process; Stop closes the worker's run."""
+    import time
+
+    from gradio_client import Client
+
+    from agents import run_host
+    from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+
+    monkeypatch.setenv(run_host.ENV, "1")
+    host = run_host.default_host()
+    with StubLLMServer(responder=toy_policy) as stub:
+        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
+        with kit.launched(demo) as url:
+            client = Client(url, verbose=False)
+            result = client.predict(question="What is 17 * 23 + 5?", mode="All", api_name="/compare")
+            assert all("Final answer" in str(panel) for panel in result[:3]) and "396" in str(result[2])
+            assert host.pids(), "the app started no worker"
+            stub.responder = lambda body: StubReply(hang=True)
+            job = client.submit(question="What is 2 + 2?", mode="All", api_name="/compare")
+            deadline = time.monotonic() + 15
+            while host.active_runs() == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert host.active_runs() == 1
+            assert not [t for t in threading.enumerate() if t.name.startswith("mode-")]  # they are in the worker
+            job.cancel()
+            stopped = time.monotonic()
+            while host.active_runs() and time.monotonic() - stopped < 5:
+                time.sleep(0.02)
+            assert host.active_runs() == 0 and time.monotonic() - stopped < 2.0  # Stop, not LLM_TIMEOUT
