@@ -23,7 +23,6 @@ import importlib.util
 import io
 import json
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +41,7 @@ from ui.admission import Admission, Full
 from ui.inputs import make_config
 from ui.launcher import launcher
 from ui.render import MODES
+from ui.settings import app_settings
 from ui.verdicts import expected_problem
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,8 @@ _ALIASES = {name.lower(): spec.id for spec in list_modes("base")
 
 
 def mcp_enabled() -> bool:
-    """``APP_MCP`` (default on; ``0``/``false``/``off`` turns it off), and only if the ``mcp`` package is there."""
-    if os.environ.get("APP_MCP", "1").strip().lower() in ("0", "false", "no", "off"):
+    """``APP_MCP`` (default on; ``0``/``false``/``off``/``no`` turns it off), and only if the ``mcp`` package is there."""
+    if not app_settings().mcp:
         return False
     if importlib.util.find_spec("mcp") is None:
         log.warning("APP_MCP is on but the mcp package is missing (pip install 'gradio[mcp]'): no MCP server")
