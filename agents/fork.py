@@ -29,15 +29,21 @@ from agents.comparison import ComparisonRun, ModelFactory
 from agents.events import Event, Forked, LLMError, Observation, Paused, Resumed, Retry, Thought, Usage
 from agents.llm.base import ChatModel, Chunk, Message, ToolCallDelta
 from agents.modes.base import RunConfig, ToolRunner
-from agents.modes.text_protocol import THIRD_REPEAT, text_loop
-from agents.modes.think import think_only
-from agents.modes.tool_protocol import tools_loop
+from agents.modes.registry import ModeSpec, list_modes
+from agents.modes.text_protocol import THIRD_REPEAT
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
-FORKABLE = ("think", "act", "react")
+# A mode can be forked when its run function takes one of these options (its ModeSpec says so):
+REASONING = "reasoning"  # one chain of thought, no observations (Think-only): the edited text is its reply
+RUNNER = "runner"  # a tool loop: the recorded observations are replayed through the mode's own loop
+
+
+def forkable_modes() -> tuple[ModeSpec, ...]:
+    """The registered modes a fork can continue (the hybrids combine several runs: no single conversation)."""
+    return tuple(s for s in list_modes() if {REASONING, RUNNER} & set(s.options))
 
 
 class ForkMismatch(ValueError):
@@ -64,13 +70,15 @@ def prepare_fork(
         raise ValueError("the edited observation must be text")
     if not isinstance(step_index, int) or isinstance(step_index, bool):
         raise ValueError("the step to fork from must be a whole number (0 for the first observation)")
-    if trace.mode == "think":
-        return _think_source(trace, step_index, new_observation, registry)
-    if trace.mode not in FORKABLE:
-        raise ValueError(f"only the modes {', '.join(FORKABLE)} can be forked; {trace.mode!r} is a hybrid of "
+    spec = next((s for s in forkable_modes() if s.id == trace.mode), None)
+    if spec is None:
+        names = ", ".join(s.id for s in forkable_modes())
+        raise ValueError(f"only the modes {names} can be forked; {trace.mode!r} is a hybrid of "
                          "several runs, so there is no single conversation to continue")
+    if REASONING in spec.options:
+        return _think_source(spec, trace, step_index, new_observation, registry)
     plan = plan_fork(trace, step_index, new_observation, config)
-    return lambda model, run_config: _continue(plan, trace, model, registry, run_config)
+    return lambda model, run_config: _continue(spec, plan, trace, model, registry, run_config)
 
 
 def start_fork(
@@ -150,17 +158,16 @@ def _check_recorded(replies: list[Usage], config: RunConfig) -> None:
         raise ValueError(f"this run took {len(replies)} steps to get there; fork it with max_steps ≥ {len(replies)}")
 
 
-def _continue(plan: ForkPlan, trace: Trace, model: ChatModel, registry: ToolRegistry,
+def _continue(spec: ModeSpec, plan: ForkPlan, trace: Trace, model: ChatModel, registry: ToolRegistry,
               config: RunConfig) -> Iterator[Event]:
     """Show the prefix, replay the same loop silently up to the fork, then pass its live events on."""
     replay = ReplayModel(plan.replies, model)
     runner = ReplayRunner(registry, config, plan.observations)
     if config.stepper is not None:
         config.stepper.grant(len(plan.replies))  # the replayed calls are not steps to pause at
-    loop = tools_loop if config.protocol == "tools" else text_loop
     yield from plan.prefix
     try:
-        for event in loop(trace.question, replay, registry, config, thoughts=trace.mode == "react", runner=runner):
+        for event in spec.run(trace.question, replay, registry, config, **{RUNNER: runner}):
             if replay.live:
                 yield event
     except ForkMismatch as exc:
@@ -171,22 +178,22 @@ def _continue(plan: ForkPlan, trace: Trace, model: ChatModel, registry: ToolRegi
         yield LLMError("the fork could not rebuild this run: it ended before reaching the edited step")
 
 
-def _think_source(trace: Trace, step_index: int, edited: str,
+def _think_source(spec: ModeSpec, trace: Trace, step_index: int, edited: str,
                   registry: ToolRegistry) -> Callable[[ChatModel, RunConfig], Iterator[Event]]:
     """Think-only: the edited reasoning stands as the model's reply; ask for the answer again."""
     if step_index != 0:
-        raise ValueError("Think-only has one step, its reasoning (step 0)")
+        raise ValueError(f"{spec.title} has one step, its reasoning (step 0)")
     events = [e for _, e in trace.events]
     thoughts = [i for i, e in enumerate(events) if isinstance(e, Thought)]
     replies = [e for e in events if isinstance(e, Usage) and e.reply is not None]
     if not thoughts and not replies:
-        raise ValueError("this Think-only run has no reasoning to edit")
+        raise ValueError(f"this {spec.title} run has no reasoning to edit")
     cut = thoughts[-1] if thoughts else len(events)
     original = events[cut].text if thoughts else (replies[-1].reply or "")
     prefix = [e for e in events[:cut] if not isinstance(e, Paused | Resumed)]
     prefix = [*prefix, Thought(edited), Forked(0, original, edited)]
-    return lambda model, config: _think_events(prefix, think_only(trace.question, model, registry, config,
-                                                                  reasoning=edited))
+    return lambda model, config: _think_events(prefix, spec.run(trace.question, model, registry, config,
+                                                                **{REASONING: edited}))
 
 
 def _think_events(prefix: list[Event], live: Iterator[Event]) -> Iterator[Event]:

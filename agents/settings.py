@@ -2,7 +2,7 @@
 
 Why one reader: a typo in ``APP_CONCURRENCY`` or ``LLM_TIMEOUT`` used to crash the app at import
 with a traceback, or be replaced silently by a default. :func:`env_int`, :func:`env_float` and
-:func:`env_text` check the type and the range and raise :class:`SettingError` whose message is
+:func:`env_text` and :func:`env_bool` check the type and the range and raise :class:`SettingError` whose message is
 the one line to show, e.g. ``APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'``.
 An unset or empty variable means the default. Nothing reads the environment at import time: the
 app (``python app.py``) and the CLI read it at start-up and turn a :class:`SettingError` into that
@@ -69,6 +69,23 @@ def env_float(name: str, default: float, low: float, high: float, environ: Mappi
     if not (math.isfinite(value) and low <= value <= high):
         what = f"a number of {unit}" if unit else "a number"
         raise SettingError(f"{name} must be {what} from {_number(low)} to {_number(high)}, got {_shown(raw)}")
+    return value
+
+
+_BOOLS = {"1": True, "0": False, "true": True, "false": False, "on": True, "off": False, "yes": True, "no": False}
+
+
+def env_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """A switch: 1/0, true/false, on/off or yes/no (any case), or ``default`` when unset.
+
+    Anything else is refused rather than read as "off": ``APP_MCP=disabled`` must not leave a server on.
+    """
+    raw = _raw(name, environ)
+    if raw is None:
+        return default
+    value = _BOOLS.get(raw.lower())
+    if value is None:
+        raise SettingError(f"{name} must be one of 1/0, true/false, on/off, yes/no, got {_shown(raw)}")
     return value
 
 

@@ -204,7 +204,8 @@ class Trace:
             if isinstance(event, Paused):
                 lines.append(f"_⏸ Paused after step {event.step}._")
             elif isinstance(event, Forked):
-                what = "Reasoning" if self.mode == "think" else f"Observation {event.step + 1}"
+                # only a tool loop has observations; a fork of a single chain of thought edits its reasoning
+                what = f"Observation {event.step + 1}" if self.of(Observation) else "Reasoning"
                 lines.append(f"**✎ {what} edited by the teacher** (was: {_quote(event.original)}):"
                              f"\n\n```text\n{event.edited}\n```")
             elif isinstance(event, Truncated):

@@ -132,28 +132,27 @@ def _format_tb(exc, src_lines):
     return "".join(head + out) + (f"{qual}: {text}" if text else qual) + "\n"
 
 
-def main():
-    (cpu_s, mem_bytes, nofile, out_chars, restrict, drop_uid, preload, allowed, allowed_sub, blocked, blocked_attrs) = (
-        sys.argv[1:12]
-    )
-    helpers = sys.argv[12] if len(sys.argv) > 12 else ""
-    cpu_s, mem_bytes, nofile, out_chars, drop_uid = (
-        int(cpu_s),
-        int(mem_bytes),
-        int(nofile),
-        int(out_chars),
-        int(drop_uid),
-    )
-    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
-    allowed, allowed_sub, blocked = set(split(allowed)), set(split(allowed_sub)), set(split(blocked))
-    blocked_attrs = set(split(blocked_attrs))
-    restrict = restrict == "1"
-    src = sys.stdin.buffer.read().decode("utf-8", "replace")
-    sys.stdin.close()
+def _split(s):
+    return [x for x in s.split(",") if x]
 
-    import builtins
 
-    real_import = builtins.__import__
+def _settings():
+    """``argv`` as a dict (the order is in the module docstring)."""
+    names = ("cpu_s", "mem_bytes", "nofile", "out_chars", "restrict", "drop_uid", "preload", "allowed",
+             "allowed_sub", "blocked", "blocked_attrs")
+    cfg = dict(zip(names, sys.argv[1:12], strict=True))
+    cfg["helpers"] = sys.argv[12] if len(sys.argv) > 12 else ""
+    for key in ("cpu_s", "mem_bytes", "nofile", "out_chars", "drop_uid"):
+        cfg[key] = int(cfg[key])
+    for key in ("allowed", "allowed_sub", "blocked", "blocked_attrs"):
+        cfg[key] = set(_split(cfg[key]))
+    cfg["restrict"] = cfg["restrict"] == "1"
+    return cfg
+
+
+def _importer(cfg, real_import):
+    """Preload the modules the code needs (while the stdlib is readable) and return the allow-list ``__import__``."""
+    allowed, allowed_sub, blocked_attrs = cfg["allowed"], cfg["allowed_sub"], cfg["blocked_attrs"]
     proxies = {}
     # Modules C code imports by itself at call time (datetime.strptime -> _strptime). Imports made by C
     # code go through the *caller's* __import__, i.e. safe_import; the policy keeps user code from naming them.
@@ -173,15 +172,15 @@ def main():
                     )
         return proxies[top]
 
-    for name in split(helpers):  # imported lazily by the allowed modules; the stdlib may be unreadable after the drop
+    for name in _split(cfg["helpers"]):  # imported lazily by the allowed modules; the stdlib may be unreadable later
         try:
             real_import(name)
         except ImportError:
             pass
-    for name in split(preload):
+    for name in _split(cfg["preload"]):
         if name in allowed:
             load(name)
-        elif not restrict:
+        elif not cfg["restrict"]:
             try:
                 real_import(name)  # tests of the OS layer alone: the code may import anything
             except ImportError:
@@ -198,13 +197,24 @@ def main():
         load(top)
         return proxies[name] if fromlist else proxies[top]
 
+    return safe_import
+
+
+def _builtins(cfg, builtins):
+    """The user's builtins: all of them, or (restricted) without the blocked names and with the safe importer."""
+    safe_import = _importer(cfg, builtins.__import__)
     safe_builtins = dict(vars(builtins))
-    if restrict:
+    if cfg["restrict"]:
         for name in list(safe_builtins):
-            if name in blocked or name in ("__loader__", "__spec__", "__import__"):
+            if name in cfg["blocked"] or name in ("__loader__", "__spec__", "__import__"):
                 del safe_builtins[name]
         safe_builtins["__import__"] = safe_import
+    return safe_builtins
 
+
+def _lock_down(cfg):
+    """Drop to ``drop_uid`` when root, then set the resource limits; exit EXIT_SETUP if either fails."""
+    drop_uid = cfg["drop_uid"]
     if drop_uid >= 0 and os.geteuid() == 0:
         try:
             os.setgroups([])
@@ -213,6 +223,7 @@ def main():
         except OSError as exc:
             _write_all(STDERR, f"sandbox setup failed: cannot drop privileges ({exc})".encode())
             os._exit(EXIT_SETUP)
+    cpu_s, mem_bytes, nofile = cfg["cpu_s"], cfg["mem_bytes"], cfg["nofile"]
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
@@ -224,11 +235,24 @@ def main():
         _write_all(STDERR, f"sandbox setup failed: cannot set resource limits ({exc})".encode())
         os._exit(EXIT_SETUP)
 
-    out = _CappedOut(STDOUT, out_chars)
-    sys.stdout = sys.stderr = out
-    src_lines = src.splitlines()
+
+def _error_report(exc, src_lines):
+    """The trimmed traceback of what the user's code raised, at most ~3000 characters (head and tail kept)."""
+    try:
+        report = _format_tb(exc, src_lines)
+    except MemoryError:
+        report = _MEMORY_MSG.decode()
+    if len(report) > 3000:
+        tail = report[-2500:]
+        cut = tail.find("\n", 0, 200)
+        report = report[:400].rpartition("\n")[0] + "\n  ...\n" + (tail[cut + 1 :] if cut >= 0 else "…" + tail)
+    return report
+
+
+def _run(src, safe_builtins, out):
+    """Run the code like a REPL (the last expression echoed); the exit code, errors written to fd 2."""
     namespace = {"__builtins__": safe_builtins, "__name__": "__main__", "__doc__": None}
-    code = 0
+    code = EXIT_OK
     try:
         tree = compile(src, "<repl>", "exec", _ast.PyCF_ONLY_AST)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], _ast.Expr) else None
@@ -246,16 +270,23 @@ def main():
             _write_all(STDERR, f"SystemExit: {exc.code}\n".encode("utf-8", "backslashreplace")[:2000])
             code = EXIT_ERROR
     except BaseException as exc:  # noqa: BLE001 - everything the user's code raises is reported
-        try:
-            report = _format_tb(exc, src_lines)
-        except MemoryError:
-            report = _MEMORY_MSG.decode()
-        if len(report) > 3000:
-            tail = report[-2500:]
-            cut = tail.find("\n", 0, 200)
-            report = report[:400].rpartition("\n")[0] + "\n  ...\n" + (tail[cut + 1 :] if cut >= 0 else "…" + tail)
-        _write_all(STDERR, report.encode("utf-8", "backslashreplace"))
+        _write_all(STDERR, _error_report(exc, src.splitlines()).encode("utf-8", "backslashreplace"))
         code = EXIT_MEMORY if isinstance(exc, MemoryError) else EXIT_ERROR
+    return code
+
+
+def main():
+    cfg = _settings()
+    src = sys.stdin.buffer.read().decode("utf-8", "replace")
+    sys.stdin.close()
+
+    import builtins
+
+    safe_builtins = _builtins(cfg, builtins)
+    _lock_down(cfg)
+    out = _CappedOut(STDOUT, cfg["out_chars"])
+    sys.stdout = sys.stderr = out
+    code = _run(src, safe_builtins, out)
     if out.dropped:
         _write_all(STDOUT, f"\n…[output truncated: {out.dropped} more characters]\n".encode())
     os._exit(code)  # no interpreter shutdown: __del__ time bombs and atexit hooks never run

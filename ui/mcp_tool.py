@@ -23,7 +23,6 @@ import importlib.util
 import io
 import json
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -35,26 +34,28 @@ from agents.llm.base import ChatModel, ModelBuilder
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.modes.registry import mode_title
+from agents.modes.registry import list_modes, mode_title
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui.admission import Admission, Full
 from ui.inputs import make_config
 from ui.launcher import launcher
 from ui.render import MODES
+from ui.settings import app_settings
 from ui.verdicts import expected_problem
 
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "compare_reasoning_modes"
 POLL_S = 0.05  # how often the tool collects its run's events (it shows nothing until the end)
-_ALIASES = {"think": "think", "think-only": "think", "cot": "think", "act": "act", "act-only": "act",
-            "react": "react"}
+# What a caller may name a base mode by: its id, title, label or paper row ("cot", "Think-only", …).
+_ALIASES = {name.lower(): spec.id for spec in list_modes("base")
+            for name in (spec.id, spec.title, spec.label, spec.paper_row) if name}
 
 
 def mcp_enabled() -> bool:
-    """``APP_MCP`` (default on; ``0``/``false``/``off`` turns it off), and only if the ``mcp`` package is there."""
-    if os.environ.get("APP_MCP", "1").strip().lower() in ("0", "false", "no", "off"):
+    """``APP_MCP`` (default on; ``0``/``false``/``off``/``no`` turns it off), and only if the ``mcp`` package is there."""
+    if not app_settings().mcp:
         return False
     if importlib.util.find_spec("mcp") is None:
         log.warning("APP_MCP is on but the mcp package is missing (pip install 'gradio[mcp]'): no MCP server")
@@ -107,12 +108,13 @@ def parse_modes(modes: Any) -> tuple[str, ...] | str:
     if isinstance(modes, str):
         modes = [m for m in modes.replace(",", " ").split()]
     if not isinstance(modes, list | tuple) or not all(isinstance(m, str) for m in modes):
-        return "modes must be a list of mode names: think, act, react (or \"all\")."
+        return f"modes must be a list of mode names: {', '.join(MODES)} (or \"all\")."
     if [m.lower() for m in modes] == ["all"]:
         return MODES
     unknown = [m for m in modes if m.strip().lower() not in _ALIASES]
     if unknown:
-        return f"Unknown mode(s) {', '.join(repr(m) for m in unknown[:5])}: choose from think, act, react (or \"all\")."
+        return (f"Unknown mode(s) {', '.join(repr(m) for m in unknown[:5])}: "
+                f"choose from {', '.join(MODES)} (or \"all\").")
     chosen = {_ALIASES[m.strip().lower()] for m in modes}
     return tuple(m for m in MODES if m in chosen)
 

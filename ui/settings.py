@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agents.settings import env_float, env_int
+from agents.settings import env_bool, env_float, env_int
 
 # variable → (field, default, low, high); floats are seconds
 _INTS = {
@@ -23,6 +23,9 @@ _INTS = {
 }
 _SECONDS = {
     "APP_SESSION_TTL": ("session_ttl_s", 900.0, 1.0, 7 * 86400.0),  # an idle visitor's session state is kept
+}
+_SWITCHES = {
+    "APP_MCP": ("mcp", True),  # serve the one MCP tool (ui/mcp_tool.py) when the mcp package is there
 }
 
 
@@ -36,15 +39,18 @@ class AppSettings:
     bench_max_n: int = _INTS["BENCH_MAX_N"][1]
     bench_visitor_max_n: int = _INTS["BENCH_VISITOR_MAX_N"][1]
     bench_concurrency: int = _INTS["BENCH_CONCURRENCY"][1]
+    mcp: bool = _SWITCHES["APP_MCP"][1]
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AppSettings:
         """Read every ``APP_*``/``BENCH_*`` variable; raises :class:`~agents.settings.SettingError` (one line)."""
-        values: dict[str, float] = {}
+        values: dict[str, float | bool] = {}
         for name, (field, default, low, high) in _INTS.items():
             values[field] = env_int(name, default, low, high, environ)
         for name, (field, default, low, high) in _SECONDS.items():
             values[field] = env_float(name, default, low, high, environ, unit="seconds")
+        for name, (field, on) in _SWITCHES.items():
+            values[field] = env_bool(name, on, environ)
         return cls(**values)
 
 

@@ -160,107 +160,126 @@ def _conversation(body: dict[str, Any]) -> str:
 
 
 def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    """A handler class bound to ``server`` (``http.server`` builds one handler per request from a class)."""
+    return type("Handler", (_Handler,), {"stub": server})
 
-        def log_message(self, *args: Any) -> None:  # keep test output clean
-            pass
 
-        def do_GET(self) -> None:  # /v1/models, for clients that probe it
-            self._send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+class _Handler(BaseHTTPRequestHandler):
+    """One request to the stub: records it, takes the next scripted reply and plays it back as SSE."""
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            record = RecordedRequest(body, {k.lower(): v for k, v in self.headers.items()}, time.perf_counter())
+    protocol_version = "HTTP/1.1"
+    stub: StubLLMServer  # set by _make_handler
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:  # /v1/models, for clients that probe it
+        self._send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        server = self.stub
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        record = RecordedRequest(body, {k.lower(): v for k, v in self.headers.items()}, time.perf_counter())
+        with server._lock:
+            server.requests.append(record)
+        reply = server.next_reply(body)
+        interrupt = threading.Event()
+        with server._lock:
+            server._in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server._in_flight)
+        try:
+            self._serve_in_turn(reply, body, record, interrupt)
+        finally:
+            record.finished = time.perf_counter()
             with server._lock:
-                server.requests.append(record)
-            reply = server.next_reply(body)
-            interrupt = threading.Event()
-            with server._lock:
-                server._in_flight += 1
-                server.max_in_flight = max(server.max_in_flight, server._in_flight)
-            try:
-                if server.one_at_a_time:
-                    with server._lock:
-                        if server._current is not None:
-                            server._current.set()  # like llama-cpp-python: the newcomer aborts the one in flight
-                        server._current = interrupt
-                    with server._model_lock:
-                        self._serve(reply, body, record, interrupt)
-                elif server.serial:
-                    with server._model_lock:
-                        self._serve(reply, body, record, interrupt)
-                else:
-                    self._serve(reply, body, record, interrupt)
-            finally:
-                record.finished = time.perf_counter()
-                with server._lock:
-                    server._in_flight -= 1
-                    if server._current is interrupt:
-                        server._current = None
+                server._in_flight -= 1
+                if server._current is interrupt:
+                    server._current = None
 
-        def _serve(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
-                   interrupt: threading.Event) -> None:
-            if reply.hang:
-                server._shutdown.wait(300)
+    def _serve_in_turn(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
+                       interrupt: threading.Event) -> None:
+        """Serve now, or one at a time like a single-slot llama.cpp server (serial / one_at_a_time)."""
+        server = self.stub
+        if server.one_at_a_time:
+            with server._lock:
+                if server._current is not None:
+                    server._current.set()  # like llama-cpp-python: the newcomer aborts the one in flight
+                server._current = interrupt
+            with server._model_lock:
+                self._serve(reply, body, record, interrupt)
+        elif server.serial:
+            with server._model_lock:
+                self._serve(reply, body, record, interrupt)
+        else:
+            self._serve(reply, body, record, interrupt)
+
+    def _serve(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
+               interrupt: threading.Event) -> None:
+        server = self.stub
+        if reply.hang:
+            server._shutdown.wait(300)
+            return
+        if reply.reject_stop and body.get("stop"):
+            with server._lock:  # the client's retry without `stop` (same messages) gets this same reply,
+                server._held[_conversation(body)] = reply  # not another mode's concurrent request
+            return self._send_json(400, {"error": {"message": "Unsupported parameter: 'stop' is not supported"}})
+        if reply.status != 200:
+            message = reply.error_body or f"stub error {reply.status}"
+            return self._send_json(reply.status, {"error": {"message": message}}, reply.headers)
+        delay = server.latency if reply.first_token_delay is None else reply.first_token_delay
+        if delay:
+            time.sleep(delay)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._stream(reply, body, record, interrupt)
+
+    def _stream(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
+                interrupt: threading.Event) -> None:
+        """The SSE body, with the reply's scripted faults (disconnect, early end, pause) and the abort."""
+        server = self.stub
+        events = _sse_events(reply, body, server.chunk_chars)
+        token_delay = server.token_delay if reply.token_delay is None else reply.token_delay
+        for i, event in enumerate(events):
+            if reply.disconnect_after is not None and i >= reply.disconnect_after:
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)  # abrupt: no terminating chunk
                 return
-            if reply.reject_stop and body.get("stop"):
-                with server._lock:  # the client's retry without `stop` (same messages) gets this same reply,
-                    server._held[_conversation(body)] = reply  # not another mode's concurrent request
-                return self._send_json(400, {"error": {"message": "Unsupported parameter: 'stop' is not supported"}})
-            if reply.status != 200:
-                message = reply.error_body or f"stub error {reply.status}"
-                return self._send_json(reply.status, {"error": {"message": message}}, reply.headers)
-            delay = server.latency if reply.first_token_delay is None else reply.first_token_delay
-            if delay:
-                time.sleep(delay)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            events = _sse_events(reply, body, server.chunk_chars)
-            token_delay = server.token_delay if reply.token_delay is None else reply.token_delay
-            for i, event in enumerate(events):
-                if reply.disconnect_after is not None and i >= reply.disconnect_after:
-                    self.wfile.flush()
-                    self.close_connection = True
-                    self.connection.shutdown(2)  # abrupt: no terminating chunk
-                    return
-                if (reply.end_after is not None and i >= reply.end_after) or interrupt.is_set():
-                    if interrupt.is_set():
-                        self._chunk(b"data: [DONE]\n\n")  # what llama-cpp-python sends the request it aborts
-                    return self._end_body()
-                if i and reply.pause_after == i:
-                    time.sleep(reply.pause_s)
-                elif i and token_delay:
-                    interrupt.wait(token_delay)
-                self._chunk(f"data: {event}\n\n".encode())
-                if record.first_byte is None:
-                    record.first_byte = time.perf_counter()
-            self._chunk(b"data: [DONE]\n\n")
-            self._end_body()
+            if (reply.end_after is not None and i >= reply.end_after) or interrupt.is_set():
+                if interrupt.is_set():
+                    self._chunk(b"data: [DONE]\n\n")  # what llama-cpp-python sends the request it aborts
+                return self._end_body()
+            if i and reply.pause_after == i:
+                time.sleep(reply.pause_s)
+            elif i and token_delay:
+                interrupt.wait(token_delay)
+            self._chunk(f"data: {event}\n\n".encode())
+            if record.first_byte is None:
+                record.first_byte = time.perf_counter()
+        self._chunk(b"data: [DONE]\n\n")
+        self._end_body()
 
-        def _end_body(self) -> None:
-            """A clean end of the chunked body (the connection may be reused)."""
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+    def _end_body(self) -> None:
+        """A clean end of the chunked body (the connection may be reused)."""
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
-        def _chunk(self, data: bytes) -> None:
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
-        def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
 
 
 def _sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:

@@ -1,4 +1,8 @@
-"""Act-only and ReAct: the same loops (text protocol or native tool calls), without or with thoughts."""
+"""Act-only and ReAct: the same loops (text protocol or native tool calls), without or with thoughts.
+
+Each passes its own spec's ``prompt`` to the loop, so the loops name no mode. ``runner`` (an
+option of both) lets a fork replay recorded observations through the very same loop.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +10,32 @@ from collections.abc import Iterator
 
 from agents.events import Event
 from agents.llm.base import ChatModel
-from agents.modes.base import RunConfig
+from agents.modes.base import RunConfig, ToolRunner
 from agents.modes.registry import ModeSpec, register
 from agents.modes.text_protocol import text_loop
 from agents.modes.tool_protocol import tools_loop
 from tools.registry import ToolRegistry
 
 
-def act_only(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig) -> Iterator[Event]:
+def act_only(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *,
+             runner: ToolRunner | None = None) -> Iterator[Event]:
     """Actions and observations only: the prompt asks for no thoughts, and any written are dropped."""
-    loop = tools_loop if config.protocol == "tools" else text_loop
-    return loop(question, model, registry, config, thoughts=False)
+    return _loop(ACT, question, model, registry, config, thoughts=False, runner=runner)
 
 
-def react(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig) -> Iterator[Event]:
+def react(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *,
+          runner: ToolRunner | None = None) -> Iterator[Event]:
     """Thought → Action → Observation, as in Yao et al. (2023)."""
+    return _loop(REACT, question, model, registry, config, thoughts=True, runner=runner)
+
+
+def _loop(spec: ModeSpec, question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *,
+          thoughts: bool, runner: ToolRunner | None) -> Iterator[Event]:
     loop = tools_loop if config.protocol == "tools" else text_loop
-    return loop(question, model, registry, config, thoughts=True)
+    return loop(question, model, registry, config, thoughts=thoughts, prompt=spec.prompt or spec.id, runner=runner)
 
 
-register(ModeSpec("act", "Act-only", act_only, kind="base", label="Act", paper_row="Act", prompt="act",
-                  uses_tools=True, order=20))
-register(ModeSpec("react", "ReAct", react, kind="base", label="ReAct", paper_row="ReAct", prompt="react",
-                  uses_tools=True, order=30))
+ACT = register(ModeSpec("act", "Act-only", act_only, kind="base", label="Act", paper_row="Act", prompt="act",
+                        uses_tools=True, options=("runner",), order=20))
+REACT = register(ModeSpec("react", "ReAct", react, kind="base", label="ReAct", paper_row="ReAct", prompt="react",
+                          uses_tools=True, options=("runner",), order=30))

@@ -11,14 +11,14 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field, replace
 
 import json_repair
 
 from agents import prompts
 from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waiting
-from agents.llm.base import ChatModel, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
+from agents.llm.base import ChatModel, Chunk, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
 from agents.parsing import cut_observation, parse_step
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE
 from agents.stepping import StepGate, Stopped
@@ -81,20 +81,7 @@ def complete(
     stream = model.stream(messages, stop=stop, max_tokens=config.max_tokens, temperature=config.temperature,
                           tools=tools)
     try:
-        for chunk in stream:
-            if chunk.waiting:
-                yield Waiting()
-                call.start = time.perf_counter()  # the call's time starts when it gets a slot
-                continue
-            if chunk.reasoning:
-                call.reasoning += chunk.reasoning
-                yield TokenDelta(chunk.reasoning, "reasoning")
-            if chunk.text and (yield from call.add_text(chunk.text, stop)):
-                break  # a hallucinated Observation: the rest of the reply is not the model's to write
-            call.deltas.extend(chunk.tool_calls)
-            call.finish = chunk.finish_reason or call.finish
-            if chunk.has_usage:
-                call.usage = (chunk.prompt_tokens, chunk.completion_tokens)
+        yield from _receive(stream, call, stop)
     except LLMFailure as exc:
         if call.text or call.reasoning or call.deltas:  # the call ended early, but what it streamed was paid for
             yield _usage((None, exc.tokens or None), messages, call.output, call.elapsed)
@@ -104,6 +91,30 @@ def complete(
         close = getattr(stream, "close", None)
         if close is not None:
             close()  # now, not when garbage-collected: a slot under LLM_MAX_CONCURRENT is freed at once
+    return (yield from _finish(call, messages, config, stop))
+
+
+def _receive(stream: Iterable[Chunk], call: _Call, stop: list[str] | None) -> Generator[Event, None, None]:
+    """Take in one call's chunks as events, until the stream ends or the text reaches a hallucinated Observation."""
+    for chunk in stream:
+        if chunk.waiting:
+            yield Waiting()
+            call.start = time.perf_counter()  # the call's time starts when it gets a slot
+            continue
+        if chunk.reasoning:
+            call.reasoning += chunk.reasoning
+            yield TokenDelta(chunk.reasoning, "reasoning")
+        if chunk.text and (yield from call.add_text(chunk.text, stop)):
+            break  # a hallucinated Observation: the rest of the reply is not the model's to write
+        call.deltas.extend(chunk.tool_calls)
+        call.finish = chunk.finish_reason or call.finish
+        if chunk.has_usage:
+            call.usage = (chunk.prompt_tokens, chunk.completion_tokens)
+
+
+def _finish(call: _Call, messages: list[Message], config: RunConfig,
+            stop: list[str] | None) -> Generator[Event, None, Reply | None]:
+    """A fully received call as its Usage (and Truncated / LLMError when it was cut or empty), then the Reply."""
     reply = Reply(text=cut_observation(call.text) if stop else call.text, reasoning=call.reasoning,
                   tool_calls=assemble_tool_calls(call.deltas))
     empty = not reply.text.strip() and not reply.tool_calls

@@ -17,12 +17,14 @@ THIRD_REPEAT = "Same call a third time: stopping the loop and asking for the fin
 
 def text_loop(
     question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool,
-    runner: ToolRunner | None = None,
+    prompt: str, runner: ToolRunner | None = None,
 ) -> Iterator[Event]:
-    """One action per model call until a Final Answer, the step budget, or a third identical call."""
-    mode = "react" if thoughts else "act"
+    """One action per model call until a Final Answer, the step budget, or a third identical call.
+
+    ``prompt`` is the calling mode's template name (its ``ModeSpec.prompt``): the loop knows no mode ids.
+    """
     messages = [
-        {"role": "system", "content": prompts.system_prompt(mode, registry, max_steps=config.max_steps)},
+        {"role": "system", "content": prompts.system_prompt(prompt, registry, max_steps=config.max_steps)},
         {"role": "user", "content": prompts.question_message(question)},
     ]
     runner = runner or ToolRunner(registry, config)  # a fork passes one that replays the recorded observations

@@ -21,7 +21,7 @@ def think_only(
     model's reply and the model is asked again for the answer that follows from it.
     """
     messages = [
-        {"role": "system", "content": prompts.system_prompt("think", registry)},
+        {"role": "system", "content": prompts.system_prompt(THINK.prompt or THINK.id, registry)},
         {"role": "user", "content": prompts.question_message(question)},
     ]
     if reasoning is not None:
@@ -37,5 +37,5 @@ def think_only(
     yield FinalAnswer(answer, forced=False) if answer is not None else FinalAnswer(reply.text.strip(), forced=True)
 
 
-register(ModeSpec("think", "Think-only", think_only, kind="base", label="Think", table_title="Think-only (CoT)",
-                  paper_row="CoT", prompt="think", order=10))
+THINK = register(ModeSpec("think", "Think-only", think_only, kind="base", label="Think", table_title="Think-only (CoT)",
+                          paper_row="CoT", prompt="think", options=("reasoning",), order=10))

@@ -18,12 +18,14 @@ from tools.registry import ToolRegistry
 
 def tools_loop(
     question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool,
-    runner: ToolRunner | None = None,
+    prompt: str, runner: ToolRunner | None = None,
 ) -> Iterator[Event]:
-    """Call tools natively until the model answers in text, the budget ends, or a call repeats a third time."""
-    mode = "react" if thoughts else "act"
+    """Call tools natively until the model answers in text, the budget ends, or a call repeats a third time.
+
+    ``prompt`` is the calling mode's template name (its ``ModeSpec.prompt``): the loop knows no mode ids.
+    """
     messages = [
-        {"role": "system", "content": prompts.system_prompt(mode, registry, protocol="tools", max_steps=config.max_steps)},
+        {"role": "system", "content": prompts.system_prompt(prompt, registry, protocol="tools", max_steps=config.max_steps)},
         {"role": "user", "content": prompts.question_message(question)},
     ]
     runner, schemas = runner or ToolRunner(registry, config), registry.schemas()  # a fork's runner replays

@@ -143,7 +143,7 @@ def test_native_tools_request_is_answered_in_text():
     body, request = recording("react_tools")
     with SSEReplayServer([body]) as server:
         events = run_events(tools_loop("What is 17 * 23 + 5?", model_for(server), ToolRegistry([calculate]),
-                                       RunConfig(protocol="tools", max_steps=2), thoughts=True))
+                                       RunConfig(protocol="tools", max_steps=2), thoughts=True, prompt="react"))
         assert len(server.requests) == 1 and server.requests[0]["tools"][0]["function"]["name"] == "calculate"
     answers = [e for e in events if isinstance(e, FinalAnswer)]
     assert [a.text for a in answers] == [content_of(body.raw).strip()]
@@ -169,7 +169,7 @@ def test_a_real_aborted_stream_is_never_an_answer(mode):
     with SSEReplayServer([body]) as server:
         model = model_for(server)
         loop = (think_only("Explain how a bicycle works.", model, registry, config) if mode == "think"
-                else text_loop("Explain how a bicycle works.", model, registry, config, thoughts=True))
+                else text_loop("Explain how a bicycle works.", model, registry, config, thoughts=True, prompt="react"))
         events = run_events(loop)
     assert not any(isinstance(e, (FinalAnswer, ParseError)) for e in events), events
     errors = [e for e in events if isinstance(e, LLMError)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.llm.settings import DEFAULT_MODEL, LLMSettings
-from agents.settings import SettingError, env_float, env_int, env_text
+from agents.settings import SettingError, env_bool, env_float, env_int, env_text
 
 
 def test_router_from_hf_token():
@@ -80,3 +80,15 @@ def test_the_reader_checks_type_and_range_and_keeps_long_values_short():
     with pytest.raises(SettingError) as caught:
         env_int("N", 7, 1, 10, {"N": "x" * 500})
     assert len(str(caught.value)) < 100 and str(caught.value).endswith("...'")
+
+
+@pytest.mark.parametrize(("raw", "value"), [("1", True), ("0", False), ("TRUE", True), ("false", False),
+                                            (" On ", True), ("off", False), ("Yes", True), ("no", False), ("", True)])
+def test_a_switch_reads_the_usual_spellings(raw, value):
+    assert env_bool("S", True, {"S": raw}) is value
+
+
+def test_a_switch_refuses_anything_else_in_one_line():
+    assert env_bool("S", False, {}) is False
+    with pytest.raises(SettingError, match=r"^S must be one of 1/0, true/false, on/off, yes/no, got 'maybe'$"):
+        env_bool("S", True, {"S": "maybe"})

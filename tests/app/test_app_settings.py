@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_defaults_are_the_documented_ones():
     assert AppSettings.from_env({}) == AppSettings(concurrency=64, queue_size=200, session_ttl_s=900.0,
-                                                   bench_max_n=200, bench_visitor_max_n=20, bench_concurrency=4)
+                                                   bench_max_n=200, bench_visitor_max_n=20, bench_concurrency=4,
+                                                   mcp=True)
     assert AppSettings.from_env({"APP_CONCURRENCY": "8", "APP_SESSION_TTL": "60"}).concurrency == 8
 
 
@@ -29,6 +30,7 @@ def test_defaults_are_the_documented_ones():
     ({"BENCH_MAX_N": "0"}, "BENCH_MAX_N must be an integer from 1 to 100000, got '0'"),
     ({"BENCH_VISITOR_MAX_N": "1e3"}, "BENCH_VISITOR_MAX_N must be an integer from 1 to 100000, got '1e3'"),
     ({"BENCH_CONCURRENCY": "65"}, "BENCH_CONCURRENCY must be an integer from 1 to 64, got '65'"),
+    ({"APP_MCP": "disabled"}, "APP_MCP must be one of 1/0, true/false, on/off, yes/no, got 'disabled'"),
 ])
 def test_a_bad_value_is_one_line(env, line):
     with pytest.raises(SettingError) as caught:
@@ -39,6 +41,7 @@ def test_a_bad_value_is_one_line(env, line):
 @pytest.mark.parametrize(("env", "line"), [
     ({"APP_CONCURRENCY": "abc"}, "error: APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'"),
     ({"LLM_TIMEOUT": "soon"}, "error: LLM_TIMEOUT must be a number of seconds from 0.1 to 86400, got 'soon'"),
+    ({"APP_MCP": "2"}, "error: APP_MCP must be one of 1/0, true/false, on/off, yes/no, got '2'"),
 ])
 def test_python_app_py_exits_with_one_line_and_no_traceback(env, line):
     """The line comes from app.main(), after every module was imported: so no import reads a setting either."""

@@ -92,9 +92,10 @@ def test_other_endpoints_are_not_tools(url):
 
 
 def test_app_mcp_0_turns_it_off(monkeypatch):
-    monkeypatch.setenv("APP_MCP", "0")
+    """The switch is read with the app's other settings (ui.settings), not straight from os.environ."""
+    monkeypatch.setattr(ui_settings, "_current", ui_settings.AppSettings.from_env({"APP_MCP": "0"}))
     assert mcp_tool.mcp_enabled() is False
-    monkeypatch.setenv("APP_MCP", "1")
+    monkeypatch.setattr(ui_settings, "_current", ui_settings.AppSettings.from_env({"APP_MCP": "yes"}))
     assert mcp_tool.mcp_enabled() is True
 
 
