@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+import time
 
 import pytest
 
@@ -78,6 +79,17 @@ def test_runner_through_the_stub_server_scores_and_overlaps(sums, server, tmp_pa
     assert 2 <= max_overlap(server) <= 4  # concurrent, and never more than the bound
 
 
+def _settled_count(server, quiet_s: float = 0.5, limit_s: float = 10.0) -> int:
+    """The server's request count once it has not changed for ``quiet_s``."""
+    deadline, count = time.monotonic() + limit_s, len(server.requests)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        if len(server.requests) == count:
+            break
+        count = len(server.requests)
+    return count
+
+
 def test_resume_through_the_stub_server(sums, server, tmp_path):
     items, out = load_dataset(str(sums)), tmp_path / "out"
 
@@ -90,7 +102,7 @@ def test_resume_through_the_stub_server(sums, server, tmp_path):
                  progress=interrupt_after_eight)
     first = (out / RESULTS_FILE).read_text().splitlines()
     assert 8 <= len(first) < 30
-    before = len(server.requests)
+    before = _settled_count(server)  # a request the cancelled run sent may reach the busy stub a moment later
     result = run_eval(items, MODES, model_factory=factory_for(server), registry=REGISTRY, concurrency=3, out_dir=out)
     new = server.requests[before:]
     saved = {(json.loads(line)["id"], json.loads(line)["mode"]) for line in first}

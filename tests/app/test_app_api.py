@@ -205,8 +205,9 @@ def test_many_visitors_run_at_once(client, stub):
         t.join(30)
     wall = time.perf_counter() - start
     assert len(results) == 4
-    one = max(r.finished - r.started for r in stub.requests)
-    assert wall < 4 * one  # four 0.3 s+ calls finished in well under four sequential calls
+    assert wall < 30
+    # all four were in flight at once (the proof the queue does not serialize them; a wall-clock ratio flaked
+    # on a loaded machine, where the app's own CPU, not the queue, stretched the runs)
     assert max(r.started for r in stub.requests) < min(r.finished for r in stub.requests)
 
 
