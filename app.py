@@ -33,6 +33,7 @@ from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import DEFAULT_SPEED, SPEEDS
 from ui.settings import app_settings
+from ui.share_tab import ShareHandlers
 from ui.stream import Stops
 from ui.verdicts import MAX_EXPECTED_CHARS
 
@@ -102,6 +103,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                               admission=admission)
         wire_compare(handlers, page, knobs)
+        wire_share(ShareHandlers(page.outputs), page, demo)
         mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
@@ -128,6 +130,8 @@ class ComparePage:
     replay_file: gr.File
     speed: gr.Radio
     replay_btn: gr.Button
+    share_btn: gr.Button
+    share_link: gr.Markdown
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,9 @@ def compare_layout() -> ComparePage:
         col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
                                              visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
+    with gr.Row(elem_id="share-row", equal_height=True):
+        share_btn = gr.Button("🔗 Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
+        share_link = gr.Markdown("", elem_id="share-link")
     with gr.Row():
         exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",
                           interactive=False, elem_id="exports", scale=3)
@@ -175,7 +182,8 @@ def compare_layout() -> ComparePage:
                 replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
                       exports, chat4, metrics4)
-    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn)
+    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn,
+                       share_btn, share_link)
 
 
 def panel_column(key: str, label: str, placeholder: str, *,
@@ -231,6 +239,20 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
     page.stop_btn.click(handlers.stop, api_visibility="private", show_progress="hidden", queue=False)
+
+
+def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:
+    """Share gives a link to the run on screen; a page opened with ``?run=<id>`` shows that run at once."""
+    out = page.outputs
+    page.share_btn.click(share.share, [out.exports, page.replay_file], page.share_link, api_visibility="private",
+                         show_progress="hidden")
+    # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
+    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], api_visibility="private",
+                          show_progress="hidden", queue=False)
+    page.run_btn.click(lambda: "", outputs=page.share_link, api_visibility="private", show_progress="hidden",
+                       queue=False)
+    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col],
+              api_visibility="private", show_progress="hidden")
 
 
 def launch_kwargs() -> dict[str, Any]:
