@@ -169,7 +169,7 @@ def compare_layout() -> ComparePage:
                                              visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
     with gr.Row(elem_id="share-row", equal_height=True):
-        share_btn = gr.Button("🔗 Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
+        share_btn = gr.Button("Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
         share_link = gr.Markdown("", elem_id="share-link")
     with gr.Row():
         exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",

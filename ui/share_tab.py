@@ -63,7 +63,7 @@ class ShareHandlers:
             return f"⚠ {render.plain(str(exc))}"
         url = share_url(page_url_of(getattr(request, "headers", None)), run_id)
         days = self.store.max_age_s / 86400
-        return (f"🔗 **Share this run:** [{url}]({url})  \nAnyone with the link sees these panels and this table "
+        return (f"**Share this run:** [{url}]({url})  \nAnyone with the link sees these panels and this table "
                 f"for {days:g} day{'s' if days != 1 else ''} (a restart of the app without persistent storage "
                 "ends it sooner; the JSON export always works).")
 
@@ -86,7 +86,7 @@ class ShareHandlers:
             last = frame
         assert last is not None  # a replay yields at least its first and its last frame
         last.files = [await asyncio.to_thread(_copy_for_download, path)]
-        last.status = f"🔗 Shared run: **{render.plain(recording.question)[:120]}**"
+        last.status = f"✔ Shared run: **{render.plain(recording.question)[:120]}**"
         fourth = gr.Column(visible=True) if hybrid else gr.skip()
         values = last.values()
         if hybrid:
