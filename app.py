@@ -22,7 +22,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from tools.registry import ToolRegistry
-from ui import mcp_tool, serving, sessions, tabs
+from ui import bench_open, mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
@@ -94,9 +94,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         with gr.Tab("Prompts", id="prompts"):
             tabs.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
         with gr.Tab("Benchmark", id="benchmark"):
-            build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
+            bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                 protocol=knobs.protocol, max_steps=knobs.max_steps, temperature=knobs.temperature,
                                 tools=knobs.tools, on_space=on_space, stops=stops)
+            picker = bench_open.picker_layout()
         with gr.Tab("About", id="about"):
             tabs.about_tab()
         admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
@@ -104,6 +105,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                               admission=admission)
         wire_compare(handlers, page, knobs)
         wire_share(ShareHandlers(page.outputs), page, demo)
+        bench_open.wire(bench_open.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
+                        [*page.outputs.all(), page.question, page.expected, page.fourth_col])
         mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:

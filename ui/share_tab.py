@@ -22,7 +22,7 @@ from ui.export import EXPORT_DIR
 from ui.frame import Frame, Outputs, refusal
 from ui.playback import replay
 from ui.recording import ReplayError
-from ui.replay import hybrid_in, open_recording
+from ui.replay import Recording, hybrid_in, open_recording
 from ui.share import ShareError, ShareStore, page_url_of, share_url
 
 log = logging.getLogger(__name__)
@@ -79,19 +79,24 @@ class ShareHandlers:
             recording = await open_recording(str(path), INSTANT)
         except (ShareError, ReplayError) as exc:
             return [*refusal(str(exc)).values(), gr.skip(), gr.skip(), gr.skip()]
-        hybrid = hybrid_in(recording)
-        expected = recording.expected or ""
-        last: Frame | None = None
-        async for frame in replay(recording, INSTANT):
-            last = frame
-        assert last is not None  # a replay yields at least its first and its last frame
-        last.files = [await asyncio.to_thread(_copy_for_download, path)]
-        last.status = f"✔ Shared run: **{render.plain(recording.question)[:120]}**"
-        fourth = gr.Column(visible=True) if hybrid else gr.skip()
-        values = last.values()
-        if hybrid:
-            values[-2] = gr.Chatbot(value=last.fourth, label=mode_title(hybrid))
-        return [*values, recording.question, expected, fourth]
+        return await run_on_screen(recording, path, "✔ Shared run")
+
+
+async def run_on_screen(recording: Recording, path: Path, label: str) -> list:
+    """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``),
+    then the question, the expected answer and the fourth column (shown when the run has a hybrid)."""
+    hybrid = hybrid_in(recording)
+    last: Frame | None = None
+    async for frame in replay(recording, INSTANT):
+        last = frame
+    assert last is not None  # a replay yields at least its first and its last frame
+    last.files = [await asyncio.to_thread(_copy_for_download, path)]
+    last.status = f"{label}: **{render.plain(recording.question)[:120]}**"
+    values = last.values()
+    if hybrid:
+        values[-2] = gr.Chatbot(value=last.fourth, label=mode_title(hybrid))
+    fourth = gr.Column(visible=True) if hybrid else gr.skip()
+    return [*values, recording.question, recording.expected or "", fourth]
 
 
 def _copy_for_download(path: Path) -> str:
