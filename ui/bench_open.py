@@ -151,7 +151,7 @@ class BenchOpen:
             log.exception("could not open benchmark item %r", item_id)
             return [*refusal(f"That item could not be read ({type(exc).__name__}).").values(), gr.skip(), gr.skip(),
                     gr.skip()]
-        return await run_on_screen(recording, path, f"✔ Benchmark item {item_id}")
+        return await run_on_screen(recording, path, f"✔ Benchmark item {item_id}", "benchmark-item.json")
 
 
 def picker_layout() -> dict[str, gr.Component]:

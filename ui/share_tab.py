@@ -82,7 +82,7 @@ class ShareHandlers:
         return await run_on_screen(recording, path, "✔ Shared run")
 
 
-async def run_on_screen(recording: Recording, path: Path, label: str) -> list:
+async def run_on_screen(recording: Recording, path: Path, label: str, download_name: str = "shared-run.json") -> list:
     """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``),
     then the question, the expected answer and the fourth column (shown when the run has a hybrid)."""
     hybrid = hybrid_in(recording)
@@ -90,7 +90,7 @@ async def run_on_screen(recording: Recording, path: Path, label: str) -> list:
     async for frame in replay(recording, INSTANT):
         last = frame
     assert last is not None  # a replay yields at least its first and its last frame
-    last.files = [await asyncio.to_thread(_copy_for_download, path)]
+    last.files = [await asyncio.to_thread(_copy_for_download, path, download_name)]
     last.status = f"{label}: **{render.plain(recording.question)[:120]}**"
     values = last.values()
     if hybrid:
@@ -99,10 +99,10 @@ async def run_on_screen(recording: Recording, path: Path, label: str) -> list:
     return [*values, recording.question, recording.expected or "", fourth]
 
 
-def _copy_for_download(path: Path) -> str:
+def _copy_for_download(path: Path, name: str) -> str:
     """A copy of the stored export where Gradio serves files from (the store may be outside its allowed dirs)."""
     folder = EXPORT_DIR / uuid.uuid4().hex[:12]
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / "shared-run.json"
+    target = folder / name
     shutil.copyfile(path, target)
     return str(target)
