@@ -234,7 +234,7 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
           api_name="compare", concurrency_limit=None, concurrency_id="compare",
           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
     page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4],
-                          api_visibility="private", show_progress="hidden")
+                          api_visibility="private", show_progress="hidden", queue=False)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
                           outputs=[*out.all(files=False), page.question], api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
@@ -252,10 +252,11 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
     # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
     page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], api_visibility="private",
                           show_progress="hidden", queue=False)
-    page.run_btn.click(lambda: "", outputs=page.share_link, api_visibility="private", show_progress="hidden",
-                       queue=False)
+    gr.on([page.run_btn.click, page.question.submit, page.expected.submit], lambda: "", outputs=page.share_link,
+          api_visibility="private", show_progress="hidden", queue=False)
+    # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue)
     demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col],
-              api_visibility="private", show_progress="hidden")
+              api_visibility="private", show_progress="hidden", queue=False)
 
 
 def launch_kwargs() -> dict[str, Any]:
