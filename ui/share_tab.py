@@ -54,7 +54,13 @@ class ShareHandlers:
 
     async def share(self, exports: Any, replay_file: Any, request: gr.Request | None = None) -> str:
         """A link that reopens the run on screen: the live run's export, else the replayed file."""
-        source = _json_of(exports) or (replay_file if isinstance(replay_file, str) else None)
+        source = _json_of(exports)
+        if source is None and isinstance(replay_file, str):
+            try:  # an uploaded file is stored only if it replays: a share link is no file host
+                (await open_recording(replay_file, INSTANT)).discard()
+            except ReplayError as exc:
+                return f"⚠ {render.plain(str(exc))}"
+            source = replay_file
         if source is None:
             return "⚠ Nothing to share yet: run a question (or replay a saved run) first."
         try:

@@ -120,6 +120,10 @@ def test_share_uses_the_replayed_file_when_there_is_no_export(tmp_path):
     handlers = ShareHandlers(outputs(), ShareStore(tmp_path / "s", 10_000_000, 86400))
     assert "?run=" in asyncio.run(handlers.share(None, str(export_file(tmp_path)), request=None))
     assert "Nothing to share" in asyncio.run(handlers.share(None, None, request=None))
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"not": "a run"}', encoding="utf-8")
+    assert "?run=" not in asyncio.run(handlers.share(None, str(junk), request=None))
+    assert len(list((tmp_path / "s").glob("*.json"))) == 1  # only the good one was stored
 
 
 def test_open_without_a_run_changes_nothing_and_a_bad_one_is_one_line(tmp_path):
