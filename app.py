@@ -22,7 +22,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from tools.registry import ToolRegistry
-from ui import mcp_tool, serving, sessions, tabs
+from ui import bench_open, mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
@@ -33,6 +33,7 @@ from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import DEFAULT_SPEED, SPEEDS
 from ui.settings import app_settings
+from ui.share_tab import ShareHandlers
 from ui.stream import Stops
 from ui.verdicts import MAX_EXPECTED_CHARS
 
@@ -93,15 +94,19 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         with gr.Tab("Prompts", id="prompts"):
             tabs.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
         with gr.Tab("Benchmark", id="benchmark"):
-            build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
+            bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                 protocol=knobs.protocol, max_steps=knobs.max_steps, temperature=knobs.temperature,
                                 tools=knobs.tools, on_space=on_space, stops=stops)
+            picker = bench_open.picker_layout()
         with gr.Tab("About", id="about"):
             tabs.about_tab()
         admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
         handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                               admission=admission)
         wire_compare(handlers, page, knobs)
+        wire_share(ShareHandlers(page.outputs), page, demo)
+        bench_open.wire(bench_open.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
+                        [*page.outputs.all(), page.question, page.expected, page.fourth_col])
         mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
@@ -128,6 +133,8 @@ class ComparePage:
     replay_file: gr.File
     speed: gr.Radio
     replay_btn: gr.Button
+    share_btn: gr.Button
+    share_link: gr.Markdown
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,9 @@ def compare_layout() -> ComparePage:
         col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
                                              visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
+    with gr.Row(elem_id="share-row", equal_height=True):
+        share_btn = gr.Button("Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
+        share_link = gr.Markdown("", elem_id="share-link")
     with gr.Row():
         exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",
                           interactive=False, elem_id="exports", scale=3)
@@ -175,7 +185,8 @@ def compare_layout() -> ComparePage:
                 replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
                       exports, chat4, metrics4)
-    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn)
+    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn,
+                       share_btn, share_link)
 
 
 def panel_column(key: str, label: str, placeholder: str, *,
@@ -223,7 +234,7 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
           api_name="compare", concurrency_limit=None, concurrency_id="compare",
           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
     page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4],
-                          api_visibility="private", show_progress="hidden")
+                          api_visibility="private", show_progress="hidden", queue=False)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
                           outputs=[*out.all(files=False), page.question], api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
@@ -231,6 +242,21 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
     page.stop_btn.click(handlers.stop, api_visibility="private", show_progress="hidden", queue=False)
+
+
+def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:
+    """Share gives a link to the run on screen; a page opened with ``?run=<id>`` shows that run at once."""
+    out = page.outputs
+    page.share_btn.click(share.share, [out.exports, page.replay_file], page.share_link, api_visibility="private",
+                         show_progress="hidden")
+    # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
+    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], api_visibility="private",
+                          show_progress="hidden", queue=False)
+    gr.on([page.run_btn.click, page.question.submit, page.expected.submit], lambda: "", outputs=page.share_link,
+          api_visibility="private", show_progress="hidden", queue=False)
+    # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue)
+    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col],
+              api_visibility="private", show_progress="hidden", queue=False)
 
 
 def launch_kwargs() -> dict[str, Any]:

@@ -33,6 +33,7 @@ from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_ids
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry
+from ui.bench_open import BenchFolder, RunFolders
 from ui.inputs import kind_of, lenient, make_config, number_problem, protocol_value, settings_problem
 from ui.render import plain
 from ui.settings import app_settings
@@ -235,11 +236,12 @@ def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[
 
 def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig, *,
                      model_factory: ModelBuilder | None = None, refresh_s: float = REFRESH_S,
-                     stop: StopSignal | None = None) -> AsyncIterator[tuple]:
-    """Yield (progress line, table, score chart, tokens chart, files) while the run goes; charts and files at the end."""
+                     stop: StopSignal | None = None, out_dir: str | None = None) -> AsyncIterator[tuple]:
+    """Yield (progress line, table, score chart, tokens chart, files) while the run goes; charts and files at the end.
+    ``out_dir`` keeps every pair's record and full trace there (for opening an item in Compare)."""
     make = default_model_factory(settings) if model_factory is None else (lambda: model_factory(settings))
     run = EvalRun(plan.items, plan.modes, model_factory=make, registry=registry, config=config,
-                  concurrency=plan.concurrency, sc_n=plan.sc_n)
+                  concurrency=plan.concurrency, sc_n=plan.sc_n, out_dir=out_dir)
     return stream(run, BenchView(plan, settings, registry, config), stop=stop, throttle=refresh_s)
 
 
@@ -248,8 +250,9 @@ class BenchmarkTab:
 
     def __init__(self, settings: LLMSettings, registry: ToolRegistry | None, *, stops: Stops,
                  model_factory: ModelBuilder | None = None, on_space: bool = False,
-                 refresh_s: float = REFRESH_S) -> None:
+                 refresh_s: float = REFRESH_S, folders: RunFolders | None = None) -> None:
         self.settings, self.registry, self.stops = settings, registry, stops
+        self.folders = folders or RunFolders()  # each visitor's latest run folder (ui/bench_open.py)
         self.model_factory, self.on_space, self.refresh_s = model_factory, on_space, refresh_s
 
     async def benchmark(self, dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
@@ -276,9 +279,11 @@ class BenchmarkTab:
         assert registry is not None  # knobs_problem refuses no request without one; prepare needs none
         enabled = registry.subset(tools if tools is not None else registry.names)
         config = make_config(protocol_value(protocol) or "text", max_steps, temperature)
+        out_dir = await asyncio.to_thread(export_dir)  # the pairs' traces, so an item opens in Compare
+        self.folders.remember(session_of(request), BenchFolder(Path(out_dir), tuple(i.id for i in plan.items)))
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in benchmark_frames(plan, run_settings, enabled, config, model_factory=self.model_factory,
-                                                refresh_s=self.refresh_s, stop=stop):
+                                                refresh_s=self.refresh_s, stop=stop, out_dir=out_dir):
                 yield frame
 
     async def stop(self, request: gr.Request | None = None) -> None:
@@ -310,7 +315,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                                show_progress="hidden", trigger_mode="once")
     # Stop ends this visitor's benchmark, which renders its own stopped frame (see ui/stream.py)
     parts["stop"].click(tab.stop, api_visibility="private", show_progress="hidden", queue=False)
-    return {**parts, "event": event, "handler": tab.benchmark}
+    return {**parts, "event": event, "handler": tab.benchmark, "folders": tab.folders}
 
 
 def _layout(on_space: bool) -> dict[str, Any]:

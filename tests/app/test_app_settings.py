@@ -31,6 +31,8 @@ def test_defaults_are_the_documented_ones():
     ({"BENCH_VISITOR_MAX_N": "1e3"}, "BENCH_VISITOR_MAX_N must be an integer from 1 to 100000, got '1e3'"),
     ({"BENCH_CONCURRENCY": "65"}, "BENCH_CONCURRENCY must be an integer from 1 to 64, got '65'"),
     ({"APP_MCP": "disabled"}, "APP_MCP must be one of 1/0, true/false, on/off, yes/no, got 'disabled'"),
+    ({"APP_SHARE_DAYS": "0"}, "APP_SHARE_DAYS must be a number of days from 0.001 to 3650, got '0'"),
+    ({"APP_SHARE_MAX_MB": "lots"}, "APP_SHARE_MAX_MB must be an integer from 1 to 100000, got 'lots'"),
 ])
 def test_a_bad_value_is_one_line(env, line):
     with pytest.raises(SettingError) as caught:

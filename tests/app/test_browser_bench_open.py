@@ -1,0 +1,47 @@
+"""Benchmark → Compare in headless Chromium: after a benchmark, an item opens side by side in the Compare panels."""
+
+from __future__ import annotations
+
+import pytest
+
+import app
+from agents.llm.stub_server import StubLLMServer
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def url(kit):
+    with StubLLMServer(latency=0.02, token_delay=0.001) as stub:
+        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
+        with kit.launched(demo) as local_url:
+            yield local_url
+
+
+def test_a_benchmark_item_opens_in_the_compare_panels(browser, url, kit):
+    with kit.open_page(browser, url) as page:
+        page.get_by_role("tab", name="Benchmark").click()
+        n = page.get_by_label("N (items)").first
+        n.fill("2")
+        n.press("Enter")
+        page.click("#bench-run")
+        page.wait_for_function("() => (document.querySelector('#bench-progress')?.innerText || '').includes('Done')",
+                               timeout=60_000)
+        page.click("#bench-disagree input")  # every item, not only the disagreeing ones
+        page.wait_for_function("() => (document.querySelector('#bench-item')?.innerText || '').includes('2 items')",
+                               timeout=15_000)
+        page.click("#bench-item input")  # the list opens; the second item is picked
+        option = page.get_by_role("option").nth(1)
+        label = option.inner_text()
+        option.click()
+        assert page.input_value("#bench-item input") == label
+        page.click("#bench-open")
+        page.wait_for_function("() => (document.querySelector('#run-status')?.innerText || '').includes('Benchmark item')",
+                               timeout=15_000)
+        assert page.locator("#panel-react").is_visible()  # the Compare tab is in front
+        question = page.input_value("#question textarea")
+        assert question and question[:30] in label
+        assert "Final answer" in page.inner_text("#panel-react") or "error" in page.inner_text("#panel-react").lower()
+        assert "ReAct" in page.inner_text("#comparison")
+        kit.artifacts.mkdir(exist_ok=True)
+        page.screenshot(path=str(kit.artifacts / "browser-bench-open-1366x768.png"))
