@@ -162,9 +162,10 @@ def compare_layout() -> ComparePage:
         mode = gr.Radio(MODE_LABELS, value="All", label="Modes", show_label=False, scale=0, min_width=330,
                         elem_id="mode")
         run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
-        step = StepButtons(gr.Button("⏯ Step", elem_id="step-btn", scale=0, min_width=90),
-                           gr.Button("⏭ Next step", elem_id="next-btn", scale=0, min_width=110, visible=False),
-                           gr.Button("⏩ Continue", elem_id="continue-btn", scale=0, min_width=110, visible=False))
+        step = StepButtons(gr.Button("▷ Step", elem_id="step-btn", scale=0, min_width=90),
+                           gr.Button("› Next step", variant="primary", elem_id="next-btn", scale=0, min_width=130,
+                                     visible=False),
+                           gr.Button("» Continue", elem_id="continue-btn", scale=0, min_width=120, visible=False))
         stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
     expected = gr.Textbox(show_label=False, container=False, lines=1, max_lines=1, elem_id="expected",
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
