@@ -48,7 +48,7 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
     serves MCP with one tool unless ``APP_MCP=0`` (ui/mcp_tool.py), and lets REST callers of ``/compare``
     omit its last input (``expected``, added later)."""
 
-    optional_tail = {"compare": 1}
+    optional_tail = {"compare": 1, "compare_step": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -107,6 +107,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_share(ShareHandlers(page.outputs), page, demo)
         bench_open.wire(bench_open.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
                         [*page.outputs.all(), page.question, page.expected, page.fourth_col])
+        wire_stepping(handlers, page, knobs)
         mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
@@ -135,6 +136,16 @@ class ComparePage:
     replay_btn: gr.Button
     share_btn: gr.Button
     share_link: gr.Markdown
+    step: StepButtons
+
+
+@dataclass(frozen=True)
+class StepButtons:
+    """Step (beside Run) and, while a stepping run lives, Next step and Continue."""
+
+    step_btn: gr.Button
+    next_btn: gr.Button
+    continue_btn: gr.Button
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,10 @@ def compare_layout() -> ComparePage:
         mode = gr.Radio(MODE_LABELS, value="All", label="Modes", show_label=False, scale=0, min_width=330,
                         elem_id="mode")
         run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
+        step = StepButtons(gr.Button("▷ Step", elem_id="step-btn", scale=0, min_width=90),
+                           gr.Button("› Next step", variant="primary", elem_id="next-btn", scale=0, min_width=130,
+                                     visible=False),
+                           gr.Button("» Continue", elem_id="continue-btn", scale=0, min_width=120, visible=False))
         stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
     expected = gr.Textbox(show_label=False, container=False, lines=1, max_lines=1, elem_id="expected",
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
@@ -186,7 +201,7 @@ def compare_layout() -> ComparePage:
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
                       exports, chat4, metrics4)
     return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn,
-                       share_btn, share_link)
+                       share_btn, share_link, step)
 
 
 def panel_column(key: str, label: str, placeholder: str, *,
@@ -252,11 +267,38 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
     # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
     page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], api_visibility="private",
                           show_progress="hidden", queue=False)
-    gr.on([page.run_btn.click, page.question.submit, page.expected.submit], lambda: "", outputs=page.share_link,
+    gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit], lambda: "",
+          outputs=page.share_link,
           api_visibility="private", show_progress="hidden", queue=False)
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue)
     demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col],
               api_visibility="private", show_progress="hidden", queue=False)
+
+
+def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
+    """Step, Next step and Continue (ui/stepping.py). Step runs ``/compare_step`` — ``/compare``'s inputs and
+    outputs — while Next step and Continue show; ``/step_next`` and ``/step_continue`` act on the caller's
+    session's stepping run (an API client keeps one session: one ``gradio_client.Client``)."""
+    out, buttons = page.outputs, page.step
+    controls = [buttons.next_btn, buttons.continue_btn]
+
+    def show(visible: bool) -> Any:
+        return lambda: [gr.Button(visible=visible), gr.Button(visible=visible)]
+
+    buttons.step_btn.click(show(True), outputs=controls, api_visibility="private", queue=False,
+                           show_progress="hidden").then(
+        handlers.step_compare,
+        inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
+                knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
+        outputs=out.all(), api_name="compare_step", concurrency_limit=None, concurrency_id="compare",
+        show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False).then(
+        show(False), outputs=controls, api_visibility="private", queue=False, show_progress="hidden")
+    buttons.next_btn.click(handlers.next_step, api_name="step_next", concurrency_limit=None, concurrency_id="step",
+                           show_progress="hidden")
+    buttons.continue_btn.click(handlers.continue_run, api_name="step_continue", concurrency_limit=None,
+                               concurrency_id="step", show_progress="hidden")
+    buttons.continue_btn.click(show(False), outputs=controls, api_visibility="private", queue=False,
+                               show_progress="hidden")
 
 
 def launch_kwargs() -> dict[str, Any]:

@@ -77,16 +77,19 @@ def default_tool_names(registry: ToolRegistry) -> tuple[str, ...] | None:
 
 
 def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registry: ToolRegistry, config: RunConfig,
-             model_factory: Callable[[LLMSettings], Any] | None = None) -> ComparisonRun | ProcessRun:
+             model_factory: Callable[[LLMSettings], Any] | None = None, *,
+             stepping: bool = False) -> ComparisonRun | ProcessRun:
     """The live run for the UI: in a worker process when workers are on and the run is made of defaults
-    (no injected model factory, tools from the default registry); otherwise in this process."""
-    names = default_tool_names(registry) if model_factory is None else None
+    (no injected model factory, tools from the default registry); otherwise in this process. A
+    ``stepping`` run is always made here: its step/resume controls act on its threads directly."""
+    names = default_tool_names(registry) if model_factory is None and not stepping else None
     if names is not None and workers_from_env() > 0:
         return ProcessRun(question, modes, settings=settings, tools=names, config=config)
     from agents.llm.hf import HFInferenceModel
 
     make = model_factory or HFInferenceModel
-    return ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config)
+    return ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config,
+                         stepping=stepping)
 
 
 class ProcessRun:

@@ -1,4 +1,5 @@
-"""The Compare tab's handlers: run (``/compare``), replay (``/replay``), Stop, and the fourth panel.
+"""The Compare tab's handlers: run (``/compare``), step through (``/compare_step``, ``/step_next``,
+``/step_continue``), replay (``/replay``), Stop, and the fourth panel.
 
 They live here, not in closures inside ``build_demo``, so tests call them without a browser: a
 :class:`CompareTab` needs only the backend, the tool registry and the tab's :class:`~ui.frame.Outputs`.
@@ -26,6 +27,7 @@ from ui.playback import replay
 from ui.render import MODE_CHOICES, hybrid_mode
 from ui.replay import DEFAULT_SPEED, ReplayError, hybrid_in_file, open_recording
 from ui.session import live_run
+from ui.stepping import continue_runs, next_step
 from ui.stream import Stops, session_of
 from ui.verdicts import expected_problem
 
@@ -81,6 +83,33 @@ class CompareTab:
         the three metrics lines, the status line, the comparison table, the export files, and the
         optional fourth (hybrid) panel with its metrics. ``max_tokens`` caps each reply (None: LLM_MAX_TOKENS);
         ``expected`` (the last input, optional) marks each mode's answer ✓ / ✗ in the table and metrics."""
+        async for outputs in self._run((question, mode, model, protocol, max_steps, temperature, tools, fourth,
+                                         max_tokens, expected), oauth_token, request, stepping=False):
+            yield outputs
+
+    async def step_compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
+                           max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
+                           fourth: str = "None", max_tokens: float | None = None, expected: str | None = None,
+                           oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None,
+                           ) -> AsyncIterator[list]:
+        """The Step button (``/compare_step``): the same inputs and outputs as :meth:`compare`, but the modes
+        pause after each step until :meth:`next_step` or :meth:`continue_run` (same session) lets them go."""
+        async for outputs in self._run((question, mode, model, protocol, max_steps, temperature, tools, fourth,
+                                         max_tokens, expected), oauth_token, request, stepping=True):
+            yield outputs
+
+    async def next_step(self, request: gr.Request | None = None) -> None:
+        """Next step (``/step_next``): this session's paused run takes one more step in every unfinished mode."""
+        next_step(self.stops.runs(session_of(request), TAB))
+
+    async def continue_run(self, request: gr.Request | None = None) -> None:
+        """Continue (``/step_continue``): this session's stepping run goes on to its end without pausing."""
+        continue_runs(self.stops.runs(session_of(request), TAB))
+
+    async def _run(self, inputs: tuple, oauth_token: gr.OAuthToken | None, request: gr.Request | None, *,
+                   stepping: bool) -> AsyncIterator[list]:
+        """One Compare run, stepping or not: check the request, then stream its frames."""
+        question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens, expected = inputs
         # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); they are checked
         # once here (one clear line, no model call), which saves Gradio a thread hop per input.
         checked = check_request(question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens,
@@ -93,7 +122,8 @@ class CompareTab:
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in live_run(checked.question, checked.selection, checked.modes, run_settings,
                                         checked.registry, checked.config, model_factory=self.model_factory,
-                                        admission=self.admission, stop=stop, expected=checked.expected):
+                                        admission=self.admission, stop=stop, expected=checked.expected,
+                                        stepping=stepping):
                 yield frame.to_outputs(self.outputs)
 
     async def play(self, path: str | None, speed_label: str = DEFAULT_SPEED,

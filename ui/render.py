@@ -22,6 +22,8 @@ from agents.events import (
     LLMError,
     Observation,
     ParseError,
+    Paused,
+    Resumed,
     Retry,
     Thought,
     TokenDelta,
@@ -106,6 +108,9 @@ def format_input(value: str | dict) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+PAUSED_NOTE = "Waiting: press **Next step** or **Continue**."
+
+
 @dataclass
 class Panel:
     """The messages of one mode's panel, updated event by event.
@@ -128,6 +133,7 @@ class Panel:
     _draft_stale: bool = False
     _reasoning_stale: bool = False
     _error: gr.ChatMessage | None = None  # the last model error, until a retry makes it history
+    _pause: gr.ChatMessage | None = None  # the "paused after step N" marker, until the mode resumes
 
     @property
     def title(self) -> str:
@@ -182,6 +188,12 @@ class Panel:
             self._keep_draft(INCOMPLETE)
             self._close_pending()
             self._error = self._append(f"⚠ **Model error:** {safe_markdown(event.message)}")
+        elif isinstance(event, Paused):
+            self._pause = self._append(PAUSED_NOTE, title=f"⏸ Paused after step {event.step}", status="done")
+        elif isinstance(event, Resumed):
+            if self._pause is not None:  # the marker stays, between the steps it separates
+                self._pause.content = f"Resumed after {event.waited_s:.1f} s (the wait is not counted in the metrics)."
+                self._pause = None
         elif isinstance(event, FinalAnswer):
             self._drop_draft()
             self._close_pending()
@@ -195,6 +207,8 @@ class Panel:
             self._waiting = None
         self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
         self._close_pending()
+        if self._pause is not None:
+            self._pause.content, self._pause = "Stopped while paused.", None
         self._render_live()
         if self._reasoning is not None:
             self._reasoning.metadata["status"] = "done"

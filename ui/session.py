@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agents.events import Event
+from agents.events import Event, Paused, Resumed
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
@@ -25,6 +25,7 @@ from ui import render
 from ui.admission import Admission, Full
 from ui.export import export_dict, run_settings, write_exports
 from ui.frame import Frame, PanelsView, refusal, waiting
+from ui.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
 from ui.stream import THROTTLE_S, Outcome, StopSignal, stream
 from ui.verdicts import comparison_table
 
@@ -61,19 +62,30 @@ class LiveView:
 
     def __init__(self, question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
                  registry: ToolRegistry, config: RunConfig, *, export: bool = True,
-                 expected: str | None = None) -> None:
+                 expected: str | None = None, stepping: bool = False) -> None:
         self.question, self.selection, self.expected = question, selection, expected
         self.panels = PanelsView(question, selection, modes, expected)
         self.where = render.plain(settings.describe())
         self.export_settings = config_settings(settings, config, registry) if export else None
         self.status = f"● Running **{render.plain(selection)}** on {self.where}…"
+        self.pauses = PauseState() if stepping else None
 
     def add(self, item: tuple[str, Event]) -> bool:
         mode, event = item
+        if self.pauses is not None:
+            self.pauses.add(mode, event)
+            if isinstance(event, (Paused, Resumed)):
+                self.panels.add(mode, event)
+                return True  # the status line and the buttons' meaning change: show it at once
         return self.panels.add(mode, event)
 
     def running(self) -> Frame:
-        return self.panels.frame(self.status)
+        if self.pauses is None:
+            return self.panels.frame(self.status)
+        if self.pauses.paused(self.panels.modes, self.panels.finished):
+            return self.panels.frame(PAUSED_STATUS.format(step=self.pauses.step))
+        return self.panels.frame(STEPPING_STATUS.format(selection=render.plain(self.selection), where=self.where,
+                                                        step=self.pauses.step + 1))
 
     async def end(self, outcome: Outcome) -> Frame:
         """Spinners closed (a stopped mode says so), then the status line, the table and the exports."""
@@ -94,9 +106,11 @@ class LiveView:
 async def live_run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
                    registry: ToolRegistry, config: RunConfig, *, model_factory: ModelBuilder | None = None,
                    throttle: float = THROTTLE_S, export: bool = True, admission: Admission | None = None,
-                   stop: StopSignal | None = None, expected: str | None = None) -> AsyncIterator[Frame]:
+                   stop: StopSignal | None = None, expected: str | None = None,
+                   stepping: bool = False) -> AsyncIterator[Frame]:
     """Run ``modes`` (already checked) in parallel and yield frames until they finish or ``stop`` is set.
-    With ``admission``, first wait for a slot, showing the place in line."""
+    With ``admission``, first wait for a slot, showing the place in line. A ``stepping`` run pauses after
+    each step and is attached to ``stop``, where Next step / Continue find it (``ui/stepping.py``)."""
     if settings.problem() is not None:
         yield refusal(str(settings.problem()), short=NOT_CONFIGURED_SHORT)
         return
@@ -115,8 +129,11 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                 panel = render.notice("■ **Stopped** while waiting for a free slot: nothing was run.")
                 yield Frame((panel, panel, panel), ("", "", ""), STOPPED_WAITING)
                 return
-        run = make_run(question, modes, settings, registry, config, model_factory)
-        view = LiveView(question, selection, modes, settings, registry, config, export=export, expected=expected)
+        run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping)
+        if stepping:
+            stop.run = run
+        view = LiveView(question, selection, modes, settings, registry, config, export=export, expected=expected,
+                        stepping=stepping)
         async for frame in stream(run, view, stop=stop, throttle=throttle):
             yield frame
     finally:

@@ -11,7 +11,8 @@ at most every :func:`frame_interval` (longer when many runs share the server), a
 Polling, not a thread per run waking the loop: on 2 cores with 50 runs, those extra threads and their
 hand-offs (each a GIL acquisition) delayed every visitor's frames; a poll costs microseconds.
 
-Stop is a :class:`StopSignal` the tab's Stop button sets for the visitor's session (:class:`Stops`):
+Stop is a :class:`StopSignal` the tab's Stop button sets for the visitor's session (:class:`Stops`;
+the same table lets Next step / Continue find the session's stepping run):
 the generator sees it at its next poll, leaves the loop, and yields the view's stopped frame from its
 own state. A closed tab cancels the generator instead; either way ``finally`` closes the run (off the
 event loop: closing joins threads).
@@ -103,10 +104,15 @@ class StreamView(Protocol[Out]):
 
 
 class StopSignal:
-    """Set by the Stop button (on the event loop); read by the stream it belongs to."""
+    """Set by the Stop button (on the event loop); read by the stream it belongs to.
+
+    ``run`` is the live run behind the stream once there is one (None while waiting for a slot, and
+    for replays): the step buttons find a stepping run through it (:meth:`Stops.runs`).
+    """
 
     def __init__(self) -> None:
         self.stopped = False
+        self.run: Any = None
         self._callbacks: list[Callable[[], None]] = []
 
     def stop(self) -> None:
@@ -157,6 +163,11 @@ class Stops:
         for signal in signals:
             signal.stop()
         return len(signals)
+
+    def runs(self, session: str | None, tab: str) -> list[Any]:
+        """The live runs of this session's tab (for Next step / Continue); none without a session."""
+        signals = self._signals.get((session or "", tab), ()) if session else ()
+        return [signal.run for signal in signals if signal.run is not None and not signal.stopped]
 
     def __len__(self) -> int:
         return sum(len(s) for s in self._signals.values())

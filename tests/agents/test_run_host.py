@@ -223,6 +223,8 @@ def test_make_run_uses_a_worker_only_for_runs_built_from_defaults(monkeypatch):
     assert isinstance(make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()), ProcessRun)
     assert isinstance(make_run(QUESTION, ["think"], s, ToolRegistry([calculate, fake]), RunConfig()), ComparisonRun)
     assert isinstance(make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), HFInferenceModel), ComparisonRun)
+    stepping = make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), stepping=True)  # step control is in-process
+    assert isinstance(stepping, ComparisonRun) and stepping._gates["think"].allowed == 1
     monkeypatch.setenv(run_host.ENV, "0")
     assert isinstance(make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()), ComparisonRun)
 

@@ -1,0 +1,62 @@
+"""Step through in headless Chromium: Step on an example, Next step twice (three steps), Continue;
+the panels and the status line show each pause, and every mode finishes."""
+
+from __future__ import annotations
+
+import pytest
+
+import app
+from agents.llm.stub_server import StubLLMServer, StubReply
+
+pytestmark = pytest.mark.browser
+PANELS = ("#panel-think", "#panel-act", "#panel-react")
+
+
+def responder(body: dict) -> StubReply:
+    """Four calculator steps, one per reply (counted from the observations so far), then the answer."""
+    messages = body.get("messages") or []
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    seen = sum(str(m.get("content") or "").count("Observation") for m in messages if m.get("role") == "user")
+    if "Action Input" not in system:
+        return StubReply(text="Thought: Without tools I guess.\nFinal Answer: 400")
+    if seen >= 4:
+        return StubReply(text="Thought: Done.\nFinal Answer: 396")
+    return StubReply(text=f"Thought: Step {seen + 1}.\nAction: calculate\nAction Input: 17 * 23 + {seen}")
+
+
+@pytest.fixture(scope="module")
+def url(kit):
+    with StubLLMServer(responder, latency=0.02, token_delay=0.002) as stub:
+        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
+        with kit.launched(demo) as local_url:
+            yield local_url
+
+
+def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
+    page.wait_for_function("([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
+                           arg=[selector, text], timeout=timeout)
+
+
+def test_step_through_three_steps_then_continue(browser, url, kit):
+    with kit.open_page(browser, url) as page:
+        page.get_by_role("tab", name="Arithmetic traps").click()
+        page.get_by_role("button", name="17 × 23 + 5").click()
+        assert not page.locator("#next-btn").is_visible() and not page.locator("#continue-btn").is_visible()
+        page.click("#step-btn")
+        for step in (1, 2, 3):
+            wait_text(page, "#run-status", f"Paused after step {step} — Next step, Continue or Stop")
+            for panel in ("#panel-act", "#panel-react"):
+                assert f"Paused after step {step}" in page.inner_text(panel)
+            assert "Final answer" in page.inner_text("#panel-think")  # Think-only: done in its one step
+            assert "Final answer" not in page.inner_text("#panel-react")
+            if step < 3:
+                page.click("#next-btn")
+        kit.artifacts.mkdir(exist_ok=True)
+        page.screenshot(path=str(kit.artifacts / "browser-stepping-paused-1366x768.png"))
+        page.click("#continue-btn")
+        wait_text(page, "#run-status", "Done")
+        for panel in PANELS:
+            assert "Final answer" in page.inner_text(panel)
+        react = page.inner_text("#panel-react")
+        assert "Paused after step 3" in react and "Paused after step 4" not in react and "396" in react
+        page.wait_for_function("() => !document.querySelector('#next-btn')?.checkVisibility?.()", timeout=10_000)
