@@ -95,8 +95,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             tabs.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
         with gr.Tab("Benchmark", id="benchmark"):
             bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
-                                protocol=knobs.protocol, max_steps=knobs.max_steps, temperature=knobs.temperature,
-                                tools=knobs.tools, on_space=on_space, stops=stops)
+                                        protocol=knobs.protocol, max_steps=knobs.max_steps,
+                                        temperature=knobs.temperature, tools=knobs.tools, on_space=on_space,
+                                        stops=stops)
             picker = bench_open.picker_layout()
         with gr.Tab("About", id="about"):
             tabs.about_tab()
