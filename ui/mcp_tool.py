@@ -17,7 +17,6 @@ any visitor. ``APP_MCP=0`` turns the MCP server off.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib.util
 import io
@@ -39,15 +38,14 @@ from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui.admission import Admission, Full
 from ui.inputs import make_config
-from ui.launcher import launcher
 from ui.render import MODES
 from ui.settings import app_settings
+from ui.stream import Outcome, stream
 from ui.verdicts import expected_problem
 
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "compare_reasoning_modes"
-POLL_S = 0.05  # how often the tool collects its run's events (it shows nothing until the end)
 # What a caller may name a base mode by: its id, title, label or paper row ("cot", "Think-only", …).
 _ALIASES = {name.lower(): spec.id for spec in list_modes("base")
             for name in (spec.id, spec.title, spec.label, spec.paper_row) if name}
@@ -144,32 +142,33 @@ def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dic
     return {"question": question, "expected": expected, "modes": modes}
 
 
+class _Collect:
+    """A stream view that shows nothing: it only collects one :class:`Trace` per mode for the tool's answer."""
+
+    def __init__(self, question: str, modes: tuple[str, ...]) -> None:
+        self.traces = {m: Trace(m, question) for m in modes}
+
+    def add(self, item: tuple[str, Any]) -> bool:
+        self.traces[item[0]].add(item[1])
+        return False
+
+    def running(self) -> None:
+        return None
+
+    async def end(self, outcome: Outcome) -> Outcome:
+        return outcome
+
+
 async def run_traces(question: str, modes: tuple[str, ...], make_model: Callable[[], ChatModel],
                      registry: ToolRegistry, config: RunConfig) -> dict[str, Trace]:
-    """Run the modes to the end on the engine, collecting one :class:`Trace` each; closing (a cancelled
-    call) stops every mode. Threads are started by the launcher, never on the event loop."""
+    """Run the modes to the end on the engine through the one stream adapter (``ui/stream.py``: started off
+    the event loop, polled, closed however it ends — a cancelled call stops every mode)."""
     run = ComparisonRun(question, modes, model_factory=make_model, registry=registry, config=config)
-    traces = {m: Trace(m, question) for m in modes}
-    failed: list[Exception] = []
-
-    def start() -> None:
-        try:
-            run.start()
-        except Exception as exc:
-            log.exception("MCP run failed to start")
-            failed.append(exc)
-
-    try:
-        launcher.call(start)
-        while not run.done and not failed:
-            await asyncio.sleep(POLL_S)
-            while (item := run.poll(timeout=0)) is not None:
-                traces[item[0]].add(item[1])
-    finally:
-        launcher.start(run.close, "mcp-run-close")
-    if failed:
-        raise gr.Error(f"The run failed to start: {failed[0]}", print_exception=False)
-    return traces
+    view = _Collect(question, modes)
+    outcome = [o async for o in stream(run, view)][-1]  # the view shows nothing while running: only its end
+    if outcome.failure is not None:
+        raise gr.Error(f"The run failed: {outcome.failure}", print_exception=False)
+    return view.traces
 
 
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
