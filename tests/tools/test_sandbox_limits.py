@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -234,9 +237,26 @@ def _python_usable_by_nobody() -> str | None:
     return None
 
 
+@pytest.fixture
+def tools_for_nobody() -> Iterator[Path]:
+    """A copy of the ``tools`` package that the unprivileged user can read.
+
+    The checkout itself may sit in a private folder (``mktemp -d`` makes 0700 folders, and so does
+    pytest's own temp root), which the user the app is switched to cannot enter.
+    """
+    base = Path(tempfile.mkdtemp(prefix="tools-for-nobody-"))
+    try:
+        shutil.copytree(ROOT / "tools", base / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [base, *base.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start the app as an unprivileged user")
 @pytest.mark.parametrize("harden", [True, False], ids=["hardened", "not-hardened"])
-def test_non_root_app_like_a_space(canary_env: tuple[str, ...], harden: bool) -> None:
+def test_non_root_app_like_a_space(canary_env: tuple[str, ...], harden: bool, tools_for_nobody: Path) -> None:
     """A Space runs the app as a normal user: the child then has the app's uid. Forks are still refused
     (RLIMIT_NPROC applies to non-root), and the app's /proc/<pid>/environ is only protected because the
     sandbox makes the app non-dumpable (``harden_parent_process``) — shown by switching that off."""
@@ -245,7 +265,7 @@ def test_non_root_app_like_a_space(canary_env: tuple[str, ...], harden: bool) ->
         pytest.skip("no Python interpreter executable by an unprivileged user")
     driver = (
         "import json, sys\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        f"sys.path.insert(0, {str(tools_for_nobody)!r})\n"
         "from tools.sandbox import Limits, run_python\n"
         "code = ('import os\\nleak = []\\n'\n"
         '        \'try:\\n    leak.append(open(f"/proc/{os.getppid()}/environ", "rb").read().decode(errors="replace"))\\n\'\n'
