@@ -21,6 +21,7 @@ _INTS = {
     "BENCH_VISITOR_MAX_N": ("bench_visitor_max_n", 20, 1, 100_000),  # for Space visitors not signed in
     "BENCH_CONCURRENCY": ("bench_concurrency", 4, 1, 64),  # benchmarks at once, each with up to 8 pairs
     "APP_SHARE_MAX_MB": ("share_max_mb", 200, 1, 100_000),  # shared runs kept on disk; oldest evicted past it
+    "APP_SHARE_PER_HOUR": ("share_per_hour", 20, 1, 100_000),  # new Share links per visitor (address) per hour
 }
 _SECONDS = {
     "APP_SESSION_TTL": ("session_ttl_s", 900.0, 1.0, 7 * 86400.0),  # an idle visitor's session state is kept
@@ -46,6 +47,7 @@ class AppSettings:
     mcp: bool = _SWITCHES["APP_MCP"][1]
     share_max_mb: int = _INTS["APP_SHARE_MAX_MB"][1]
     share_days: float = _DAYS["APP_SHARE_DAYS"][1]
+    share_per_hour: int = _INTS["APP_SHARE_PER_HOUR"][1]
     share_dir: str | None = None  # APP_SHARE_DIR; None: a folder in the system's temp dir (ui/share.py)
 
     @classmethod

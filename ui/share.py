@@ -3,13 +3,17 @@
 The export already replays faithfully (``ui/replay.py``), so a shared run is just that file, copied
 into a small store: ids are ``secrets.token_urlsafe`` (never a path a visitor chose), the store is
 capped in total bytes (oldest evicted first) and links expire after some days (``APP_SHARE_DIR``,
-``APP_SHARE_MAX_MB``, ``APP_SHARE_DAYS``). On a Space the store lives in ``/data`` when persistent
+``APP_SHARE_MAX_MB``, ``APP_SHARE_DAYS``). Because the cap evicts everyone's oldest links, one visitor
+may make only ``APP_SHARE_PER_HOUR`` new links an hour, and sharing the same run again gives its
+existing link (nothing stored twice). On a Space the store lives in ``/data`` when persistent
 storage is on; otherwise on the Space's ephemeral disk, so links end with a restart (README).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -48,21 +52,29 @@ def default_root() -> Path:
 class ShareStore:
     """Shared exports on disk: ``put`` a file, get an id; ``path`` of a live id, or a :class:`ShareError`."""
 
-    def __init__(self, root: str | Path, max_bytes: int, max_age_s: float) -> None:
+    def __init__(self, root: str | Path, max_bytes: int, max_age_s: float, per_hour: int = 20) -> None:
         self.root, self.max_bytes, self.max_age_s = Path(root), int(max_bytes), float(max_age_s)
+        self.per_hour = int(per_hour)
         self._lock = threading.Lock()
+        self._by_digest: dict[str, str] = {}  # content → its live id: the same run shared twice is one link
+        self._recent: dict[str, collections.deque[float]] = {}  # visitor → times of their new links
 
     @classmethod
     def from_settings(cls) -> ShareStore:
         limits = app_settings()
-        return cls(default_root(), limits.share_max_mb * 1024 * 1024, limits.share_days * 86400.0)
+        return cls(default_root(), limits.share_max_mb * 1024 * 1024, limits.share_days * 86400.0,
+                   limits.share_per_hour)
 
     @staticmethod
     def valid_id(run_id: object) -> bool:
         return isinstance(run_id, str) and ID_RE.fullmatch(run_id) is not None
 
-    def put(self, source: str | Path) -> str:
-        """Copy an export into the store under a fresh id; older runs are evicted to stay under the cap."""
+    def put(self, source: str | Path, visitor: str = "") -> str:
+        """Copy an export into the store under a fresh id; older runs are evicted to stay under the cap.
+
+        A run already stored keeps its link; a ``visitor`` (their address) past ``per_hour`` new links
+        in the last hour is refused with one line.
+        """
         source = Path(source)
         try:
             size = source.stat().st_size
@@ -70,6 +82,39 @@ class ShareStore:
             raise ShareError("There is no run to share yet: run a question (or replay a file) first.") from None
         if size > min(self.max_bytes, MAX_REPLAY_BYTES):
             raise ShareError("This run is too large to share by link; download its JSON export instead.")
+        digest = _digest(source)
+        known = self._by_digest.get(digest)
+        if known is not None and self._live(known):
+            return known
+        self._count(visitor)
+        run_id = self._store(source)
+        if len(self._by_digest) >= 10_000:
+            self._by_digest.clear()  # only a convenience: a forgotten run is stored again, never lost
+        self._by_digest[digest] = run_id
+        return run_id
+
+    def _live(self, run_id: str) -> bool:
+        try:
+            self.path(run_id)
+        except ShareError:
+            return False
+        return True
+
+    def _count(self, visitor: str) -> None:
+        """Record one new link for ``visitor``, or refuse it past the hourly limit."""
+        now = time.monotonic()
+        with self._lock:
+            for key in [k for k, times in self._recent.items() if now - times[-1] > 3600]:
+                del self._recent[key]  # forget visitors quiet for an hour: the map stays small
+            times = self._recent.setdefault(visitor, collections.deque())
+            while times and now - times[0] > 3600:
+                times.popleft()
+            if len(times) >= self.per_hour:
+                raise ShareError(f"You have made {len(times)} share links in the last hour, the most allowed; "
+                                 "try again later, or download the JSON export instead.")
+            times.append(now)
+
+    def _store(self, source: Path) -> str:
         run_id = secrets.token_urlsafe(16)
         self.root.mkdir(parents=True, exist_ok=True)
         target = self.root / f"{run_id}{SUFFIX}"
@@ -126,6 +171,12 @@ class ShareStore:
                 with contextlib.suppress(OSError):
                     child.unlink()
                 total -= size
+
+
+def _digest(path: Path) -> str:
+    """The file's SHA-256 (exports are capped at the replay limit, so reading one is bounded)."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def share_url(page_url: str, run_id: str) -> str:

@@ -39,6 +39,13 @@ def _json_of(files: Any) -> str | None:
     return None
 
 
+def visitor_of(request: gr.Request | None) -> str:
+    """Who is sharing, for the hourly limit: the client's address (the session when there is none)."""
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None)
+    return str(host) if host else f"session:{getattr(request, 'session_hash', None) or ''}"
+
+
 class ShareHandlers:
     """Share (exports or replayed file → a link) and open (``?run=`` → panels, metrics, table)."""
 
@@ -64,7 +71,7 @@ class ShareHandlers:
         if source is None:
             return "⚠ Nothing to share yet: run a question (or replay a saved run) first."
         try:
-            run_id = await asyncio.to_thread(self.store.put, source)
+            run_id = await asyncio.to_thread(self.store.put, source, visitor_of(request))
         except ShareError as exc:
             return f"⚠ {render.plain(str(exc))}"
         url = share_url(page_url_of(getattr(request, "headers", None)), run_id)

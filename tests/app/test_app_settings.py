@@ -33,6 +33,7 @@ def test_defaults_are_the_documented_ones():
     ({"APP_MCP": "disabled"}, "APP_MCP must be one of 1/0, true/false, on/off, yes/no, got 'disabled'"),
     ({"APP_SHARE_DAYS": "0"}, "APP_SHARE_DAYS must be a number of days from 0.001 to 3650, got '0'"),
     ({"APP_SHARE_MAX_MB": "lots"}, "APP_SHARE_MAX_MB must be an integer from 1 to 100000, got 'lots'"),
+    ({"APP_SHARE_PER_HOUR": "0"}, "APP_SHARE_PER_HOUR must be an integer from 1 to 100000, got '0'"),
 ])
 def test_a_bad_value_is_one_line(env, line):
     with pytest.raises(SettingError) as caught:

@@ -41,9 +41,34 @@ def export_file(tmp_path, name="run.json", answer="391", size_pad=0):
 
 def test_a_stored_run_comes_back_under_an_unguessable_id(tmp_path):
     store = ShareStore(tmp_path / "s", 10_000_000, 86400)
-    a, b = store.put(export_file(tmp_path)), store.put(export_file(tmp_path))
+    a, b = store.put(export_file(tmp_path)), store.put(export_file(tmp_path, "b.json", answer="400"))
     assert a != b and len(a) >= 20 and ShareStore.valid_id(a)
     assert store.path(a).read_text(encoding="utf-8") == export_file(tmp_path).read_text(encoding="utf-8")
+
+
+def test_the_same_run_shared_again_keeps_its_link_and_stores_nothing_twice(tmp_path):
+    store = ShareStore(tmp_path / "s", 10_000_000, 86400, per_hour=1)
+    first = store.put(export_file(tmp_path), "10.0.0.1")
+    assert store.put(export_file(tmp_path, "copy.json"), "10.0.0.1") == first  # not counted against the limit
+    assert len(list((tmp_path / "s").glob("*.json"))) == 1
+    store.path(first).unlink()  # gone (evicted or expired): shared again, it is stored again
+    again = store.put(export_file(tmp_path), "10.0.0.2")
+    assert again != first and store.path(again).exists()
+
+
+def test_one_visitor_cannot_evict_everyone_s_links_by_sharing_in_a_loop(tmp_path):
+    store = ShareStore(tmp_path / "s", 10_000_000, 86400, per_hour=3)
+    for i in range(3):
+        store.put(export_file(tmp_path, f"{i}.json", answer=str(i)), "10.0.0.1")
+    with pytest.raises(ShareError, match="3 share links in the last hour"):
+        store.put(export_file(tmp_path, "x.json", answer="x"), "10.0.0.1")
+    assert store.put(export_file(tmp_path, "y.json", answer="y"), "10.0.0.2")  # others are not held up
+    assert len(list((tmp_path / "s").glob("*.json"))) == 4
+
+
+def test_the_hourly_limit_is_a_setting_checked_at_start_up():
+    assert AppSettings.from_env({"APP_SHARE_PER_HOUR": "5"}).share_per_hour == 5
+    assert AppSettings().share_per_hour == 20
 
 
 @pytest.mark.parametrize("bad", ["../../etc/passwd", "..", "a/b" * 10, "x" * 10, "", None, 42, "abc.json" * 3,
@@ -72,12 +97,11 @@ def test_an_expired_run_is_refused_and_removed(tmp_path):
 
 
 def test_the_cap_evicts_the_oldest_runs_first(tmp_path):
-    one = export_file(tmp_path, size_pad=3000)
-    size = one.stat().st_size
+    size = export_file(tmp_path, size_pad=3000).stat().st_size
     store = ShareStore(tmp_path / "s", int(size * 2.5), 86400)
     ids = []
-    for i in range(4):
-        ids.append(store.put(one))
+    for i in range(4):  # four different runs of the same size
+        ids.append(store.put(export_file(tmp_path, f"{i}.json", answer=f"{i}{i}{i}", size_pad=3000)))
         stamp = time.time() - 100 + i  # distinct ages, oldest first
         os.utime(store.root / f"{ids[-1]}.json", (stamp, stamp))
     store.evict()
