@@ -22,7 +22,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from tools.registry import ToolRegistry
-from ui import bench_open, mcp_tool, serving, sessions, tabs
+from ui import bench_open, fork_tab, mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
@@ -90,6 +90,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         backend_md = tabs.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
             page = compare_layout()
+            fork_controls = fork_tab.layout()
             knobs = settings_layout(settings, registry)
         with gr.Tab("Prompts", id="prompts"):
             tabs.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
@@ -109,6 +110,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         bench_open.wire(bench_open.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
                         [*page.outputs.all(), page.question, page.expected, page.fourth_col])
         wire_stepping(handlers, page, knobs)
+        wire_fork(fork_tab.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
+                                   admission=admission), fork_controls, page, knobs)
         mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
@@ -300,6 +303,16 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
                                concurrency_id="step", show_progress="hidden")
     buttons.continue_btn.click(show(False), outputs=controls, api_visibility="private", queue=False,
                                show_progress="hidden")
+
+
+def wire_fork(handlers: fork_tab.ForkTab, controls: fork_tab.ForkControls, page: ComparePage, knobs: Knobs) -> None:
+    """The Fork accordion (ui/fork_tab.py, private events); a new run gives the fourth panel back to its
+    Settings choice (a fork shown there is no longer on screen)."""
+    fork_tab.wire(handlers, controls, page.outputs, page.replay_file, page.fourth_col,
+                  [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
+    gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
+          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], api_visibility="private",
+          show_progress="hidden", queue=False)
 
 
 def launch_kwargs() -> dict[str, Any]:
