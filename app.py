@@ -90,7 +90,6 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         backend_md = tabs.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
             page = compare_layout()
-            fork_controls = fork_tab.layout()
             knobs = settings_layout(settings, registry)
         with gr.Tab("Prompts", id="prompts"):
             tabs.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
@@ -111,7 +110,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                         [*page.outputs.all(), page.question, page.expected, page.fourth_col])
         wire_stepping(handlers, page, knobs)
         wire_fork(fork_tab.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
-                                   admission=admission), fork_controls, page, knobs)
+                                   admission=admission), page.fork, page, knobs)
         mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
@@ -141,6 +140,7 @@ class ComparePage:
     share_btn: gr.Button
     share_link: gr.Markdown
     step: StepButtons
+    fork: fork_tab.ForkControls
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,7 @@ def compare_layout() -> ComparePage:
         col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
                                              visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
+    fork = fork_tab.layout()  # under the table: pick a panel's observation, edit it, fork
     with gr.Row(elem_id="share-row", equal_height=True):
         share_btn = gr.Button("Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
         share_link = gr.Markdown("", elem_id="share-link")
@@ -205,7 +206,7 @@ def compare_layout() -> ComparePage:
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
                       exports, chat4, metrics4)
     return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn,
-                       share_btn, share_link, step)
+                       share_btn, share_link, step, fork)
 
 
 def panel_column(key: str, label: str, placeholder: str, *,

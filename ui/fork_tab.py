@@ -239,14 +239,14 @@ class ForkControls:
 
 def layout() -> ForkControls:
     """Under the Compare panels: pick a panel and an observation, edit it, fork."""
-    with gr.Accordion("⑂ Fork: change an observation and let the mode continue from there", open=False,
+    with gr.Accordion("✎ Fork: change an observation and let the mode continue from there", open=False,
                       elem_id="fork"):
         with gr.Row(equal_height=True):
             panel = gr.Dropdown([], label="Panel", info=NOTHING, scale=1, elem_id="fork-mode")
             step = gr.Dropdown([], label="Observation (Think-only: its reasoning)", scale=3, elem_id="fork-step")
             where = gr.Radio(WHERE, value=NEW_PANEL, label="Continue", scale=1, elem_id="fork-where")
         text = gr.Textbox(label="Edited text (what the tool says now)", lines=3, max_lines=12, elem_id="fork-text")
-        button = gr.Button("⑂ Fork from here", variant="primary", elem_id="fork-btn")
+        button = gr.Button("✎ Fork from here", variant="primary", elem_id="fork-btn")
     return ForkControls(panel, step, text, where, button)
 
 
