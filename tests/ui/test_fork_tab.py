@@ -37,6 +37,8 @@ def responder(body: dict) -> StubReply:
             messages[-1].get("content")):
         reasoning = str(messages[-2].get("content"))
         return StubReply(text=f"Final Answer: {re.findall(r'[0-9]+', reasoning)[-1]}")
+    if messages and "Observation: slowly" in str(messages[-1].get("content")):
+        return StubReply(text="Thought: " + "pondering " * 300, token_delay=0.05)
     return toy_policy(body)
 
 
@@ -234,3 +236,42 @@ def test_a_fork_while_a_run_streams_is_refused(stub, registry):
     with compare.stops.signal("s2", "compare"):
         frames = asyncio.run(collect(tab.fork("react", "0:x", "1", "new", None, None, request=request)))
     assert len(frames) == 1 and BUSY in frames[0][STATUS]
+
+
+def test_stop_ends_a_fork_and_its_export_says_so(run_on_screen, stub, registry):
+    compare, tab = tabs(stub, registry)
+    request = SimpleNamespace(session_hash="s3")
+    step = forking.choice_value(0, "396")
+
+    async def scenario() -> list:
+        frames = []
+        async for values in tab.fork("react", step, "slowly", "new", run_on_screen[FILES], None, request=request):
+            frames.append(values)
+            if "pondering" in text_of(values[CHAT4]) and compare.stops.live("s3", "compare"):
+                await compare.stop(request)  # the Compare tab's Stop button
+        return frames
+
+    frames = asyncio.run(scenario())
+    assert frames[-1][STATUS].startswith("■ Stopped") and "Stopped" in text_of(frames[-1][CHAT4])
+    assert export_of(frames[-1])["stopped"] is True
+
+
+def test_a_fork_waits_for_a_compare_slot_like_a_run(run_on_screen, stub, registry):
+    from ui.admission import Admission
+
+    _, tab = tabs(stub, registry)
+    tab.admission = Admission(1, 2)
+    step = forking.choice_value(0, "396")
+
+    async def scenario() -> list:
+        held = tab.admission.ticket()  # another visitor's run holds the only slot
+        frames = []
+        async for values in tab.fork("react", step, "400", "new", run_on_screen[FILES], None):
+            frames.append(values)
+            if len(frames) == 1:
+                held.release()
+        return frames
+
+    frames = asyncio.run(scenario())
+    assert "**number 1** in the queue" in frames[0][STATUS] and all(skipped(v) for v in frames[0][:6])
+    assert "400" in text_of(frames[-1][CHAT4]) and tab.admission.running == 0
