@@ -49,6 +49,7 @@ from ui.forking import (
 from ui.frame import Outputs
 from ui.inputs import make_config, protocol_value
 from ui.recording import ReplayError
+from ui.render import MODES
 from ui.stream import Stops, session_of, stream
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,8 @@ class ForkTab:
             return empty, gr.Dropdown(choices=[], value=None), ""
         panels = screen.forkable()
         keys = [k for _, k in panels]
-        chosen = panel if panel in keys else ("react" if "react" in keys else (keys[0] if keys else None))
+        # kept if still on screen; else the last of the paper's panels (ReAct, the one a class interrogates)
+        chosen = panel if panel in keys else next((k for k in reversed(keys) if k in MODES), None)
         step, text = self._steps(screen, chosen, None)
         info = f"{len(panels)} panel{'s' if len(panels) != 1 else ''} to fork from"
         return gr.Dropdown(choices=panels, value=chosen, info=info), step, text

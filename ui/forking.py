@@ -102,7 +102,7 @@ def load_screen(path: str) -> Screen:
     return _load(path, stat.st_mtime_ns, stat.st_size)
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)  # a few visitors forking at once; each entry is one export
 def _load(path: str, _mtime: int, _size: int) -> Screen:
     """Parsed once per file version: refresh, picking and forking all read the same export."""
     return screen_of(load_recording(Path(path)))

@@ -48,3 +48,31 @@ def test_fork_a_react_run_with_an_edited_observation(browser, url, kit):
         assert "ReAct (fork @1)" in page.inner_text("#comparison")
         kit.artifacts.mkdir(exist_ok=True)
         page.screenshot(path=str(kit.artifacts / "browser-fork-1366x768.png"), full_page=True)
+
+
+def test_a_forks_export_replays_with_the_fork_panel(browser, url, kit, tmp_path):
+    import httpx
+
+    with kit.open_page(browser, url) as page:
+        page.fill("#question textarea", "What is 17 * 23 + 5?")
+        page.click("#run-btn")
+        wait_text(page, "#run-status", "Done")
+        page.click("#fork > button")
+        page.wait_for_function("() => document.querySelector('#fork-text textarea')?.value === '396'",
+                               timeout=15_000)
+        page.fill("#fork-text textarea", "400")
+        page.click("#fork-btn")
+        wait_text(page, "#run-status", "fork: ReAct (fork @1)")
+        href = page.locator("#exports a[href*='.json']").first.get_attribute("href")
+        saved = tmp_path / "forked-run.json"
+        saved.write_bytes(httpx.get(href if href.startswith("http") else url.rstrip("/") + href, timeout=30).content)
+        assert '"fork":{"panel":"fourth","trace":"react@1"}' in saved.read_text(encoding="utf-8")
+    with kit.open_page(browser, url) as page:  # a fresh page: nothing of the fork on screen
+        assert not page.locator("#col-fourth").is_visible()
+        page.set_input_files("#replay-file input[type=file]", str(saved))
+        page.get_by_label("instant").check()
+        page.click("#replay-btn")
+        wait_text(page, "#run-status", "Replay finished")
+        fourth = page.inner_text("#panel-fourth")
+        assert "edited by the teacher" in fourth and "400" in fourth.split("Final answer")[-1]
+        assert "ReAct (fork @1)" in page.inner_text("#col-fourth") and "396" in page.inner_text("#panel-react")
