@@ -48,7 +48,9 @@ class Screen:
     def forkable(self) -> list[tuple[str, str]]:
         """(title, panel id) of the panels a fork can continue: the base modes and a fork of one."""
         modes = {s.id for s in forkable_modes()}
-        return [(mode_title(k), k) for k in self.traces if base_mode(k) in modes]
+        hidden = (self.fork or {}).get("panel")  # a base panel showing its fork in place: its own run is hidden
+        return [(mode_title(k) + (" (original)" if k == hidden else ""), k) for k in self.traces
+                if base_mode(k) in modes]
 
     def trace_to_fork(self, panel: str) -> Trace:
         """That panel's trace under its mode's own id (a fork of ``react@2`` continues ReAct)."""

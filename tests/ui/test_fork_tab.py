@@ -147,6 +147,7 @@ def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_scr
     assert data["fork"] == {"panel": "react", "trace": "react@1"} and Trace.from_dict(data["traces"]["react"]).answer == "396"
     recording = load_recording(Path(forking.path_of(last[FILES])))
     assert hybrid_in(recording) is None and recording.slots == {"react": "react@1"}
+    assert forking.screen_of(recording).forkable()[-2:] == [("ReAct (original)", "react"), ("ReAct (fork @1)", "react@1")]
     replayed = asyncio.run(collect(replay(recording, "instant")))[-1]
     assert "123" in text_of(replayed.panels[REACT]) and replayed.fourth == []
     assert "**ReAct (fork @1)** | 123" in replayed.table and "**ReAct** | 396" in replayed.table
