@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from agents.events import Event, FinalAnswer, TokenDelta
+from agents.modes.registry import mode_title
 from agents.trace import Trace
 from ui import render, verdicts
 from ui.render import MODES, Panel
@@ -140,7 +141,9 @@ class PanelsView:
         for m in (self.slots.get(m, m) for m in MODES):
             if m in self.panels:
                 panels.append(self.panels[m].value() or render.waiting())
-                metrics.append(self.metrics(m, running=not final and not self.finished(m)))
+                line = self.metrics(m, running=not final and not self.finished(m))
+                shown_in_place = m in self.slots.values()  # a fork in its mode's own panel says so under it
+                metrics.append(f"**✎ {render.plain(mode_title(m))}** · {line}" if shown_in_place else line)
             else:
                 panels.append(render.not_run(m, self.selection))
                 metrics.append(metrics_markdown(None))

@@ -142,6 +142,7 @@ def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_s
 def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_screen, stub, registry):
     last = fork(stub, registry, run_on_screen[FILES], where="in place", text="123")[-1]
     assert "123" in text_of(last[REACT]) and "edited by the teacher" in text_of(last[REACT])
+    assert last[3 + REACT].startswith("**✎ ReAct \\(fork @1\\)** · ")  # under the panel: it shows the fork
     assert skipped(last[0]) and skipped(last[1]) and skipped(last[CHAT4])
     data = export_of(last)
     assert data["fork"] == {"panel": "react", "trace": "react@1"} and Trace.from_dict(data["traces"]["react"]).answer == "396"
@@ -150,6 +151,7 @@ def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_scr
     assert forking.screen_of(recording).forkable()[-2:] == [("ReAct (original)", "react"), ("ReAct (fork @1)", "react@1")]
     replayed = asyncio.run(collect(replay(recording, "instant")))[-1]
     assert "123" in text_of(replayed.panels[REACT]) and replayed.fourth == []
+    assert replayed.metrics[REACT].startswith("**✎ ReAct \\(fork @1\\)** · ") and "✎" not in replayed.metrics[1]
     assert "**ReAct (fork @1)** | 123" in replayed.table and "**ReAct** | 396" in replayed.table
 
 
