@@ -22,7 +22,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from tools.registry import ToolRegistry
-from ui import bench_open, mcp_tool, serving, sessions, tabs
+from ui import bench_open, fork_tab, mcp_tool, serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
@@ -109,6 +109,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         bench_open.wire(bench_open.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
                         [*page.outputs.all(), page.question, page.expected, page.fourth_col])
         wire_stepping(handlers, page, knobs)
+        wire_fork(fork_tab.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
+                                   admission=admission), page.fork, page, knobs)
         mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
@@ -138,6 +140,7 @@ class ComparePage:
     share_btn: gr.Button
     share_link: gr.Markdown
     step: StepButtons
+    fork: fork_tab.ForkControls
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,7 @@ def compare_layout() -> ComparePage:
         col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
                                              visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
+    fork = fork_tab.layout()  # under the table: pick a panel's observation, edit it, fork
     with gr.Row(elem_id="share-row", equal_height=True):
         share_btn = gr.Button("Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
         share_link = gr.Markdown("", elem_id="share-link")
@@ -202,7 +206,7 @@ def compare_layout() -> ComparePage:
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
                       exports, chat4, metrics4)
     return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn,
-                       share_btn, share_link, step)
+                       share_btn, share_link, step, fork)
 
 
 def panel_column(key: str, label: str, placeholder: str, *,
@@ -300,6 +304,16 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
                                concurrency_id="step", show_progress="hidden")
     buttons.continue_btn.click(show(False), outputs=controls, api_visibility="private", queue=False,
                                show_progress="hidden")
+
+
+def wire_fork(handlers: fork_tab.ForkTab, controls: fork_tab.ForkControls, page: ComparePage, knobs: Knobs) -> None:
+    """The Fork accordion (ui/fork_tab.py, private events); a new run gives the fourth panel back to its
+    Settings choice (a fork shown there is no longer on screen)."""
+    fork_tab.wire(handlers, controls, page.outputs, page.replay_file, page.fourth_col,
+                  [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
+    gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
+          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], api_visibility="private",
+          show_progress="hidden", queue=False)
 
 
 def launch_kwargs() -> dict[str, Any]:

@@ -92,6 +92,19 @@ def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registr
                          stepping=stepping)
 
 
+def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, registry: ToolRegistry,
+              config: RunConfig, model_factory: Callable[[LLMSettings], Any] | None = None) -> ComparisonRun:
+    """A teacher's fork (``agents/fork.py``) as an unstarted one-mode run, with the model made as for
+    :func:`make_run`; always in this process (the trace is a Python object). ValueError before anything runs."""
+    from agents.fork import prepare_fork
+    from agents.llm.hf import HFInferenceModel
+
+    source = prepare_fork(trace, step_index, text, registry, config)
+    make = model_factory or HFInferenceModel
+    return ComparisonRun(trace.question, [trace.mode], model_factory=lambda: make(settings), registry=registry,
+                         config=config, sources={trace.mode: source})
+
+
 class ProcessRun:
     """A :class:`ComparisonRun` living in a worker process, with the same interface."""
 

@@ -306,7 +306,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                 "temperature": DEFAULT_TEMPERATURE, "tools": None}
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
-    tab = BenchmarkTab(settings, registry, stops=stops or Stops(), model_factory=model_factory, on_space=on_space,
+    tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory, on_space=on_space,
                        refresh_s=refresh_s)
     inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]
     event = parts["run"].click(tab.benchmark, inputs=[*inputs, *extra],

@@ -72,7 +72,7 @@ class CompareTab:
                  stops: Stops | None = None) -> None:
         self.settings, self.registry, self.outputs = settings, registry, outputs
         self.model_factory, self.admission = model_factory, admission
-        self.stops = stops or Stops()
+        self.stops = stops if stops is not None else Stops()  # an empty Stops is falsy
 
     async def compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                       max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,

@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from agents.events import Event, FinalAnswer, TokenDelta
+from agents.modes.registry import mode_title
 from agents.trace import Trace
 from ui import render, verdicts
 from ui.render import MODES, Panel
@@ -94,8 +95,10 @@ def waiting(place: int, running: int) -> Frame:
 class PanelsView:
     """Panels + traces of the modes in play; renders a :class:`Frame`."""
 
-    def __init__(self, question: str, selection: str, modes: tuple[str, ...], expected: str | None = None) -> None:
+    def __init__(self, question: str, selection: str, modes: tuple[str, ...], expected: str | None = None,
+                 slots: dict[str, str] | None = None) -> None:
         self.selection, self.modes, self.expected = selection, modes, expected
+        self.slots = dict(slots or {})  # base panel → the trace it shows instead (a fork made in place)
         self.traces = {m: Trace(m, question) for m in modes}
         self.panels = {m: Panel(m) for m in modes}
         self.started = time.perf_counter()
@@ -135,15 +138,17 @@ class PanelsView:
     def frame(self, status: str, *, final: bool = False, table: str = "", files: list[str] | None = None,
               question: str | None = None) -> Frame:
         panels, metrics = [], []
-        for m in MODES:
+        for m in (self.slots.get(m, m) for m in MODES):
             if m in self.panels:
                 panels.append(self.panels[m].value() or render.waiting())
-                metrics.append(self.metrics(m, running=not final and not self.finished(m)))
+                line = self.metrics(m, running=not final and not self.finished(m))
+                shown_in_place = m in self.slots.values()  # a fork in its mode's own panel says so under it
+                metrics.append(f"**✎ {render.plain(mode_title(m))}** · {line}" if shown_in_place else line)
             else:
                 panels.append(render.not_run(m, self.selection))
                 metrics.append(metrics_markdown(None))
         frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
-        hybrid = next((m for m in self.modes if m not in MODES), None)
+        hybrid = next((m for m in self.modes if m not in MODES and m not in self.slots.values()), None)
         if hybrid is not None:
             frame.fourth = self.panels[hybrid].value() or render.waiting()
             frame.fourth_metrics = self.metrics(hybrid, running=not final and not self.finished(hybrid))

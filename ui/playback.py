@@ -31,8 +31,9 @@ async def replay(recording: Recording, speed: str | float, *, throttle: float = 
     stretches of events hand the event loop back every few milliseconds. ``stop`` (the tab's Stop)
     ends it with a stopped frame.
     """
-    modes = tuple(m for m in PANEL_MODES if m in recording.traces)
-    view = PanelsView(recording.question, recording.selection, modes, recording.expected)
+    modes = tuple(m for m in PANEL_MODES if m in recording.traces) + tuple(  # then a teacher's fork, if any
+        m for m in recording.traces if m not in PANEL_MODES)
+    view = PanelsView(recording.question, recording.selection, modes, recording.expected, recording.slots)
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
     status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
     stop = stop or StopSignal()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.events import EVENT_TYPES
-from agents.modes.registry import panel_ids
+from agents.modes.registry import forked_mode, mode_ids, panel_ids
 
 MAX_REPLAY_BYTES = 20_000_000  # the upload limit (``app.launch_kwargs``) is the same
 MAX_EVENTS = 500_000  # a 20 MB file holds at most ~550,000 of the smallest events
@@ -172,10 +172,25 @@ def traces_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     raw = data["traces"]
     items = raw.items() if isinstance(raw, dict) else ((t.get("mode", ""), t) for t in raw)
     traces = {str(mode): trace for mode, trace in items}
-    unknown = [m for m in traces if m not in REPLAY_MODES]
+    unknown = [m for m in traces if m not in REPLAY_MODES and forked_mode(m) is None]
     if unknown:
         raise ReplayError(f"Unknown mode(s) in the file: {', '.join(m[:40] for m in unknown)}.")
-    return {m: traces[m] for m in REPLAY_MODES if m in traces}
+    forks = [m for m in traces if m not in REPLAY_MODES]  # a teacher's fork (ui/fork_tab.py): after the panels
+    return {m: traces[m] for m in (*REPLAY_MODES, *forks) if m in traces}
+
+
+def fork_of(data: dict[str, Any]) -> dict[str, str] | None:
+    """The export's ``fork`` block — which trace is a teacher's fork and which panel shows it (a base mode's,
+    in place, or ``"fourth"``) — checked; None when there is none (older exports)."""
+    block = data.get("fork")
+    if block is None:
+        return None
+    panel, trace = (block.get("panel"), block.get("trace")) if isinstance(block, dict) else (None, None)
+    if panel not in (*mode_ids("base"), "fourth") or not isinstance(trace, str) or forked_mode(trace) is None:
+        raise ReplayError("The recording's 'fork' must name a forked trace and the panel that shows it.")
+    if trace not in traces_of(data):
+        raise ReplayError(f"The recording's fork {trace[:40]!r} has no trace in the file.")
+    return {"panel": panel, "trace": trace}
 
 
 def header(data: dict[str, Any]) -> dict[str, Any]:
@@ -184,7 +199,7 @@ def header(data: dict[str, Any]) -> dict[str, Any]:
     question = data.get("question") or next((t.get("question") for t in traces.values() if t.get("question")), "")
     expected = data.get("expected") if isinstance(data.get("expected"), str) else None  # absent in older exports
     return {"question": question, "selection": data.get("selection"), "settings": data.get("settings") or {},
-            "expected": expected,
+            "expected": expected, "fork": fork_of(data),
             "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])), default=0.0))
                       for m, t in traces.items()}}
 

@@ -19,6 +19,7 @@ from agents.events import (
     Action,
     Event,
     FinalAnswer,
+    Forked,
     LLMError,
     Observation,
     ParseError,
@@ -194,6 +195,8 @@ class Panel:
             if self._pause is not None:  # the marker stays, between the steps it separates
                 self._pause.content = f"Resumed after {event.waited_s:.1f} s (the wait is not counted in the metrics)."
                 self._pause = None
+        elif isinstance(event, Forked):
+            self._forked(event)
         elif isinstance(event, FinalAnswer):
             self._drop_draft()
             self._close_pending()
@@ -309,6 +312,14 @@ class Panel:
             self._pending.metadata["status"] = "done"
             self._pending.metadata["title"] = self._pending.metadata["title"].replace(" · running…", " · no result")
             self._pending = None
+
+    def _forked(self, event: Forked) -> None:
+        """The teacher's edit, original beside edited, so the class sees what was changed (ui/fork_tab.py)."""
+        what = f"Observation {event.step + 1}" if self.actions else "The reasoning"
+        long = len(event.original) + len(event.edited) > 2 * SHORT_OBSERVATION  # long web text starts collapsed
+        self._append(f"**Was:**\n\n{fenced(event.original)}\n\n**Now:**\n\n{fenced(event.edited)}\n\n"
+                     "_The mode continues live from the edited text._",
+                     title=f"✎ {what} edited by the teacher — forked here", status="done" if long else None)
 
     def _observation(self, event: Observation) -> None:
         n = self.actions

@@ -39,6 +39,13 @@ class Recording:
     settings: dict[str, Any] = field(default_factory=dict)
     expected: str | None = None  # the expected answer, if the run had one (older exports: none)
     schedule_path: Path | None = None  # one ``[t, mode, event]`` per line, read lazily while playing
+    fork: dict[str, str] | None = None  # a teacher's fork: {"trace": "react@2", "panel": "react" | "fourth"}
+
+    @property
+    def slots(self) -> dict[str, str]:
+        """Base panels that show a fork in place of their own run (``{"react": "react@2"}``)."""
+        fork = self.fork or {}
+        return {fork["panel"]: fork["trace"]} if fork.get("panel") in MODES else {}
 
     def events(self) -> Iterator[tuple[float, str, Event]]:
         """Every event in playing order: from the schedule file one line at a time, or from the traces."""
@@ -62,7 +69,8 @@ def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
     question = str(head.get("question") or "")
     selection = str(head.get("selection") or (mode_title(next(iter(traces))) if len(traces) == 1 else "All"))
     expected = head.get("expected") if isinstance(head.get("expected"), str) else None
-    return Recording(question, selection, traces, dict(head.get("settings") or {}), expected)
+    fork = head.get("fork") if isinstance(head.get("fork"), dict) else None
+    return Recording(question, selection, traces, dict(head.get("settings") or {}), expected, fork=fork)
 
 
 def load_recording(source: str | Path | bytes) -> Recording:
@@ -119,22 +127,25 @@ def speed_factor(speed: str | float) -> float:
 
 
 def hybrid_in(recording: Recording) -> str | None:
-    """The hybrid mode a recording holds (shown in the fourth panel), if any."""
-    return next((m for m in recording.traces if m not in MODES), None)
+    """The mode a recording shows in the fourth panel, if any: a hybrid, or a fork made "in a new panel"."""
+    shown_in_place = set(recording.slots.values())
+    return next((m for m in recording.traces if m not in MODES and m not in shown_in_place), None)
 
 
-_HYBRID_KEY = re.compile(rb'"(react_cot_sc|cot_sc_react)"\s*:\s*\{|"mode"\s*:\s*"(react_cot_sc|cot_sc_react)"')
+_HYBRID_KEY = re.compile(rb'"(react_cot_sc|cot_sc_react)"\s*:\s*\{|"mode"\s*:\s*"(react_cot_sc|cot_sc_react)"'
+                         rb'|"fork"\s*:\s*\{\s*"panel"\s*:\s*"fourth"\s*,\s*"trace"\s*:\s*"([a-z_]+@[0-9]+)"')
 
 
 def hybrid_in_file(path: str) -> str | None:
-    """The hybrid a recording file seems to hold, from a byte scan (no parse: the fourth panel opens at once)."""
+    """The hybrid (or a fork shown in a new panel) a recording file seems to hold, from a byte scan (no parse:
+    the fourth panel opens at once)."""
     try:
         if Path(path).stat().st_size > MAX_REPLAY_BYTES:
             return None
         match = _HYBRID_KEY.search(Path(path).read_bytes())
     except OSError:
         return None
-    return None if match is None else (match.group(1) or match.group(2)).decode()
+    return None if match is None else (match.group(1) or match.group(2) or match.group(3)).decode()
 
 
 def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:

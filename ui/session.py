@@ -130,10 +130,10 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                 yield Frame((panel, panel, panel), ("", "", ""), STOPPED_WAITING)
                 return
         run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping)
-        if stepping:
-            stop.run = run
         view = LiveView(question, selection, modes, settings, registry, config, export=export, expected=expected,
                         stepping=stepping)
+        if stepping:
+            stop.run, stop.view = run, view
         async for frame in stream(run, view, stop=stop, throttle=throttle):
             yield frame
     finally:

@@ -113,6 +113,7 @@ class StopSignal:
     def __init__(self) -> None:
         self.stopped = False
         self.run: Any = None
+        self.view: Any = None  # a stepping run's view: a fork of the paused run reads its traces (ui/fork_tab.py)
         self._callbacks: list[Callable[[], None]] = []
 
     def stop(self) -> None:
@@ -168,6 +169,10 @@ class Stops:
         """The live runs of this session's tab (for Next step / Continue); none without a session."""
         signals = self._signals.get((session or "", tab), ()) if session else ()
         return [signal.run for signal in signals if signal.run is not None and not signal.stopped]
+
+    def live(self, session: str | None, tab: str) -> list[StopSignal]:
+        """The signals of this session's tab still streaming (a run, a replay, a fork); none without a session."""
+        return list(self._signals.get((session or "", tab), ())) if session else []
 
     def __len__(self) -> int:
         return sum(len(s) for s in self._signals.values())

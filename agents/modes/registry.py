@@ -139,10 +139,32 @@ def get_mode(mode_id: str) -> ModeSpec:
     return spec
 
 
+_FORK_ID = re.compile(r"^([a-z_]+)@([1-9][0-9]{0,3})$")
+
+
+def fork_id(mode_id: str, step_index: int) -> str:
+    """The panel id of a fork of ``mode_id`` at observation ``step_index`` (0-based): ``react@2``.
+
+    A fork is shown (and exported) beside the run it came from, so it needs an id of its own; the
+    mode it continues stays readable from it (:func:`forked_mode`)."""
+    return f"{mode_id}@{step_index + 1}"
+
+
+def forked_mode(panel_id: str) -> tuple[str, int] | None:
+    """``react@2`` → ("react", 2) (the mode and the 1-based step it forked at); None for any other id."""
+    match = _FORK_ID.match(panel_id) if isinstance(panel_id, str) else None
+    if match is None or match.group(1) not in mode_ids("base"):
+        return None
+    return match.group(1), int(match.group(2))
+
+
 def mode_title(mode_id: str) -> str:
-    """The title of a mode, or the id itself for one not registered (e.g. in an old recording)."""
+    """The title of a mode (a fork's: "ReAct (fork @2)"), or the id itself for one not registered
+    (e.g. in an old recording)."""
     discover()
     spec = _specs.get(mode_id)
+    if spec is None and (forked := forked_mode(mode_id)) is not None:
+        return f"{_specs[forked[0]].title} (fork @{forked[1]})"
     return spec.title if spec else mode_id
 
 

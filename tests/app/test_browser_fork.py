@@ -1,0 +1,78 @@
+"""Fork from here, in headless Chromium: ReAct computes 17 × 23 + 5 with the calculator (the stub's toy
+policy answers with the last observation it saw), the teacher edits the observation "396" to "400" and
+forks; the new panel's answer follows the edit while the original panel still says 396. Then the fork's
+export, replayed, shows the fork panel and its marker again."""
+
+from __future__ import annotations
+
+import pytest
+
+import app
+from agents.llm.stub_server import StubLLMServer
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def url(kit):
+    with StubLLMServer(latency=0.02, token_delay=0.002) as stub:
+        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
+        with kit.launched(demo) as local_url:
+            yield local_url
+
+
+def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
+    page.wait_for_function("([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
+                           arg=[selector, text], timeout=timeout)
+
+
+def test_fork_a_react_run_with_an_edited_observation(browser, url, kit):
+    with kit.open_page(browser, url) as page:
+        page.get_by_role("tab", name="Arithmetic traps").click()
+        page.get_by_role("button", name="17 × 23 + 5").click()
+        page.click("#run-btn")
+        wait_text(page, "#run-status", "Done")
+        assert "396" in page.inner_text("#panel-react")
+        page.click("#fork > button")  # open the Fork accordion
+        page.wait_for_function("() => document.querySelector('#fork-text textarea')?.value === '396'",
+                               timeout=15_000)
+        assert "calculate" in page.input_value("#fork-step input")
+        page.fill("#fork-text textarea", "400")
+        page.click("#fork-btn")
+        wait_text(page, "#run-status", "fork: ReAct (fork @1)")
+        wait_text(page, "#panel-fourth", "Final answer")
+        fourth, react = page.inner_text("#panel-fourth"), page.inner_text("#panel-react")
+        assert "400" in fourth.split("Final answer")[-1] and "edited by the teacher" in fourth
+        assert "396" in react.split("Final answer")[-1] and "edited by the teacher" not in react
+        assert "ReAct (fork @1)" in page.inner_text("#col-fourth")  # the panel's title
+        assert "ReAct (fork @1)" in page.inner_text("#comparison")
+        kit.artifacts.mkdir(exist_ok=True)
+        page.screenshot(path=str(kit.artifacts / "browser-fork-1366x768.png"), full_page=True)
+
+
+def test_a_forks_export_replays_with_the_fork_panel(browser, url, kit, tmp_path):
+    import httpx
+
+    with kit.open_page(browser, url) as page:
+        page.fill("#question textarea", "What is 17 * 23 + 5?")
+        page.click("#run-btn")
+        wait_text(page, "#run-status", "Done")
+        page.click("#fork > button")
+        page.wait_for_function("() => document.querySelector('#fork-text textarea')?.value === '396'",
+                               timeout=15_000)
+        page.fill("#fork-text textarea", "400")
+        page.click("#fork-btn")
+        wait_text(page, "#run-status", "fork: ReAct (fork @1)")
+        href = page.locator("#exports a[href*='.json']").first.get_attribute("href")
+        saved = tmp_path / "forked-run.json"
+        saved.write_bytes(httpx.get(href if href.startswith("http") else url.rstrip("/") + href, timeout=30).content)
+        assert '"fork":{"panel":"fourth","trace":"react@1"}' in saved.read_text(encoding="utf-8")
+    with kit.open_page(browser, url) as page:  # a fresh page: nothing of the fork on screen
+        assert not page.locator("#col-fourth").is_visible()
+        page.set_input_files("#replay-file input[type=file]", str(saved))
+        page.get_by_label("instant").check()
+        page.click("#replay-btn")
+        wait_text(page, "#run-status", "Replay finished")
+        fourth = page.inner_text("#panel-fourth")
+        assert "edited by the teacher" in fourth and "400" in fourth.split("Final answer")[-1]
+        assert "ReAct (fork @1)" in page.inner_text("#col-fourth") and "396" in page.inner_text("#panel-react")
