@@ -144,10 +144,13 @@ class CompareTab:
 
     @staticmethod
     def reveal_fourth(path: str | None) -> tuple:
-        """A replayed run with a hybrid opens the fourth panel, titled with it."""
-        hybrid = hybrid_in_file(path) if isinstance(path, str) else None
-        if hybrid is None:
+        """A replayed run with a hybrid (or a fork in a new panel) opens the fourth panel, titled with it;
+        one without closes it (it would stay empty: the recording has nothing for it)."""
+        if not isinstance(path, str):
             return gr.skip(), gr.skip()
+        hybrid = hybrid_in_file(path)
+        if hybrid is None:
+            return gr.Column(visible=False), gr.skip()
         return gr.Column(visible=True), gr.Chatbot(label=mode_title(hybrid))
 
     @staticmethod

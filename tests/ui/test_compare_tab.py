@@ -163,3 +163,14 @@ def test_stop_ends_a_replay(tmp_path, registry, stub):
     last = frames[-1]
     assert time.monotonic() - started < 3 and last[STATUS] == "■ Replay stopped." and last[-1] == "A long day?"
     assert "Stopped" in text_of(last[2]) and "morning" in text_of(last[2])
+
+
+def test_a_replay_opens_the_fourth_panel_only_for_a_recording_that_fills_it(tmp_path):
+    with_hybrid, plain = tmp_path / "hybrid.json", tmp_path / "plain.json"
+    with_hybrid.write_text(json.dumps({"traces": {"react_cot_sc": {"mode": "react_cot_sc", "events": []}}}))
+    plain.write_text(json.dumps({"traces": {"react": {"mode": "react", "events": []}}}))
+    column, chat = CompareTab.reveal_fourth(str(with_hybrid))
+    assert column.visible is True and chat.label == "ReAct → CoT-SC"
+    column, chat = CompareTab.reveal_fourth(str(plain))  # an empty fourth panel would stay on screen
+    assert column.visible is False and chat == gr.skip()
+    assert CompareTab.reveal_fourth(None) == (gr.skip(), gr.skip())  # no file: the replay says so, nothing moves
