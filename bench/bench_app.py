@@ -48,10 +48,12 @@ def question(i: int) -> str:
 class Stack:
     """The stub model and the app, each in its own spawned process."""
 
-    def __init__(self, latency: float, token_delay: float, chunk_chars: int = 4, env: dict | None = None) -> None:
+    def __init__(self, latency: float, token_delay: float, chunk_chars: int = 4, env: dict | None = None,
+                 stub: str = "async") -> None:
         ctx = mp.get_context("spawn")
         self.stub, stub_end = ctx.Pipe()
-        self.stub_proc = ctx.Process(target=stub_main, args=(latency, token_delay, chunk_chars, stub_end), daemon=True)
+        self.stub_proc = ctx.Process(target=stub_main, args=(latency, token_delay, chunk_chars, stub_end, stub),
+                                     daemon=True)
         self.stub_proc.start()
         stub_url, self.stub_pid = self.stub.recv()
         self.app, app_end = ctx.Pipe()
@@ -153,7 +155,7 @@ def errors_of(visits: list[Visit]) -> list[str]:
 def scale(args: argparse.Namespace) -> dict:
     """wall(N)/wall(1), errors, first text after the server's first token, app CPU per token."""
     out: dict = {"latency_s": args.latency, "tokens_per_s": round(1 / args.token_delay), "runs": {}}
-    with Stack(args.latency, args.token_delay) as stack:
+    with Stack(args.latency, args.token_delay, stub=args.stub) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up: imports, first connections
         stack.ask_stub("clear")
         wall1, one = crowd(stack.url, [question(0)])
@@ -204,7 +206,7 @@ def profiler(pid: int, path: str) -> subprocess.Popen:
 
 def memory(args: argparse.Namespace) -> dict:
     """RSS of the app before and after ``--runs`` runs, each from a new session, ``--parallel`` at a time."""
-    with Stack(0.05, 0.002) as stack:
+    with Stack(0.05, 0.002, stub=args.stub) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(args.parallel)])  # warm-up
         for _ in range(2):  # two warm rounds: lazy imports, caches and pools reach their steady size
             crowd(stack.url, [question(8000 + k) for k in range(args.parallel)])
@@ -255,7 +257,7 @@ def get_text(url: str, path: str) -> str:
 
 def flood(args: argparse.Namespace) -> dict:
     """``--flood`` runs submitted at once: what each visitor hears first, and how the page loads meanwhile."""
-    with Stack(args.latency, args.token_delay) as stack:
+    with Stack(args.latency, args.token_delay, stub=args.stub) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up
         quiet: list[float] = []
         stop = threading.Event()
@@ -313,6 +315,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--trace", action="store_true", help="memory: tracemalloc's top growth sites in the app")
     parser.add_argument("--flood", type=int, default=300, help="flood: simultaneous submissions")
     parser.add_argument("--profile", metavar="PREFIX", help="scale: py-spy the app into PREFIX-<N>.txt (needs py-spy)")
+    parser.add_argument("--stub", choices=["async", "thread"], default="async",
+                        help="the stand-in model: asyncio (default; paces like a server on its own hardware) or the tests' thread stub")
     parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
     args = parser.parse_args(argv)
     result: dict = {"cores": os.cpu_count(), "loadavg": os.getloadavg()[0]}

@@ -50,16 +50,20 @@ def threads_and_fds(pid: int) -> tuple[int, int]:
 # -- the stub model's process ------------------------------------------------------------------
 
 
-def stub_main(latency: float, token_delay: float, chunk_chars: int, conn) -> None:
+def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: str = "async") -> None:
     """Child process: the toy model behind real HTTP + SSE, answering to commands on ``conn``.
 
-    It counts the content chunks it streams (one per ``chunk_chars`` characters, ≈ one token
-    at 4), so the bench can divide the app's CPU by the tokens it relayed.
+    ``kind`` "async" (the default) is :mod:`agents.llm.async_stub`: one asyncio loop paces every stream
+    on absolute due times, as a real server paces tokens on its own hardware; "thread" is the tests'
+    ``ThreadingHTTPServer`` stub, which at 50 visitors (150 streams, 150 threads) fell ~2 s behind its own
+    pace on a 2-core machine (see README, "Measured"). It counts the content chunks it streams (one per
+    ``chunk_chars`` characters, ≈ one token at 4), so the bench can divide the app's CPU by the tokens it relayed.
     """
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from agents.llm import stub_server
+    from agents.llm.async_stub import AsyncStubServer
     from agents.llm.stub_server import StubLLMServer, toy_policy
 
     stub_server._QuietServer.request_queue_size = 1024  # listen backlog: 150 streams connect at once
@@ -71,7 +75,8 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn) -> Non
         chunks[0] += math.ceil(len(reply.text) / chunk_chars) + len(reply.tool_calls)
         return reply
 
-    with StubLLMServer(counting, latency=latency, token_delay=token_delay, chunk_chars=chunk_chars) as stub:
+    server = AsyncStubServer if kind == "async" else StubLLMServer
+    with server(counting, latency=latency, token_delay=token_delay, chunk_chars=chunk_chars) as stub:
         conn.send((stub.url, os.getpid()))
         while (command := conn.recv()) != "quit":
             if command == "clear":
@@ -81,7 +86,7 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn) -> Non
             elif command == "dump":
                 conn.send({"chunks": chunks[0], "requests": [
                     {"body": r.body, "started": r.started, "first_byte": r.first_byte, "finished": r.finished}
-                    for r in stub.requests]})
+                    for r in list(stub.requests)]})
 
 
 # -- the app's process -------------------------------------------------------------------------

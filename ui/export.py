@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable
@@ -16,13 +15,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gradio.utils import get_upload_folder
+
 from agents.llm.settings import LLMSettings
 from agents.trace import Trace
 from ui.table import agreement, comparison_rows
 from ui.verdicts import comparison_table, export_fields
 
 FORMAT = "think-act-react/run@1"
-EXPORT_DIR = Path(tempfile.gettempdir()) / "think-act-react-exports"
+# Inside Gradio's own file cache: Gradio serves a file from there as it is, where a file from anywhere else is
+# hashed, its folder made and the file copied into that cache (``Block.async_move_resource_to_block_cache``) on
+# the event loop, for every finished run — syscalls that each wait for the GIL while 150 streams are live.
+EXPORT_DIR = Path(get_upload_folder()) / "think-act-react-exports"
 EXPORT_TTL_S = 3600.0
 _last_cleanup = 0.0
 

@@ -240,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
                 interrupt: threading.Event) -> None:
         """The SSE body, with the reply's scripted faults (disconnect, early end, pause) and the abort."""
         server = self.stub
-        events = _sse_events(reply, body, server.chunk_chars)
+        events = sse_events(reply, body, server.chunk_chars)
         token_delay = server.token_delay if reply.token_delay is None else reply.token_delay
         for i, event in enumerate(events):
             if reply.disconnect_after is not None and i >= reply.disconnect_after:
@@ -282,8 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:
-    """The chunk objects of one streamed reply, in OpenAI's shape."""
+def sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:
+    """The chunk objects of one streamed reply, in OpenAI's shape (both stubs send these)."""
     model = body.get("model") or "stub"
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
