@@ -104,6 +104,7 @@ class PanelsView:
         self.started = time.perf_counter()
         self._metrics: dict[str, tuple[tuple, str]] = {}
         self._steps = dict.fromkeys(modes, 0)  # non-token events so far, per mode
+        self._ended = dict.fromkeys(modes, False)  # an answer or a final error so far, per mode
 
     def add(self, mode: str, event: Event, t: float | None = None) -> bool:
         """Record an event; True when it should be shown at once (the first text of a panel)."""
@@ -113,6 +114,9 @@ class PanelsView:
         panel.add(event)
         if not isinstance(event, TokenDelta):
             self._steps[mode] += 1
+            trace = self.traces[mode]  # only a step can end a mode: tokens never rescan the trace
+            # trace.error, not any LLMError: a mode cut off by a one-at-a-time server runs again (agents/comparison.py)
+            self._ended[mode] = bool(trace.of(FinalAnswer) or trace.error)
         return first and bool(panel.messages)
 
     def finish(self, *, stopped: bool = False) -> None:
@@ -132,8 +136,8 @@ class PanelsView:
         return cached[1]
 
     def finished(self, mode: str) -> bool:
-        # trace.error, not any LLMError: a mode cut off by a one-at-a-time server runs again (agents/comparison.py)
-        return self.panels[mode].done or bool(self.traces[mode].of(FinalAnswer) or self.traces[mode].error)
+        """Ended with an answer or an error (read every frame for every panel: kept by :meth:`add`)."""
+        return self.panels[mode].done or self._ended.get(mode, False)
 
     def frame(self, status: str, *, final: bool = False, table: str = "", files: list[str] | None = None,
               question: str | None = None) -> Frame:
