@@ -67,6 +67,12 @@ def open_page(browser, url: str) -> Iterator:
         context.close()
 
 
+def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
+    """Wait until the element's visible text contains ``text`` (a streamed panel or status line)."""
+    page.wait_for_function("([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
+                           arg=[selector, text], timeout=timeout)
+
+
 def _load_fault_kit():
     """tests/app/fault_kit.py as a module (test modules here are not a package, so it is loaded by path)."""
     name = "app_fault_kit"
@@ -86,6 +92,7 @@ class AppKit:
     launched = staticmethod(launched)
     faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
     open_page = staticmethod(open_page)
+    wait_text = staticmethod(wait_text)
     artifacts = ARTIFACTS
 
 

@@ -21,17 +21,12 @@ def url(kit):
             yield local_url
 
 
-def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
-    page.wait_for_function("([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
-                           arg=[selector, text], timeout=timeout)
-
-
 def test_fork_a_react_run_with_an_edited_observation(browser, url, kit):
     with kit.open_page(browser, url) as page:
         page.get_by_role("tab", name="Arithmetic traps").click()
         page.get_by_role("button", name="17 × 23 + 5").click()
         page.click("#run-btn")
-        wait_text(page, "#run-status", "Done")
+        kit.wait_text(page, "#run-status", "Done")
         assert "396" in page.inner_text("#panel-react")
         page.click("#fork > button")  # open the Fork accordion
         page.wait_for_function("() => document.querySelector('#fork-text textarea')?.value === '396'",
@@ -39,8 +34,8 @@ def test_fork_a_react_run_with_an_edited_observation(browser, url, kit):
         assert "calculate" in page.input_value("#fork-step input")
         page.fill("#fork-text textarea", "400")
         page.click("#fork-btn")
-        wait_text(page, "#run-status", "fork: ReAct (fork @1)")
-        wait_text(page, "#panel-fourth", "Final answer")
+        kit.wait_text(page, "#run-status", "fork: ReAct (fork @1)")
+        kit.wait_text(page, "#panel-fourth", "Final answer")
         fourth, react = page.inner_text("#panel-fourth"), page.inner_text("#panel-react")
         assert "400" in fourth.split("Final answer")[-1] and "edited by the teacher" in fourth
         assert "396" in react.split("Final answer")[-1] and "edited by the teacher" not in react
@@ -56,13 +51,13 @@ def test_a_forks_export_replays_with_the_fork_panel(browser, url, kit, tmp_path)
     with kit.open_page(browser, url) as page:
         page.fill("#question textarea", "What is 17 * 23 + 5?")
         page.click("#run-btn")
-        wait_text(page, "#run-status", "Done")
+        kit.wait_text(page, "#run-status", "Done")
         page.click("#fork > button")
         page.wait_for_function("() => document.querySelector('#fork-text textarea')?.value === '396'",
                                timeout=15_000)
         page.fill("#fork-text textarea", "400")
         page.click("#fork-btn")
-        wait_text(page, "#run-status", "fork: ReAct (fork @1)")
+        kit.wait_text(page, "#run-status", "fork: ReAct (fork @1)")
         href = page.locator("#exports a[href*='.json']").first.get_attribute("href")
         saved = tmp_path / "forked-run.json"
         saved.write_bytes(httpx.get(href if href.startswith("http") else url.rstrip("/") + href, timeout=30).content)
@@ -72,7 +67,7 @@ def test_a_forks_export_replays_with_the_fork_panel(browser, url, kit, tmp_path)
         page.set_input_files("#replay-file input[type=file]", str(saved))
         page.get_by_label("instant").check()
         page.click("#replay-btn")
-        wait_text(page, "#run-status", "Replay finished")
+        kit.wait_text(page, "#run-status", "Replay finished")
         fourth = page.inner_text("#panel-fourth")
         assert "edited by the teacher" in fourth and "400" in fourth.split("Final answer")[-1]
         assert "ReAct (fork @1)" in page.inner_text("#col-fourth") and "396" in page.inner_text("#panel-react")

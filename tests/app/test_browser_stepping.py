@@ -32,11 +32,6 @@ def url(kit):
             yield local_url
 
 
-def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
-    page.wait_for_function("([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
-                           arg=[selector, text], timeout=timeout)
-
-
 def test_step_through_three_steps_then_continue(browser, url, kit):
     with kit.open_page(browser, url) as page:
         page.get_by_role("tab", name="Arithmetic traps").click()
@@ -44,7 +39,7 @@ def test_step_through_three_steps_then_continue(browser, url, kit):
         assert not page.locator("#next-btn").is_visible() and not page.locator("#continue-btn").is_visible()
         page.click("#step-btn")
         for step in (1, 2, 3):
-            wait_text(page, "#run-status", f"Paused after step {step} — Next step, Continue or Stop")
+            kit.wait_text(page, "#run-status", f"Paused after step {step} — Next step, Continue or Stop")
             for panel in ("#panel-act", "#panel-react"):
                 assert f"Paused after step {step}" in page.inner_text(panel)
             assert "Final answer" in page.inner_text("#panel-think")  # Think-only: done in its one step
@@ -54,7 +49,7 @@ def test_step_through_three_steps_then_continue(browser, url, kit):
         kit.artifacts.mkdir(exist_ok=True)
         page.screenshot(path=str(kit.artifacts / "browser-stepping-paused-1366x768.png"))
         page.click("#continue-btn")
-        wait_text(page, "#run-status", "Done")
+        kit.wait_text(page, "#run-status", "Done")
         for panel in PANELS:
             assert "Final answer" in page.inner_text(panel)
         react = page.inner_text("#panel-react")
