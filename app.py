@@ -119,7 +119,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             demo.load(visitor, outputs=backend_md, api_visibility="private")
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
     # its limit is a backstop against floods, above our line so that visitors see our message first.
-    demo.queue(default_concurrency_limit=limits.concurrency, max_size=2 * (limits.concurrency + limits.queue_size))
+    # status_update_rate: Gradio's "auto" sends every queued event an estimate each time any event starts
+    # (O(n²) messages): 300 submissions at once then waited ~10 s for their first word, ~2 s with this.
+    demo.queue(default_concurrency_limit=limits.concurrency, max_size=2 * (limits.concurrency + limits.queue_size),
+               status_update_rate=1.0)
     return demo
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import app
 from agents.llm import abort
+from agents.llm.settings import LLMSettings
 from ui.launcher import Launcher
 
 
@@ -33,6 +34,13 @@ def test_gradio_s_matplotlib_probe_fails_fast_when_matplotlib_is_absent(monkeypa
     assert sys.modules["matplotlib"] is None
     with pytest.raises(ImportError):
         import matplotlib  # noqa: F401 - Gradio does exactly this on every handler call
+
+
+def test_gradio_s_queue_sends_estimates_on_a_clock_not_to_every_queued_event_at_every_start(kit):
+    """With ``status_update_rate="auto"`` each event start told every queued event its estimate: in a flood of 300
+    that was O(n²) messages on the event loop, and the last visitor heard its first word after ~10 s."""
+    demo = app.build_demo(settings=LLMSettings(model="stub", base_url="http://127.0.0.1:9/v1"), registry=kit.registry())
+    assert demo._queue.live_updates is False and demo._queue.update_intervals == 1.0
 
 
 def test_the_shared_model_client_has_room_for_fifty_visitors_streams():
