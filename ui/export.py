@@ -104,6 +104,15 @@ def write_exports(data: dict[str, Any], directory: Path | None = None,
     return str(json_path), str(md_path)
 
 
+def json_of(files: Any) -> str | None:
+    """The ``.json`` among a File component's export files (a path, Gradio's file dicts, or a list of them)."""
+    for f in files if isinstance(files, list) else [files]:
+        path = f.get("path") if isinstance(f, dict) else getattr(f, "path", f)
+        if isinstance(path, str) and path.endswith(".json"):
+            return path
+    return None
+
+
 def to_json(data: dict[str, Any]) -> str:
     """Compact JSON with one event per line: a quarter of the cost of ``indent=1``, still diffable."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))

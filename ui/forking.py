@@ -13,16 +13,17 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gradio.utils import get_upload_folder
 
 from agents.events import Action, Observation, Thought, Usage
 from agents.fork import forkable_modes
 from agents.modes.registry import forked_mode, mode_title
 from agents.trace import Trace
-from ui.export import EXPORT_DIR
+from ui.export import EXPORT_DIR, json_of
 from ui.recording import ReplayError
 from ui.render import MODES
 from ui.replay import load_recording
@@ -77,20 +78,15 @@ def screen_of_view(view: Any) -> Screen:
 
 
 def path_of(value: Any) -> str | None:
-    """A file path from a File component's value (a path, Gradio's file dict or a list of them): the
-    ``.json`` among them, and only inside the app's export folder or Gradio's upload cache."""
-    items = value if isinstance(value, list) else [value]
-    for item in items:
-        path = item.get("path") if isinstance(item, dict) else item if isinstance(item, str) else None
-        if isinstance(path, str) and path.endswith(".json") and _allowed(path):
-            return path
-    return None
+    """The ``.json`` export file among a File component's value (:func:`ui.export.json_of`), and only
+    inside the app's export folder or Gradio's upload cache."""
+    path = json_of(value)
+    return path if path is not None and _allowed(path) else None
 
 
 def _allowed(path: str) -> bool:
-    uploads = os.environ.get("GRADIO_TEMP_DIR") or str(Path(tempfile.gettempdir()) / "gradio")
     resolved = Path(path).resolve()
-    return any(resolved.is_relative_to(Path(root).resolve()) for root in (EXPORT_DIR, uploads))
+    return any(resolved.is_relative_to(Path(root).resolve()) for root in (EXPORT_DIR, get_upload_folder()))
 
 
 def load_screen(path: str) -> Screen:

@@ -18,7 +18,7 @@ import gradio as gr
 
 from agents.modes.registry import mode_title
 from ui import render
-from ui.export import EXPORT_DIR
+from ui.export import EXPORT_DIR, json_of
 from ui.frame import Frame, Outputs, refusal
 from ui.playback import replay
 from ui.recording import ReplayError
@@ -28,15 +28,6 @@ from ui.share import ShareError, ShareStore, page_url_of, share_url
 log = logging.getLogger(__name__)
 
 INSTANT = "instant"
-
-
-def _json_of(files: Any) -> str | None:
-    """The ``.json`` among the export files (a list of paths, or Gradio's file dicts)."""
-    for f in files if isinstance(files, list) else [files]:
-        path = f.get("path") if isinstance(f, dict) else getattr(f, "path", f)
-        if isinstance(path, str) and path.endswith(".json"):
-            return path
-    return None
 
 
 def visitor_of(request: gr.Request | None) -> str:
@@ -61,7 +52,7 @@ class ShareHandlers:
 
     async def share(self, exports: Any, replay_file: Any, request: gr.Request | None = None) -> str:
         """A link that reopens the run on screen: the live run's export, else the replayed file."""
-        source = _json_of(exports)
+        source = json_of(exports)
         if source is None and isinstance(replay_file, str):
             try:  # an uploaded file is stored only if it replays: a share link is no file host
                 (await open_recording(replay_file, INSTANT)).discard()
