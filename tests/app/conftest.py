@@ -43,6 +43,18 @@ def launched(demo) -> Iterator[str]:
         demo.close()
 
 
+@contextlib.contextmanager
+def app_on_stub(*args, **kw) -> Iterator[str]:
+    """The whole app (calculator tools) against a local stub model server (``StubLLMServer(*args, **kw)``),
+    launched on loopback: yields its URL."""
+    import app
+
+    with StubLLMServer(*args, **kw) as stub:
+        demo = app.build_demo(settings=stub_settings(stub), registry=calc_registry())
+        with launched(demo) as url:
+            yield url
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"  # screenshots (gitignored)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
@@ -90,6 +102,7 @@ class AppKit:
     registry = staticmethod(calc_registry)
     settings = staticmethod(stub_settings)
     launched = staticmethod(launched)
+    app_on_stub = staticmethod(app_on_stub)
     faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
     open_page = staticmethod(open_page)
     wait_text = staticmethod(wait_text)

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-import app
-from agents.llm.stub_server import StubLLMServer
-
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def url(kit):
-    with StubLLMServer(latency=0.02, token_delay=0.001) as stub:
-        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
-        with kit.launched(demo) as local_url:
-            yield local_url
+    with kit.app_on_stub(latency=0.02, token_delay=0.001) as local_url:
+        yield local_url
 
 
 def test_a_benchmark_item_opens_in_the_compare_panels(browser, url, kit):

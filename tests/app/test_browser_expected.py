@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-import app
-from agents.llm.stub_server import StubLLMServer
-
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def url(kit):
-    with StubLLMServer(latency=0.05, token_delay=0.005) as stub:
-        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
-        with kit.launched(demo) as local_url:
-            yield local_url
+    with kit.app_on_stub(latency=0.05, token_delay=0.005) as local_url:
+        yield local_url
 
 
 def test_example_fills_expected_and_the_table_marks_each_mode(browser, url, kit):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import app
-from agents.llm.stub_server import StubLLMServer, StubReply
+from agents.llm.stub_server import StubReply
 
 pytestmark = pytest.mark.browser
 PANELS = ("#panel-think", "#panel-act", "#panel-react")
@@ -26,10 +25,8 @@ def responder(body: dict) -> StubReply:
 
 @pytest.fixture(scope="module")
 def url(kit):
-    with StubLLMServer(responder, latency=0.02, token_delay=0.002) as stub:
-        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
-        with kit.launched(demo) as local_url:
-            yield local_url
+    with kit.app_on_stub(responder, latency=0.02, token_delay=0.002) as local_url:
+        yield local_url
 
 
 def test_step_through_three_steps_then_continue(browser, url, kit):
