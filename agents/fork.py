@@ -89,10 +89,18 @@ def start_fork(
 
     This is what a UI uses (nothing blocks its event loop); ValueError comes before anything starts.
     """
+    return fork_run(trace, step_index, new_observation, registry=registry, config=config,
+                    model_factory=model_factory, stepping=stepping).start()
+
+
+def fork_run(
+    trace: Trace, step_index: int, new_observation: str, *, registry: ToolRegistry, config: RunConfig,
+    model_factory: ModelFactory | None = None, stepping: bool = False,
+) -> ComparisonRun:
+    """:func:`start_fork`'s run, not yet started (ValueError at once when the trace cannot be forked there)."""
     source = prepare_fork(trace, step_index, new_observation, registry, config)
-    run = ComparisonRun(trace.question, [trace.mode], model_factory=model_factory, registry=registry, config=config,
-                        stepping=stepping, sources={trace.mode: source})
-    return run.start()
+    return ComparisonRun(trace.question, [trace.mode], model_factory=model_factory, registry=registry, config=config,
+                         stepping=stepping, sources={trace.mode: source})
 
 
 @dataclass

@@ -85,24 +85,27 @@ def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registr
     names = default_tool_names(registry) if model_factory is None and not stepping else None
     if names is not None and workers_from_env() > 0:
         return ProcessRun(question, modes, settings=settings, tools=names, config=config)
-    from agents.llm.hf import HFInferenceModel
-
-    make = model_factory or HFInferenceModel
-    return ComparisonRun(question, modes, model_factory=lambda: make(settings), registry=registry, config=config,
-                         stepping=stepping)
+    return ComparisonRun(question, modes, model_factory=_models(settings, model_factory), registry=registry,
+                         config=config, stepping=stepping)
 
 
 def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, registry: ToolRegistry,
               config: RunConfig, model_factory: Callable[[LLMSettings], Any] | None = None) -> ComparisonRun:
     """A teacher's fork (``agents/fork.py``) as an unstarted one-mode run, with the model made as for
     :func:`make_run`; always in this process (the trace is a Python object). ValueError before anything runs."""
-    from agents.fork import prepare_fork
-    from agents.llm.hf import HFInferenceModel
+    from agents.fork import fork_run
 
-    source = prepare_fork(trace, step_index, text, registry, config)
-    make = model_factory or HFInferenceModel
-    return ComparisonRun(trace.question, [trace.mode], model_factory=lambda: make(settings), registry=registry,
-                         config=config, sources={trace.mode: source})
+    return fork_run(trace, step_index, text, registry=registry, config=config,
+                    model_factory=_models(settings, model_factory))
+
+
+def _models(settings: LLMSettings, builder: Callable[[LLMSettings], Any] | None) -> Callable[[], Any]:
+    """The run's model factory: ``builder`` (a test's) or the real client, made with ``settings``."""
+    if builder is None:
+        from agents.llm.hf import HFInferenceModel
+
+        builder = HFInferenceModel
+    return lambda: builder(settings)
 
 
 class ProcessRun:
