@@ -22,7 +22,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from tools.registry import ToolRegistry
-from ui import bench_open, fork_tab, mcp_tool, serving, sessions, tabs
+from ui import bench_open, fork_tab, mcp_tool, page_cache, serving, sessions, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
@@ -45,6 +45,7 @@ PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (re
 
 class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
     """``gr.Blocks`` whose server, once launched, checks logins on the event loop (see ui/serving.py),
+    answers the page and its static files from memory (ui/page_cache.py),
     serves MCP with one tool unless ``APP_MCP=0`` (ui/mcp_tool.py), and lets REST callers of ``/compare``
     omit its last input (``expected``, added later)."""
 
@@ -55,6 +56,8 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
         kwargs["prevent_thread_lock"] = True
         result = super().launch(*args, **kwargs)
         serving.async_login_check(self.server_app, self)
+        serving.resolve_annotations(self)  # Gradio reads every handler's type hints at every event
+        page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
         launcher.call(run_host.start_default_host)  # the live runs' worker processes, off the event loop
         if block:
             self.block_thread()

@@ -7,6 +7,7 @@ import importlib.util
 import sys
 import threading
 
+import gradio as gr
 import pytest
 
 import app
@@ -63,9 +64,14 @@ def test_login_checks_run_on_the_event_loop_and_still_refuse_strangers(kit):
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, auth=("teacher", "secret"),
                 **app.launch_kwargs())
     try:
-        overrides = list(demo.server_app.dependency_overrides.items())
-        assert [k.__name__ for k, _ in overrides] == ["login_check"]
-        assert inspect.iscoroutinefunction(overrides[0][1])
+        from ui import serving
+
+        assert serving._login_check_of(demo.server_app) is None  # no route calls the sync check any more
+        checks = [d.dependency for r in serving._routes(list(demo.server_app.routes))
+                  for d in getattr(r, "dependencies", None) or [] if getattr(d.dependency, "__name__", "") == "login_check"]
+        assert checks and all(inspect.iscoroutinefunction(c) for c in checks)
+        # not through dependency_overrides: with any set, FastAPI re-derives every dependency on every request
+        assert demo.server_app.dependency_overrides == {}
         body = json.dumps({"data": ["What is 2 + 2?", "Think"]}).encode()
         request = urllib.request.Request(f"{demo.local_url}gradio_api/call/compare", data=body,
                                          headers={"Content-Type": "application/json"})
@@ -110,3 +116,73 @@ def test_live_runs_stream_from_the_worker_process_and_stop_reaches_it(kit, monke
             while host.active_runs() and time.monotonic() - stopped < 5:
                 time.sleep(0.02)
             assert host.active_runs() == 0 and time.monotonic() - stopped < 2.0  # Stop, not LLM_TIMEOUT
+
+
+def test_handlers_type_hints_are_evaluated_once_not_at_every_event(kit):
+    """Gradio calls ``typing.get_type_hints`` on the handler at every event; string annotations (``from __future__
+    import annotations``, as in this module) were compiled again each time. After launch they are values, and mean
+    the same."""
+    import typing
+
+    from ui import serving
+
+    def handler(question: str, request: gr.Request | None = None) -> str:
+        return question
+
+    with gr.Blocks() as blocks:
+        box = gr.Textbox()
+        box.submit(handler, box, box)
+    assert handler.__annotations__["request"] == "gr.Request | None"  # as written
+    before = typing.get_type_hints(handler)
+    assert serving.resolve_annotations(blocks) == 1
+    assert handler.__annotations__["request"] == gr.Request | None
+    assert typing.get_type_hints(handler) == before
+    assert serving.resolve_annotations(blocks) == 0  # nothing left to do
+
+    demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
+    serving.resolve_annotations(demo)  # what launch() does: every handler of the app, bound methods too
+    for block_fn in demo.fns.values():
+        target = getattr(block_fn.fn, "__func__", block_fn.fn)
+        assert not any(isinstance(v, str) for v in getattr(target, "__annotations__", {}).values()), target
+
+
+def test_a_handler_whose_hints_do_not_evaluate_is_left_as_it_is():
+    from types import SimpleNamespace
+
+    from ui import serving
+
+    def handler(x: NoSuchName) -> str:  # noqa: F821 - the point of the test (a string: this module has future annotations)
+        return x
+
+    blocks = SimpleNamespace(fns={0: SimpleNamespace(fn=handler)})
+    assert serving.resolve_annotations(blocks) == 0 and handler.__annotations__["x"] == "NoSuchName"
+
+
+def test_the_launched_app_serves_its_page_and_assets_from_memory(kit):
+    """Gradio rebuilds the page (deep copy of a ~300 KB config, template) on every load, in its thread pool."""
+    import re
+    import urllib.request
+
+    import brotli
+
+    from ui.page_cache import PageCache
+
+    def load(url: str, **headers: str) -> tuple[bytes, dict]:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as response:
+            return response.read(), dict(response.headers)
+
+    demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
+    with kit.launched(demo) as url:
+        cache = demo.server_app.middleware_stack
+        assert isinstance(cache, PageCache)
+        page, _ = load(url)
+        assert load(url)[0] == page and cache.hits == 1
+        html = page.decode()
+        asset = re.search(r'src="\./(assets/[^"]+\.js)"', html).group(1)
+        assert load(url + asset)[0] == load(url + asset)[0] and cache.hits == 2
+        load(url, **{"Accept-Encoding": "br"})
+        compressed, headers = load(url, **{"Accept-Encoding": "br"})
+        assert headers["content-encoding"] == "br" and brotli.decompress(compressed) == page
+        assert len(compressed) < len(page) / 4
+        proxied, _ = load(url, **{"X-Forwarded-Host": "classroom.example", "X-Forwarded-Proto": "https"})
+        assert "https://classroom.example" in proxied.decode() and "https://classroom.example" not in html
