@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from agents import run_host
+from agents import gc_tuning, run_host
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
@@ -45,7 +45,8 @@ PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (re
 
 class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
     """``gr.Blocks`` whose server, once launched, checks logins on the event loop (see ui/serving.py),
-    answers the page and its static files from memory (ui/page_cache.py),
+    answers the page and its static files from memory (ui/page_cache.py), sets its start-up heap aside from
+    garbage collection (agents/gc_tuning.py),
     serves MCP with one tool unless ``APP_MCP=0`` (ui/mcp_tool.py), and lets REST callers of ``/compare``
     omit its last input (``expected``, added later)."""
 
@@ -59,7 +60,8 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
         serving.resolve_annotations(self)  # Gradio reads every handler's type hints at every event
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
         launcher.call(run_host.start_default_host)  # the live runs' worker processes, off the event loop
-        if block:
+        if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
+            gc_tuning.settle()  # the start-up heap is never walked again (agents/gc_tuning.py)
             self.block_thread()
         return result
 

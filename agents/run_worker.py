@@ -18,6 +18,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
+from agents import gc_tuning
 from agents.comparison import _DONE, ComparisonRun
 from agents.events import LLMError, TokenDelta
 from agents.modes import RunConfig
@@ -144,7 +145,9 @@ def main(argv: list[str]) -> None:
     commands = Connection(int(argv[0]), writable=False)
     events = Connection(int(argv[1]), readable=False)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print() must not reach the app
-    WorkerMain(commands, events).serve()
+    worker = WorkerMain(commands, events)
+    gc_tuning.settle()  # imports and the tool registry are built: never walk them again
+    worker.serve()
     os._exit(0)  # daemon threads (streams being cancelled) must not keep the worker alive
 
 

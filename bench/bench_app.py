@@ -237,13 +237,16 @@ def memory(args: argparse.Namespace) -> dict:
     return out
 
 
+BROWSER = {"Accept-Encoding": "gzip, deflate, br, zstd"}  # what Chromium sends: Gradio compresses for it
+
+
 def page_loader(url: str, stop: threading.Event, loads: list[float], every: float = 0.25) -> None:
     """A browser opening the page over and over: the HTML, then its JS and CSS; seconds per full load."""
     html = get_text(url, "/")
     assets = [a.lstrip(".") for a in re.findall(r'(?:src|href)="(\./assets/[^"]+\.(?:js|css))"', html)]
     while not stop.is_set():
         start = time.perf_counter()
-        ok = get(url, "/")[0] == 200 and all(get(url, a)[0] == 200 for a in assets)
+        ok = get(url, "/", headers=BROWSER)[0] == 200 and all(get(url, a, headers=BROWSER)[0] == 200 for a in assets)
         loads.append(time.perf_counter() - start if ok else float("inf"))
         stop.wait(every)
 

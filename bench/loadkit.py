@@ -106,6 +106,9 @@ def app_main(stub_url: str, env: dict[str, str], conn) -> None:
 
     demo = app.build_demo(settings=LLMSettings(model="stub", base_url=stub_url), registry=ToolRegistry([calculate]))
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    from agents import gc_tuning
+
+    gc_tuning.settle()  # as ``python app.py`` does once it serves (launch() without prevent_thread_lock)
     conn.send((demo.local_url, os.getpid()))
     try:
         while (command := conn.recv()) != "quit":
@@ -265,13 +268,13 @@ def read_stream(response: http.client.HTTPResponse, seen: Visit) -> None:
     seen.error = seen.error or "the stream ended without a complete event"
 
 
-def get(url: str, path: str, timeout: float = 30.0) -> tuple[int, int, float]:
+def get(url: str, path: str, timeout: float = 30.0, headers: dict[str, str] | None = None) -> tuple[int, int, float]:
     """GET ``path``: (status, bytes, seconds)."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     start = time.perf_counter()
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()
         size = len(response.read())
         return response.status, size, time.perf_counter() - start

@@ -186,3 +186,19 @@ def test_the_launched_app_serves_its_page_and_assets_from_memory(kit):
         assert len(compressed) < len(page) / 4
         proxied, _ = load(url, **{"X-Forwarded-Host": "classroom.example", "X-Forwarded-Proto": "https"})
         assert "https://classroom.example" in proxied.decode() and "https://classroom.example" not in html
+
+
+def test_only_a_launch_that_serves_until_stopped_settles(kit, monkeypatch):
+    """``python app.py`` blocks in launch(): that process settles. Tests launch and close many apps in one process."""
+    from agents import gc_tuning
+
+    settled: list[bool] = []
+    monkeypatch.setattr(gc_tuning, "settle", lambda: settled.append(True))
+    monkeypatch.setattr(app.ClassroomBlocks, "block_thread", lambda self: None)
+    for prevent in (True, False):
+        demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
+        try:
+            demo.launch(prevent_thread_lock=prevent, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+            assert settled == ([] if prevent else [True])
+        finally:
+            demo.close()
