@@ -229,7 +229,7 @@ def test_make_run_uses_a_worker_only_for_runs_built_from_defaults(monkeypatch):
     assert isinstance(make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()), ComparisonRun)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("", 1), ("0", 0), ("2", 2), ("8", 8)])
+@pytest.mark.parametrize(("raw", "expected"), [("", run_host.DEFAULT_WORKERS), ("0", 0), ("1", 1), ("2", 2), ("8", 8)])
 def test_workers_from_env(raw, expected):
     assert run_host.workers_from_env({run_host.ENV: raw}) == expected
 
