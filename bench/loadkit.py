@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-MODES = ("think", "act", "react")
+from agents.modes.registry import mode_ids
+
+MODES = mode_ids("base")  # the three panels of /compare, in order (the mode registry's own list)
 STATUS = 6  # output index of the status line (3 panels, 3 metrics, status, ...)
 
 
@@ -98,6 +100,7 @@ def app_main(stub_url: str, env: dict[str, str], conn) -> None:
 
     os.environ.update(env)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.dup2(2, 1)  # Gradio prints ("Closing server…") to stderr: the bench's stdout is its JSON alone
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import app
     from agents.llm.settings import LLMSettings
