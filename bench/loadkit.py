@@ -100,7 +100,7 @@ def app_main(stub_url: str, env: dict[str, str], conn) -> None:
 
     os.environ.update(env)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    os.dup2(2, 1)  # Gradio prints ("Closing server…") to stderr: the bench's stdout is its JSON alone
+    os.dup2(2, 1)  # this process's prints (Gradio's "Closing server…") go to stderr: the bench's stdout is its JSON
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import app
     from agents.llm.settings import LLMSettings
