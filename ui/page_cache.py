@@ -168,8 +168,8 @@ class Recorder:
         if compress and "content-encoding" not in headers:
             body = brotli.compress(body, quality=4) if compress == "br" else gzip.compress(body, 6)
             headers["content-encoding"] = compress
-            headers["content-length"] = str(len(body))
             headers.add_vary_header("Accept-Encoding")
+        headers["content-length"] = str(len(body))  # a streamed (chunked) original is now one body
         return Entry(headers=headers.raw, body=body, etag=headers.get("etag"))
 
 

@@ -58,6 +58,7 @@ def test_the_second_load_comes_from_memory_with_the_same_bytes(toy):
     second = client.get("/assets/app-1a2b.js", headers={"accept-encoding": "identity"})
     assert first.status_code == second.status_code == 200 and first.content == second.content
     assert second.headers["content-type"] == first.headers["content-type"]
+    assert second.headers["content-length"] == str(len(second.content))
     assert counting.calls == ["/assets/app-1a2b.js"] and cache.hits == 1
 
 
