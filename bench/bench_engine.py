@@ -54,6 +54,13 @@ def timed(server: StubLLMServer, modes: list[str]) -> tuple[float, dict]:
     return wall, traces
 
 
+def settled(records: list, wait_s: float = 2.0) -> None:
+    """Wait for the stub's threads to stamp each request's end: the client can read the last chunk first."""
+    deadline = time.perf_counter() + wait_s
+    while any(r.finished is None for r in records) and time.perf_counter() < deadline:
+        time.sleep(0.001)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.2, help="server seconds before the first token")
@@ -71,6 +78,7 @@ def main() -> None:
             for mode in ("act", "react"):  # sequential calls: overhead is measurable per call
                 before = len(server.requests)
                 wall, traces = timed(server, [mode])
+                settled(server.requests[before:])
                 server_s = sum(r.finished - r.started for r in server.requests[before:])
                 tool_s = sum(s.elapsed_s for s in traces[mode].steps)
                 overheads.append((wall - server_s - tool_s) / traces[mode].llm_calls)
