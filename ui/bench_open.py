@@ -10,6 +10,7 @@ as a replayed export (``ui/share_tab.run_on_screen``), so a class can look at wh
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import threading
@@ -30,6 +31,7 @@ from ui.render import MODES
 from ui.replay import open_recording
 from ui.share_tab import INSTANT, run_on_screen
 from ui.stream import session_of
+from ui.table import answers_agree
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +68,23 @@ class RunFolders:
             return self._folders.get(session)
 
 
-def _answer_key(record: dict[str, Any]) -> str:
+def _answer(record: dict[str, Any]) -> str:
     value = record.get("parsed") if record.get("parsed") not in (None, "") else record.get("prediction")
-    return " ".join(str(value or "").lower().split())
+    return str(value or "").strip()
+
+
+def _same(a: str, b: str) -> bool:
+    """Two modes' answers agree as the comparison table judges it (``ui/table.answers_agree``); two
+    missing answers agree too (both modes failed alike)."""
+    return (not a and not b) or answers_agree(a, b)
 
 
 def disagree(records: list[dict[str, Any]]) -> bool:
-    """The modes disagree on an item: one is right and another wrong, or their answers differ."""
-    return len({bool(r.get("em")) for r in records}) > 1 or len({_answer_key(r) for r in records}) > 1
+    """The modes disagree on an item: one is right and another wrong, or two of their answers differ."""
+    if len({bool(r.get("em")) for r in records}) > 1:
+        return True
+    answers = [_answer(r) for r in records]
+    return any(not _same(a, b) for a, b in itertools.combinations(answers, 2))
 
 
 def item_label(number: int, records: list[dict[str, Any]]) -> str:

@@ -55,6 +55,20 @@ def test_disagreement_is_a_right_and_a_wrong_or_different_answers():
     assert not disagree([{"em": True, "parsed": "4"}, {"em": True, "parsed": " 4 "}])
 
 
+def test_the_filter_judges_agreement_as_the_comparison_table_does():
+    """"396." and "396" agree in the table's line (ui/table.answers_agree): the filter must not list them."""
+    from ui.table import answers_agree
+
+    assert answers_agree("396.", "396") and answers_agree("Paris", "Paris, France")
+    assert not disagree([{"em": False, "parsed": "396."}, {"em": False, "parsed": "396"}])
+    assert not disagree([{"em": True, "parsed": "Paris"}, {"em": True, "prediction": "Paris, France"}])
+    assert not disagree([{"em": False, "parsed": ""}, {"em": False, "parsed": None}])  # both failed alike
+    assert disagree([{"em": False, "parsed": "396"}, {"em": False, "parsed": "400"}])
+    assert disagree([{"em": False, "parsed": "Paris"}, {"em": False, "parsed": ""}])
+    assert disagree([{"em": False, "parsed": "3.5"}, {"em": False, "parsed": "35"}])
+    assert disagree([{"em": False, "parsed": "4"}, {"em": False, "parsed": "4"}, {"em": False, "parsed": "5"}])
+
+
 def test_the_benchmark_keeps_each_pairs_trace_for_its_visitor(finished):
     folders, visitor = finished
     folder = folders.get("v1")
