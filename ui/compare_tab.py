@@ -15,20 +15,18 @@ from typing import Any
 import gradio as gr
 
 from agents.comparison import validate_question
-from agents.llm.base import ModelBuilder
-from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import mode_title
 from tools.registry import ToolRegistry
-from ui.admission import Admission
-from ui.frame import Outputs, refusal
+from ui.frame import refusal
+from ui.handlers import TabHandlers
 from ui.inputs import compare_problem, make_config, protocol_value
 from ui.playback import replay
 from ui.render import MODE_CHOICES, hybrid_mode
 from ui.replay import DEFAULT_SPEED, ReplayError, hybrid_in_file, open_recording
 from ui.session import live_run
 from ui.stepping import continue_runs, next_step
-from ui.stream import Stops, session_of
+from ui.stream import session_of
 from ui.verdicts import expected_problem
 
 TAB = "compare"  # the Stop button's key in :class:`~ui.stream.Stops` (runs and replays alike)
@@ -64,15 +62,8 @@ def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps
     return CompareRequest(question, mode, modes, registry.subset(tools), config, expected or None)
 
 
-class CompareTab:
+class CompareTab(TabHandlers):
     """The Compare tab's event handlers, bound to one app's backend and output components."""
-
-    def __init__(self, settings: LLMSettings, registry: ToolRegistry, outputs: Outputs, *,
-                 model_factory: ModelBuilder | None = None, admission: Admission | None = None,
-                 stops: Stops | None = None) -> None:
-        self.settings, self.registry, self.outputs = settings, registry, outputs
-        self.model_factory, self.admission = model_factory, admission
-        self.stops = stops if stops is not None else Stops()  # an empty Stops is falsy
 
     async def compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                       max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,

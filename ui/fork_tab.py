@@ -24,13 +24,10 @@ from typing import Any
 import gradio as gr
 
 from agents.fork import forkable_modes
-from agents.llm.base import ModelBuilder
-from agents.llm.settings import LLMSettings
 from agents.modes.registry import fork_id, mode_title
 from agents.run_host import make_fork
-from tools.registry import ToolRegistry
 from ui import render
-from ui.admission import Admission, Full
+from ui.admission import Full
 from ui.fork_view import ForkView, skip_all
 from ui.forking import (
     IN_PLACE,
@@ -47,10 +44,11 @@ from ui.forking import (
     step_choices,
 )
 from ui.frame import Outputs
+from ui.handlers import TabHandlers
 from ui.inputs import make_config, protocol_value
 from ui.recording import ReplayError
 from ui.render import MODES
-from ui.stream import Stops, session_of, stream
+from ui.stream import session_of, stream
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +58,8 @@ STALE = "That observation belongs to a run no longer on screen: pick the panel a
 WAIT_FOR_STOP_S = 5.0
 
 
-class ForkTab:
+class ForkTab(TabHandlers):
     """The Fork controls' handlers, bound to one app's backend, Compare outputs, line and Stop table."""
-
-    def __init__(self, settings: LLMSettings, registry: ToolRegistry, outputs: Outputs, *,
-                 model_factory: ModelBuilder | None = None, admission: Admission | None = None,
-                 stops: Stops | None = None) -> None:
-        self.settings, self.registry, self.outputs = settings, registry, outputs
-        self.model_factory, self.admission = model_factory, admission
-        self.stops = stops if stops is not None else Stops()  # an empty Stops is falsy
 
     async def screen(self, exports: Any, replay_file: Any, request: gr.Request | None = None) -> Screen | str:
         """The run on screen, or one line saying why there is none to fork."""
