@@ -34,6 +34,7 @@ from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import DEFAULT_SPEED, SPEEDS
 from ui.settings import app_settings
 from ui.share_tab import ShareHandlers
+from ui.stepping import is_paused
 from ui.stream import Stops
 from ui.verdicts import MAX_EXPECTED_CHARS
 
@@ -294,24 +295,28 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
     session's stepping run (an API client keeps one session: one ``gradio_client.Client``)."""
     out, buttons = page.outputs, page.step
     controls = [buttons.next_btn, buttons.continue_btn]
+    private: dict[str, Any] = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
 
-    def show(visible: bool) -> Any:
-        return lambda: [gr.Button(visible=visible), gr.Button(visible=visible)]
+    def show(visible: bool) -> Any:  # Next step starts disabled: it is enabled by the first pause
+        return lambda: [gr.Button(visible=visible, interactive=False), gr.Button(visible=visible)]
 
-    buttons.step_btn.click(show(True), outputs=controls, api_visibility="private", queue=False,
-                           show_progress="hidden").then(
+    buttons.step_btn.click(show(True), outputs=controls, **private).then(
         handlers.step_compare,
         inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
                 knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
         outputs=out.all(), api_name="compare_step", concurrency_limit=None, concurrency_id="compare",
         show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False).then(
-        show(False), outputs=controls, api_visibility="private", queue=False, show_progress="hidden")
+        show(False), outputs=controls, **private)
+    # Next step is clickable only while the run waits: disabled at the click, enabled by the next pause
+    # (the status line says so). A click that slips through is harmless: the engine grants one step per pause.
+    buttons.next_btn.click(lambda: gr.Button(interactive=False), outputs=buttons.next_btn, **private)
+    out.status.change(lambda status: gr.Button(interactive=is_paused(status)), out.status, buttons.next_btn,
+                      **private)
     buttons.next_btn.click(handlers.next_step, api_name="step_next", concurrency_limit=None, concurrency_id="step",
                            show_progress="hidden")
     buttons.continue_btn.click(handlers.continue_run, api_name="step_continue", concurrency_limit=None,
                                concurrency_id="step", show_progress="hidden")
-    buttons.continue_btn.click(show(False), outputs=controls, api_visibility="private", queue=False,
-                               show_progress="hidden")
+    buttons.continue_btn.click(show(False), outputs=controls, **private)
 
 
 def wire_fork(handlers: fork_tab.ForkTab, controls: fork_tab.ForkControls, page: ComparePage, knobs: Knobs) -> None:

@@ -25,6 +25,11 @@ PAUSED_STATUS = "⏸ Paused after step {step} — Next step, Continue or Stop."
 STEPPING_STATUS = "● Stepping through **{selection}** on {where}: step {step}…"
 
 
+def is_paused(status: str | None) -> bool:
+    """The status line says the run waits for Next step (what enables that button)."""
+    return str(status or "").startswith(PAUSED_STATUS.split("{", 1)[0])
+
+
 class PauseState:
     """Which modes of a live run wait between steps, and after which step (from the events seen)."""
 

@@ -52,3 +52,25 @@ def test_step_through_three_steps_then_continue(browser, url, kit):
         react = page.inner_text("#panel-react")
         assert "Paused after step 3" in react and "Paused after step 4" not in react and "396" in react
         page.wait_for_function("() => !document.querySelector('#next-btn')?.checkVisibility?.()", timeout=10_000)
+
+
+def test_next_step_is_disabled_while_a_step_runs_and_enabled_when_the_run_waits(browser, kit):
+    """A second click during a step used to look possible (the engine ignored it); now the button says so."""
+    with kit.app_on_stub(responder, latency=1.0, token_delay=0.002) as slow_url, kit.open_page(browser, slow_url) as page:
+        page.fill("#question textarea", "What is 17 * 23 + 5?")
+        page.click("#step-btn")
+        next_btn = page.locator("#next-btn")
+        next_btn.wait_for(state="visible", timeout=10_000)
+        assert next_btn.is_disabled()  # the first step is still running
+        kit.wait_text(page, "#run-status", "Paused after step 1")
+        page.wait_for_function("() => !document.querySelector('#next-btn').disabled", timeout=10_000)
+        next_btn.click()
+        page.wait_for_function("() => document.querySelector('#next-btn').disabled", timeout=5_000)
+        assert "Paused after step 2" not in page.inner_text("#run-status")  # the step takes the server's second
+        next_btn.click(force=True)  # a click on the disabled button: nothing happens
+        kit.wait_text(page, "#run-status", "Paused after step 2")
+        page.wait_for_function("() => !document.querySelector('#next-btn').disabled", timeout=10_000)
+        react = page.inner_text("#panel-react")
+        assert "Paused after step 2" in react and "Paused after step 3" not in react  # one step per click
+        page.click("#continue-btn")
+        kit.wait_text(page, "#run-status", "Done")

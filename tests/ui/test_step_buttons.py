@@ -157,3 +157,11 @@ def test_a_panel_marks_the_pause_and_the_resume():
     assert panel.messages[-1].metadata["title"] == "⏸ Paused after step 1" and "Next step" in panel.messages[-1].content
     panel.add(Resumed(2.5))
     assert "Resumed after 2.5 s" in panel.messages[-1].content
+
+
+def test_next_step_is_enabled_only_by_the_paused_status_line():
+    from ui.stepping import PAUSED_STATUS, STEPPING_STATUS, is_paused
+
+    assert is_paused(PAUSED_STATUS.format(step=3))
+    assert not is_paused(STEPPING_STATUS.format(selection="All", where="stub", step=2))
+    assert not is_paused("✔ Done in 3.2 s") and not is_paused(None) and not is_paused("")
