@@ -75,8 +75,13 @@ class ForkTab(TabHandlers):
         except ReplayError as exc:
             return str(exc)
 
-    async def refresh(self, panel: Any, exports: Any, replay_file: Any, request: gr.Request | None = None) -> tuple:
-        """After a run ends or pauses, or a replay is loaded: the panels, the observations and the text."""
+    async def refresh(self, panel: Any, step: Any, exports: Any, replay_file: Any,
+                      request: gr.Request | None = None) -> tuple:
+        """After a run ends or pauses, or a replay is loaded: the panels, the observations and the text.
+
+        The status line can change more than once as a run ends, and each change refreshes: when the
+        panel and the observation picked are still on screen (a choice carries a digest of its text), the
+        teacher's edit in the box is kept, not reset to the original."""
         screen = await self.screen(exports, replay_file, request)
         if isinstance(screen, str):
             empty = gr.Dropdown(choices=[], value=None, info=screen)
@@ -85,9 +90,10 @@ class ForkTab(TabHandlers):
         keys = [k for _, k in panels]
         # kept if still on screen; else the last of the paper's panels (ReAct, the one a class interrogates)
         chosen = panel if panel in keys else next((k for k in reversed(keys) if k in MODES), None)
-        step, text = self._steps(screen, chosen, None)
+        steps, text = self._steps(screen, chosen, step if chosen == panel else None)
+        kept = chosen == panel and step is not None and steps.value == step
         info = f"{len(panels)} panel{'s' if len(panels) != 1 else ''} to fork from"
-        return gr.Dropdown(choices=panels, value=chosen, info=info), step, text
+        return gr.Dropdown(choices=panels, value=chosen, info=info), steps, gr.skip() if kept else text
 
     async def pick_panel(self, panel: Any, exports: Any, replay_file: Any, request: gr.Request | None = None) -> tuple:
         """A panel was picked: its observations, the first one's text in the box."""
@@ -250,8 +256,8 @@ def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_fil
     max tokens (used only where the run on screen does not say its own)."""
     sources = [outputs.exports, replay_file]
     private: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden", "preprocess": False}
-    outputs.status.change(handlers.refresh, [controls.panel, *sources], [controls.panel, controls.step, controls.text],
-                          queue=False, **private)
+    outputs.status.change(handlers.refresh, [controls.panel, controls.step, *sources],
+                          [controls.panel, controls.step, controls.text], queue=False, **private)
     controls.panel.input(handlers.pick_panel, [controls.panel, *sources], [controls.step, controls.text],
                          queue=False, **private)
     controls.step.input(handlers.pick_step, [controls.panel, controls.step, *sources], controls.text, queue=False,

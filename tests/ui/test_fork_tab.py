@@ -102,11 +102,21 @@ def fork(stub, registry, exports, *, panel="react", step=None, text="400", where
 
 def test_choices_list_each_observation_and_the_reasoning(run_on_screen, stub, registry):
     _, tab = tabs(stub, registry)
-    panel, step, text = asyncio.run(tab.refresh(None, run_on_screen[FILES], None))
+    panel, step, text = asyncio.run(tab.refresh(None, None, run_on_screen[FILES], None))
     assert panel.value == "react" and [k for _, k in panel.choices] == ["think", "act", "react"]
     assert [label for label, _ in step.choices] == ["step 1 · calculate(17 × 23 + 5) → 396"] and text == "396"
     step2, text2 = asyncio.run(tab.pick_panel("think", run_on_screen[FILES], None))
     assert step2.choices[0][0].startswith("step 1 · reasoning → ") and text2.startswith("Without tools")
+
+
+def test_a_second_refresh_keeps_the_teachers_edit(run_on_screen, stub, registry):
+    """The status line may change twice as a run ends: the second refresh must not reset an edit in progress."""
+    _, tab = tabs(stub, registry)
+    panel, step, text = asyncio.run(tab.refresh(None, None, run_on_screen[FILES], None))
+    again = asyncio.run(tab.refresh(panel.value, step.value, run_on_screen[FILES], None))
+    assert again[0].value == "react" and again[1].value == step.value and skipped(again[2])
+    other = asyncio.run(tab.refresh(panel.value, "0:stale", run_on_screen[FILES], None))  # not on screen any more
+    assert other[1].value == step.value and other[2] == "396"
 
 
 def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_screen, stub, registry):
@@ -222,7 +232,7 @@ def test_a_running_run_blocks_a_fork_and_a_paused_one_is_forked(stub, registry):
         assert frames[-1][STATUS].startswith("⏸")
         screen = await tab.screen(None, None, request)
         assert isinstance(screen, forking.Screen) and "react" in screen.traces
-        panel, step, text = await tab.refresh(None, None, None, request)
+        panel, step, text = await tab.refresh(None, None, None, None, request)
         assert text == "396"
         rest = asyncio.ensure_future(collect(gen))  # the paused run's stream goes on (and is stopped by the fork)
         forked = await collect(tab.fork("react", step.value, "400", "new", None, None, request=request))
