@@ -262,15 +262,14 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
           # the run waits in `admission` instead, showing its place in line
           api_name="compare", concurrency_limit=None, concurrency_id="compare",
           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
-    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4],
-                          api_visibility="private", show_progress="hidden", queue=False)
+    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4], **tabs.PAGE_EVENT)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
                           outputs=[*out.all(files=False), page.question], api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
                           postprocess=False)
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
-    page.stop_btn.click(handlers.stop, api_visibility="private", show_progress="hidden", queue=False)
+    page.stop_btn.click(handlers.stop, **tabs.PAGE_EVENT)
 
 
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:
@@ -279,14 +278,11 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
     page.share_btn.click(share.share, [out.exports, page.replay_file], page.share_link, api_visibility="private",
                          show_progress="hidden")
     # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
-    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], api_visibility="private",
-                          show_progress="hidden", queue=False)
+    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], **tabs.PAGE_EVENT)
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit], lambda: "",
-          outputs=page.share_link,
-          api_visibility="private", show_progress="hidden", queue=False)
+          outputs=page.share_link, **tabs.PAGE_EVENT)
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue)
-    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col],
-              api_visibility="private", show_progress="hidden", queue=False)
+    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col], **tabs.PAGE_EVENT)
 
 
 def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
@@ -295,28 +291,27 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
     session's stepping run (an API client keeps one session: one ``gradio_client.Client``)."""
     out, buttons = page.outputs, page.step
     controls = [buttons.next_btn, buttons.continue_btn]
-    private: dict[str, Any] = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
 
     def show(visible: bool) -> Any:  # Next step starts disabled: it is enabled by the first pause
         return lambda: [gr.Button(visible=visible, interactive=False), gr.Button(visible=visible)]
 
-    buttons.step_btn.click(show(True), outputs=controls, **private).then(
+    buttons.step_btn.click(show(True), outputs=controls, **tabs.PAGE_EVENT).then(
         handlers.step_compare,
         inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
                 knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
         outputs=out.all(), api_name="compare_step", concurrency_limit=None, concurrency_id="compare",
         show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False).then(
-        show(False), outputs=controls, **private)
+        show(False), outputs=controls, **tabs.PAGE_EVENT)
     # Next step is clickable only while the run waits: disabled at the click, enabled by the next pause
     # (the status line says so). A click that slips through is harmless: the engine grants one step per pause.
-    buttons.next_btn.click(lambda: gr.Button(interactive=False), outputs=buttons.next_btn, **private)
+    buttons.next_btn.click(lambda: gr.Button(interactive=False), outputs=buttons.next_btn, **tabs.PAGE_EVENT)
     out.status.change(lambda status: gr.Button(interactive=is_paused(status)), out.status, buttons.next_btn,
-                      **private)
+                      **tabs.PAGE_EVENT)
     buttons.next_btn.click(handlers.next_step, api_name="step_next", concurrency_limit=None, concurrency_id="step",
                            show_progress="hidden")
     buttons.continue_btn.click(handlers.continue_run, api_name="step_continue", concurrency_limit=None,
                                concurrency_id="step", show_progress="hidden")
-    buttons.continue_btn.click(show(False), outputs=controls, **private)
+    buttons.continue_btn.click(show(False), outputs=controls, **tabs.PAGE_EVENT)
 
 
 def wire_fork(handlers: fork_tab.ForkTab, controls: fork_tab.ForkControls, page: ComparePage, knobs: Knobs) -> None:
@@ -325,8 +320,7 @@ def wire_fork(handlers: fork_tab.ForkTab, controls: fork_tab.ForkControls, page:
     fork_tab.wire(handlers, controls, page.outputs, page.replay_file, page.fourth_col,
                   [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
-          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], api_visibility="private",
-          show_progress="hidden", queue=False)
+          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], **tabs.PAGE_EVENT)
 
 
 def launch_kwargs() -> dict[str, Any]:

@@ -38,6 +38,7 @@ from ui.inputs import kind_of, lenient, make_config, number_problem, protocol_va
 from ui.render import plain
 from ui.settings import app_settings
 from ui.stream import Outcome, Stops, StopSignal, session_of, stream
+from ui.tabs import PAGE_EVENT
 
 _NO_ESTIMATE = re.compile(r" · ~[\d:]+ left")
 TAB = "benchmark"  # the tab's Stop key in :class:`~ui.stream.Stops`
@@ -301,7 +302,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults, hidden from the API)."""
     parts = _layout(on_space)
     parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
-                            api_visibility="private", show_progress="hidden", queue=False)
+                            **PAGE_EVENT)
     defaults = {"model": settings.model, "protocol": "text", "max_steps": DEFAULT_MAX_STEPS,
                 "temperature": DEFAULT_TEMPERATURE, "tools": None}
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
@@ -314,7 +315,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                                api_name="benchmark", concurrency_limit=app_settings().bench_concurrency, concurrency_id="benchmark",
                                show_progress="hidden", trigger_mode="once")
     # Stop ends this visitor's benchmark, which renders its own stopped frame (see ui/stream.py)
-    parts["stop"].click(tab.stop, api_visibility="private", show_progress="hidden", queue=False)
+    parts["stop"].click(tab.stop, **PAGE_EVENT)
     return {**parts, "event": event, "handler": tab.benchmark, "folders": tab.folders}
 
 

@@ -6,7 +6,10 @@ A new tab is ``with gr.Tab("Name"): build_something(...)`` in ``app.py``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import gradio as gr
 
@@ -33,6 +36,9 @@ ROUTER_MODELS = (
     "deepseek-ai/DeepSeek-V3-0324",
 )
 
+# An event of the page itself, not a run: no API endpoint, no progress overlay, and answered at once beside the
+# runs instead of waiting in Gradio's queue (showing a panel, Stop, enabling a button).
+PAGE_EVENT: Mapping[str, Any] = MappingProxyType({"api_visibility": "private", "show_progress": "hidden", "queue": False})
 PRESENTATION_JS = "(on) => { document.body.classList.toggle('presentation', !!on); }"
 
 
