@@ -32,6 +32,7 @@ from ui.replay import open_recording
 from ui.share_tab import INSTANT, run_on_screen
 from ui.stream import session_of
 from ui.table import answers_agree
+from ui.tabs import PAGE_EVENT
 
 log = logging.getLogger(__name__)
 
@@ -172,15 +173,19 @@ def picker_layout() -> dict[str, gr.Component]:
         item = gr.Dropdown([], label="Open an item's traces side by side", info=NOTHING, scale=4,
                            elem_id="bench-item")
         button = gr.Button("Open in Compare", scale=0, min_width=150, elem_id="bench-open")
-    return {"only": only, "item": item, "open": button}
+    ended = gr.State(0)  # how many benchmarks this page ran: the list refreshes when it changes
+    return {"only": only, "item": item, "open": button, "ended": ended}
 
 
 def wire(handlers: BenchOpen, picker: dict[str, gr.Component], bench_event: Any, compare_outputs: list) -> None:
-    """The list refreshes when a benchmark ends and when the filter changes; the button opens Compare."""
-    bench_event.then(handlers.choices, picker["only"], picker["item"], api_visibility="private",
-                     show_progress="hidden")
-    picker["only"].change(handlers.choices, picker["only"], picker["item"], api_visibility="private",
-                          show_progress="hidden")
+    """The list refreshes when a benchmark ends and when the filter changes; the button opens Compare.
+
+    Both refreshes are one event, ``always_last``: a click on the filter as a benchmark ends waits for the
+    refresh in flight, then lists with the box as it is. As two events (Chromium showed it), their answers
+    could land in either order, and the list could say "where the modes disagree" under an unticked box."""
+    bench_event.then(lambda ran: ran + 1, picker["ended"], picker["ended"], **PAGE_EVENT)
+    gr.on([picker["only"].change, picker["ended"].change], handlers.choices, picker["only"], picker["item"],
+          trigger_mode="always_last", api_visibility="private", show_progress="hidden")
     picker["open"].click(None, js=SWITCH_TO_COMPARE, queue=False)
     picker["open"].click(handlers.open, picker["item"], compare_outputs, api_visibility="private",
                          show_progress="hidden")

@@ -92,6 +92,20 @@ def test_the_picker_lists_disagreeing_items_and_opening_one_fills_compare(finish
     assert "Final answer" in json.dumps(values[2], default=str) and values[FILES][0].endswith(".json")
 
 
+def test_the_lists_two_refreshes_are_one_event_that_runs_again_with_the_box_as_it_is():
+    """A benchmark's end and a click on the filter both refresh the list. As two events, headless Chromium saw
+    their answers land in either order (the list said "where the modes disagree" under an unticked box); as one
+    ``always_last`` event, a second trigger waits for the first and reads the box when it runs."""
+    handlers = BenchOpen(RunFolders(), outputs())
+    with gr.Blocks() as blocks:
+        picker = bench_open.picker_layout()
+        event = gr.Button().click(lambda: None)
+        bench_open.wire(handlers, picker, event, [])
+    writers = [d for d in blocks.get_config_file()["dependencies"] if picker["item"]._id in d["outputs"]]
+    assert len(writers) == 1 and writers[0]["trigger_mode"] == "always_last"
+    assert {tuple(t) for t in writers[0]["targets"]} == {(picker["only"]._id, "change"), (picker["ended"]._id, "change")}
+
+
 def test_nothing_to_open_is_one_line():
     handlers = BenchOpen(RunFolders(), outputs())
     visitor = SimpleNamespace(session_hash="nobody")
