@@ -81,8 +81,11 @@ def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registr
              stepping: bool = False) -> ComparisonRun | ProcessRun:
     """The live run for the UI: in a worker process when workers are on and the run is made of defaults
     (no injected model factory, tools from the default registry); otherwise in this process. A
-    ``stepping`` run is always made here: its step/resume controls act on its threads directly."""
-    names = default_tool_names(registry) if model_factory is None and not stepping else None
+    ``stepping`` run is always made here: its step/resume controls act on its threads directly. So is
+    a run under ``LLM_MAX_CONCURRENT``: the gate is per process, and the Benchmark tab, forks, stepping
+    runs and the MCP tool call the model from this one, so only here does one gate see every call."""
+    in_worker = model_factory is None and not stepping and not settings.max_concurrent
+    names = default_tool_names(registry) if in_worker else None
     if names is not None and workers_from_env() > 0:
         return ProcessRun(question, modes, settings=settings, tools=names, config=config)
     return ComparisonRun(question, modes, model_factory=_models(settings, model_factory), registry=registry,
@@ -314,9 +317,7 @@ class RunHost:
         return sum(len(w.runs) for w in workers)
 
     def submit(self, run: ProcessRun) -> None:
-        # LLM_MAX_CONCURRENT is a per-process gate: runs that set it share the first worker
-        settings: LLMSettings = run.spec["settings"]
-        index = 0 if settings.max_concurrent else self._least_busy()
+        index = self._least_busy()
         run.run_id = next(self._ids)
         for _ in range(2):  # a worker found dead is replaced once
             worker = self._worker(index)
