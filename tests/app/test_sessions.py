@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import inspect
 import json
+import time
 import urllib.request
 import uuid
 
@@ -13,7 +15,7 @@ from gradio.state_holder import SessionState
 
 import app
 from agents.llm.stub_server import StubLLMServer
-from ui import sessions
+from ui import sessions, settings
 from ui.sessions import ExpiringStateHolder, LeanSessionState
 from ui.settings import app_settings
 
@@ -72,3 +74,21 @@ def test_a_closed_tab_expires_sooner():
     holder.session_data["closed"].is_closed = True
     soon = datetime.datetime.now() + datetime.timedelta(seconds=sessions.CLOSED_TTL_S + 1)
     assert holder.expire_idle(soon) == 1 and list(holder.session_data) == ["open"]
+
+
+def test_gradio_s_own_sweep_expires_idle_sessions(kit, monkeypatch):
+    """Nobody calls ``expire_idle`` here: Gradio's once-a-second sweep (``delete_all_expired_state``, run by
+    the launched app's lifespan task) must reach it, or the sessions would only look expirable in tests."""
+    monkeypatch.setattr(sessions, "SWEEP_EVERY_S", 0.5)
+    monkeypatch.setattr(settings, "_current", dataclasses.replace(app_settings(), session_ttl_s=1.0))
+    with StubLLMServer() as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as url:
+            for k in range(3):
+                run_in_new_session(url, f"What is {k} + 2?")
+            assert len(demo.state_holder.session_data) == 3
+            deadline = time.monotonic() + 10
+            while demo.state_holder.session_data and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not demo.state_holder.session_data, "the app's own sweep never expired the idle sessions"
+            run_in_new_session(url, "What is 2 + 2?")  # an expired visitor comes back to a fresh session
