@@ -1,7 +1,9 @@
 """Faults in the browser: one fault in one panel, seen as a visitor sees it (headless Chromium, Playwright).
 
-A representative subset of test_faults.py (which drives ``/compare`` through the API): a provider that is
-unavailable, a tool that raises, a reply cut mid-stream, and Stop on a request that hangs.
+Every fault of test_faults.py (which drives ``/compare`` through the API and checks the requests too), seen on
+the page: a provider that is unavailable, 429 then success, a 400 for ``stop``, a reasoning model's empty
+content, garbage instead of the format, a tool that hangs or raises, a reply cut mid-stream, and Stop on a
+request that hangs.
 """
 
 from __future__ import annotations
@@ -91,6 +93,37 @@ def test_a_tool_that_raises_is_a_failed_step_and_the_loop_goes_on(page, faults):
     assert_clean(react)
     assert "broken_tool failed: RuntimeError" in react and "396" in react and "Model error" not in react
     assert status.startswith("✔"), status
+
+
+@pytest.mark.parametrize(("fault", "victim", "shown"), [
+    ("429", "react", None),  # retried after Retry-After: the answer, no error
+    ("stop-400", "act", None),  # retried without `stop`
+    ("garbage", "react", "forced"),  # re-prompted, then a forced answer
+    ("tool-hang", "react", "slow_lookup timed out"),  # a failed step, and the loop went on
+])
+def test_a_fault_the_mode_recovers_from_ends_with_the_answer(page, faults, fault, victim, shown):
+    ask(page, faults.question(fault, victim, f"browser-{fault}"))
+    status = wait_until_done(page)
+    wait_for_text(page, list(PANELS.values()), "Final answer")
+    panel = page.inner_text(PANELS[victim])
+    assert_clean(panel)
+    assert "Model error" not in panel and panel.count("Final answer") == 1, panel
+    if shown == "forced":  # the toy model never keeps the format here, so the answer is the forced one
+        assert "Format error" in panel and "forced" in panel.split("Final answer")[-1], panel
+    else:
+        assert "396" in panel.split("Final answer")[-1], panel
+        assert shown is None or shown in panel, panel
+    assert status.startswith("✔"), status
+
+
+def test_a_reasoning_model_s_empty_content_is_one_line_naming_the_token_budget(page, faults):
+    ask(page, faults.question("reasoning-only", "think", "browser-reasoning"))
+    status = wait_until_done(page)
+    wait_for_text(page, others("think"), "Final answer")
+    think = page.inner_text(PANELS["think"])
+    assert_clean(think)
+    assert think.count("Model error") == 1 and re.search(r"token (budget|limit)", think) and "Final answer" not in think
+    assert "Hidden reasoning" in think and "1 of 3 modes failed" in status, (think, status)
 
 
 def test_a_reply_cut_mid_stream_is_not_shown_as_the_answer(page, faults):
