@@ -95,8 +95,10 @@ def test_all_without_a_limit_never_blames_the_model(real_server):
                                tools=["calculate"], api_name="/compare")
     ends = [assert_panel_ends_clearly(name, panel) for name, panel in zip(("think", "act", "react"), final[:3],
                                                                            strict=True)]
-    if real_server.log_since(mark).count(INTERRUPTED):
-        assert all(ANSWER in end or "LLM_MAX_CONCURRENT" in end for end in ends), ends
+    # three requests at once: the server did cut some off (else this test would prove nothing) …
+    assert real_server.log_since(mark).count(INTERRUPTED) >= 1, real_server.log_since(mark)[-3000:]
+    # … and each cut mode ran again by itself and answered, or names the cause and the fix
+    assert all(ANSWER in end or "LLM_MAX_CONCURRENT" in end for end in ends), ends
 
 
 @pytest.mark.timeout(180)

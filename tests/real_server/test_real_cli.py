@@ -89,5 +89,5 @@ def test_all_modes_at_once_against_a_one_at_a_time_server_is_reported_honestly(r
     assert_each_run_ends_clearly(runs)
     interrupted = real_server.log_since(mark).count(INTERRUPTED)
     failed = [run["error"] for run in runs.values() if run["error"]]
-    if interrupted:
-        assert all("LLM_MAX_CONCURRENT" in error or "one request at a time" in error for error in failed), failed
+    assert interrupted >= 1, real_server.log_since(mark)[-3000:]  # three requests at once: some were cut
+    assert all("LLM_MAX_CONCURRENT" in error or "one request at a time" in error for error in failed), failed
