@@ -108,6 +108,31 @@ def test_a_huge_recording_never_stalls_the_event_loop(tmp_path):
     assert len(frames) == 2 and all("42" in p[-1].content for p in frames[-1].panels)
 
 
+def test_a_huge_recording_at_1x_costs_a_fraction_of_a_core(tmp_path):
+    """At the original pace a 100,000-token recording lasts 50 s; before the fix its replay kept the process
+    at 100 % CPU for as long. Three seconds of it now: a small share of one core, the loop never blocked."""
+    path = tmp_path / "huge.json"
+    make_recording(path, 100_000)
+
+    async def run() -> tuple[float, float, int]:
+        rec = await open_recording(str(path), 1.0)
+        frames, worst, last = 0, 0.0, time.perf_counter()
+        cpu, wall = time.process_time(), time.perf_counter()
+        player = replay(rec, 1.0)
+        async for _ in player:
+            now = time.perf_counter()
+            worst, last, frames = max(worst, now - last), now, frames + 1
+            if now - wall > 3.0:
+                break
+        await player.aclose()
+        return (time.process_time() - cpu) / (time.perf_counter() - wall), worst, frames
+
+    share, worst, frames = asyncio.run(run())
+    assert frames >= 10, "the replay showed next to nothing in 3 s"
+    assert share < 0.5, f"replaying at 1× took {share:.0%} of a core"
+    assert worst < 1.5, f"{worst:.2f} s between two frames"
+
+
 @pytest.fixture(scope="module")
 def url(kit):
     from agents.llm.settings import LLMSettings
