@@ -108,3 +108,37 @@ def test_a_full_app_says_so_and_a_queued_visitor_sees_its_place(kit, monkeypatch
     assert "number 1** in the queue" in waiter[0] and waiter[-1].startswith("✔ Done")
     assert len(refused) == 1 and "full" in refused[0] and "try again" in refused[0]
     assert len(server.requests) == 2  # the refused question never reached the model
+
+
+def test_the_page_loads_at_once_while_the_app_is_full(kit, monkeypatch):
+    """The page and its scripts never wait behind the runs (issue 8 F.9): with every slot busy, the line
+    full and more visitors turned away, a new visitor's page still arrives at once, not after a reply."""
+    import re
+
+    monkeypatch.setattr(ui.settings, "_current", AppSettings(concurrency=1, queue_size=1))
+
+    def load(url: str) -> tuple[bytes, float]:
+        started = time.monotonic()
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.read(), time.monotonic() - started
+
+    with StubLLMServer(lambda body: StubReply(text="Final Answer: 42", first_token_delay=6.0)) as server:
+        demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
+        with kit.launched(demo) as url:
+            ids = [submit(url, f"question {k}") for k in range(5)]  # one runs, one waits, three are turned away
+            readers = [threading.Thread(target=statuses, args=(url, i), daemon=True) for i in ids]
+            for t in readers:
+                t.start()
+            deadline = time.monotonic() + 5
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert server.requests and server.requests[0].first_byte is None  # the run is waiting for the model
+            page, took = load(url)
+            asset = re.search(r'src="\./(assets/[^"]+\.js)"', page.decode()).group(1)
+            script, took_script = load(url + asset)
+            _, took_config = load(url + "config")
+            assert b"run-btn" in page and script
+            assert max(took, took_script, took_config) < 3.0, (took, took_script, took_config)  # the reply: 6 s
+            assert server.requests[0].first_byte is None  # and it was still waiting when the page arrived
+            for t in readers:
+                t.join(40)
