@@ -151,18 +151,21 @@ def test_default_max_tokens_is_2048(server):
     assert server.requests[0].body["max_tokens"] == 2048
 
 
-def test_eval_max_tokens_flag_reaches_the_request(server, monkeypatch, tmp_path):
+@pytest.mark.parametrize(("args", "env", "expected"), [
+    (["--max-tokens", "33"], {}, 33), ([], {"LLM_MAX_TOKENS": "44"}, 44), (["--max-tokens", "33"], {"LLM_MAX_TOKENS": "44"}, 33),
+])
+def test_eval_max_tokens_reaches_the_request(server, monkeypatch, tmp_path, args, env, expected):
     from agents.cli import eval_main
 
     for name in [k for k in os.environ if k.startswith(("HF_", "LLM_"))]:
         monkeypatch.delenv(name)
-    monkeypatch.setenv("LLM_BASE_URL", server.url)
-    monkeypatch.setenv("LLM_MODEL", "stub")
+    for name, value in {"LLM_BASE_URL": server.url, "LLM_MODEL": "stub", **env}.items():
+        monkeypatch.setenv(name, value)
     data = tmp_path / "q.csv"
     data.write_text("question,answer\nWhat is 2+2?,4\n")
-    argv = ["--dataset", str(data), "--modes", "think", "--out", str(tmp_path / "out"), "--max-tokens", "33", "--json"]
+    argv = ["--dataset", str(data), "--modes", "think", "--out", str(tmp_path / "out"), *args, "--json"]
     assert eval_main(argv, registry=REGISTRY) == 0
-    assert {r.body["max_tokens"] for r in server.requests} == {33}
+    assert {r.body["max_tokens"] for r in server.requests} == {expected}
 
 
 # --- F.3: a Hugging Face token goes to Hugging Face only ----------------------------------------
