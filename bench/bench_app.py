@@ -182,8 +182,9 @@ def scale(args: argparse.Namespace) -> dict:
             out["runs"][n] = {
                 "wall_s": round(wall, 2), "ratio": round(wall / wall1, 3), "errors": len(errors),
                 "error_samples": errors[:3], "llm_requests": len(dump["requests"]), "tokens": dump["chunks"],
-                "first_text_max_ms": round(max(delays, default=float("nan")) * 1000),
-                "first_text_p95_ms": round(pct(delays, 0.95) * 1000),
+                # None when no first text could be matched to its request (then the row has no verdict)
+                "first_text_max_ms": round(max(delays) * 1000) if delays else None,
+                "first_text_p95_ms": round(pct(delays, 0.95) * 1000) if delays else None,
                 "first_text_median_ms": round(statistics.median(delays) * 1000) if delays else None,
                 "first_text_samples": len(delays), "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
                 "app_cpu_ms_per_token": round(cpu["app"] * 1000 / max(1, dump["chunks"]), 3),

@@ -1,0 +1,44 @@
+"""What each benchmark script prints with ``--json``, cut down to the keys bench/report.py reads.
+
+The figures are those of the README's last full run (``python -m bench``: visitors 20 and 50, 500 runs,
+300 submissions), so every row of the table passes with them. The shapes are the scripts' own: a key here
+that a script stops printing fails ``test_bench_runs.py``; a key report.py starts reading that is missing
+here fails ``test_report_table.py`` (and so does a key here that report.py no longer reads). The visitor
+counts under ``runs`` are strings, as they come back from JSON.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+CANNED: dict = {
+    "engine": {"ratio": 1.007, "overhead_ms_per_call": 2.41},
+    "tools": {"repl_median_ms": 15.2, "repl_p95_ms": 18.1, "refusal_median_ms": 0.17, "refusal_max_ms": 0.66},
+    "eval": {"ratio": 0.136, "concurrent_wall_s": 3.54, "sequential_wall_s": 25.96, "concurrency": 8},
+    "app": {
+        "scale": {
+            "wall1_s": 4.4,
+            "runs": {
+                "20": {"wall_s": 4.7, "ratio": 1.07, "errors": 0, "first_text_max_ms": 310, "first_text_p95_ms": 220,
+                       "first_text_median_ms": 30, "app_cpu_ms_per_token": 0.22, "cpu_s": {"app": 0.5}, "tokens": 2160},
+                "50": {"wall_s": 5.4, "ratio": 1.23, "errors": 0, "first_text_max_ms": 558, "first_text_p95_ms": 404,
+                       "first_text_median_ms": 42, "app_cpu_ms_per_token": 0.24, "cpu_s": {"app": 1.3}, "tokens": 5400},
+            },
+        },
+        "memory": {"runs": 500, "growth_mb": 12.8, "per_run_kb": 26.2, "errors": 0},
+        "flood": {
+            "submissions": 300,
+            "outcomes": {"finished": 264, "told_queued": 200, "told_full": 36, "http_503": 0, "other_errors": 0},
+            "first_word_max_s": 1.2, "page_max_s": 0.93, "page_p95_s": 0.12, "page_loads": 81,
+            "page_quiet_median_s": 0.003,
+        },
+    },
+}
+
+
+@pytest.fixture
+def canned() -> dict:
+    """A fresh copy of the canned results, ``{script: its JSON}``, as ``python -m bench --json`` prints them."""
+    return copy.deepcopy(CANNED)

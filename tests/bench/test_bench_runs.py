@@ -1,0 +1,65 @@
+"""Every benchmark really runs: ``python -m bench --smoke --json`` (~30 s on 2 cores), against the local stubs.
+
+``--smoke`` is bench/report.py's smallest plan: every script, every app scenario (2 visitors, 4 runs,
+4 submissions), so every key of the table is printed. Its figures mean little; what is checked is that each
+script runs, its JSON parses, it carries every key report.py reads (the canned shapes of conftest.py), and
+the table builds from it with a figure in every row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import report
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def missing(canned: dict, real: object, path: str = "") -> list[str]:
+    """Keys of ``canned`` that ``real`` lacks; a dict keyed by visitor counts is one template per count."""
+    if not isinstance(real, dict):
+        return [path or "."]
+    if canned and all(k.isdigit() for k in canned):
+        template = next(iter(canned.values()))
+        return [f"{path}.<any>"] if not real else [m for k, v in real.items() for m in missing(template, v, f"{path}.{k}")]
+    return [m for k, v in canned.items()
+            for m in ([f"{path}.{k}"] if k not in real else missing(v, real[k], f"{path}.{k}") if isinstance(v, dict) else [])]
+
+
+def smoke_run(timeout: float = 110) -> tuple[int, str, str]:
+    """``python -m bench --smoke --json`` in its own process group (so a hang leaves no app or stub behind)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_"))}
+    env.update(GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "--smoke", "--json"], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"python -m bench --smoke took over {timeout:.0f} s:\n{err[-3000:]}")
+    return proc.returncode, out, err
+
+
+@pytest.mark.slow
+def test_every_benchmark_runs_and_prints_what_the_report_reads(canned):
+    code, out, err = smoke_run()
+    assert code == 0, err[-3000:]
+    results = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    assert {n: r["failed"] for n, r in results.items() if "failed" in r} == {}, err[-3000:]
+    assert set(results) == set(canned)
+    assert {n: missing(canned[n], results[n]) for n in canned} == {n: [] for n in canned}
+    assert list(results["app"]["scale"]["runs"]) == ["2"]
+    rows = report.rows(results)
+    assert len(rows) == 11  # one visitor count: one scale row fewer than the canned table
+    for measure, figure, goal, met in rows:
+        assert "None" not in figure and "—" not in figure and "nan" not in figure, (measure, figure)
+        assert (met is None) == (goal == "—"), (measure, figure, goal)  # a figure for every goal (PASS or FAIL)
+    assert "FAILED" not in report.table(results)

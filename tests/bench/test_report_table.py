@@ -1,0 +1,177 @@
+"""bench/report.py on canned results (tests/bench/conftest.py): its rows, goals and verdicts, without a benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import report
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# every row of the table, in order, with its goal (the canned app results have visitors 20 and 50)
+ROWS = [
+    ("All vs slowest mode alone (wall ratio)", "≤ 1.15"),
+    ("orchestration overhead per LLM call", "≤ 5 ms"),
+    ("20 visitors vs 1, mode All (wall ratio, errors)", "≤ 1.5, 0 errors"),
+    ("50 visitors vs 1, mode All (wall ratio, errors)", "≤ 1.5, 0 errors"),
+    ("first text on screen after the server's first token (50 visitors × 3 panels)", "≤ 1000 ms (max)"),
+    ("app CPU per streamed token", "—"),
+    ("app RSS growth over 500 runs from 500 sessions", "< 50 MB"),
+    ("300 submissions at once: each told its place or 'full'", "no error, first word ≤ 5 s"),
+    ("page load (GET / + JS + CSS) during that flood", "< 2 s"),
+    ("benchmark concurrency (concurrent ÷ sequential wall)", "≤ 0.2"),
+    ("sandbox call latency (python_repl, trivial program)", "median ≤ 150 ms"),
+    ("calculator refusal (9**9**9)", "median ≤ 5 ms"),
+]
+
+
+def cells(text: str) -> list[list[str]]:
+    """The table's body rows as [measure, figure, goal, verdict] (header and separator left out)."""
+    lines = [line for line in text.splitlines() if line.startswith("| ")][2:]
+    return [[c.strip() for c in line.strip()[1:-1].split("|")] for line in lines]
+
+
+def row(text: str, measure: str) -> list[str]:
+    found = [r for r in cells(text) if r[0] == measure]
+    assert len(found) == 1, f"{measure!r} in\n{text}"
+    return found[0]
+
+
+def test_every_row_appears_with_its_goal_and_passes_on_the_readmes_figures(canned):
+    table = cells(report.table(canned))
+    assert [(m, g) for m, _, g, _ in table] == ROWS
+    assert [v for *_, v in table] == ["PASS"] * 5 + [""] + ["PASS"] * 6  # app CPU per token has no goal
+    assert all("None" not in f and "—" not in f and "nan" not in f for _, f, _, _ in table), table
+
+
+def test_the_readme_quotes_the_same_rows_and_goals(canned):
+    lines = (ROOT / "README.md").read_text().split("## Measured", 1)[1].splitlines()
+    start = lines.index("| measure | figure | goal | |")
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    quoted = cells("\n".join(lines[start:end]))
+    assert [(m, g) for m, _, g, _ in quoted] == [(m, g) for m, _, g, _ in cells(report.table(canned))]
+
+
+def test_canned_results_hold_exactly_what_the_report_reads(canned):
+    """Each canned figure shows in the table: drop one and the table changes or cannot be built."""
+    whole = report.table(canned)
+
+    def leaves(d: dict, path: tuple = ()) -> list[tuple]:
+        """Paths to every figure; "*" stands for every visitor count (the scripts print the same keys for each)."""
+        if all(k.isdigit() for k in d):
+            return leaves(next(iter(d.values())), (*path, "*"))
+        return [p for k, v in d.items() for p in (leaves(v, (*path, k)) if isinstance(v, dict) else [(*path, k)])]
+
+    def drop(d: dict, path: tuple) -> None:
+        for key in (list(d) if path[0] == "*" else [path[0]]):
+            if len(path) > 1:
+                drop(d[key], path[1:])
+            else:
+                del d[key]
+
+    for path in leaves(canned):
+        cut = copy.deepcopy(canned)
+        drop(cut, path)
+        try:
+            assert report.table(cut) != whole, f"report.py does not read {'.'.join(path)}: drop it from CANNED"
+        except (KeyError, TypeError):
+            pass  # report.py reads it (with [], so a script that stops printing it breaks the table)
+
+
+@pytest.mark.parametrize(("path", "value", "measure", "verdict"), [
+    (("engine", "ratio"), 1.15, "All vs slowest mode alone (wall ratio)", "PASS"),
+    (("engine", "ratio"), 1.2, "All vs slowest mode alone (wall ratio)", "FAIL"),
+    (("tools", "repl_median_ms"), 151.0, "sandbox call latency (python_repl, trivial program)", "FAIL"),
+    (("app", "scale", "runs", "50", "errors"), 1, "50 visitors vs 1, mode All (wall ratio, errors)", "FAIL"),
+    (("app", "memory", "errors"), 2, "app RSS growth over 500 runs from 500 sessions", "FAIL"),
+    (("app", "flood", "outcomes", "finished"), 263, "300 submissions at once: each told its place or 'full'",
+     "FAIL"),  # one of 300 neither ran nor was told 'full'
+    (("app", "flood", "page_max_s"), 1.99, "page load (GET / + JS + CSS) during that flood", "PASS"),
+    (("app", "flood", "page_max_s"), 2.0, "page load (GET / + JS + CSS) during that flood", "FAIL"),
+])
+def test_a_verdict_follows_its_figure(canned, path, value, measure, verdict):
+    target = canned
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    text = report.table(canned)
+    assert row(text, measure)[3] == verdict
+    others = [r[3] for r in cells(text) if r[0] != measure]
+    assert set(others) == {"PASS", ""}  # one figure moved, one verdict moved
+
+
+def test_main_exits_1_when_a_figure_fails(canned, monkeypatch, capsys):
+    monkeypatch.setattr(report, "run", lambda name, args: canned[name])
+    assert report.main(["--smoke"]) == 0
+    assert "`python -m bench --smoke`" in capsys.readouterr().out
+    canned["eval"]["ratio"] = 0.5
+    assert report.main([]) == 1
+    assert row(capsys.readouterr().out, "benchmark concurrency (concurrent ÷ sequential wall)")[3] == "FAIL"
+
+
+def test_a_failed_or_missing_script_is_named_and_its_rows_have_no_verdict(canned):
+    canned["engine"] = {"failed": "ModuleNotFoundError: No module named 'agents'"}
+    canned["app"] = {"failed": "timed out after 900 s"}
+    del canned["tools"]
+    text = report.table(canned)
+    for measure, goal in ROWS[:2] + ROWS[-2:]:  # engine's rows and tools' rows
+        _, figure, shown_goal, verdict = row(text, measure)
+        assert (shown_goal, verdict) == (goal, "") and "—" in figure, (measure, figure)
+    assert row(text, ROWS[9][0])[3] == "PASS"  # eval ran: its row is unchanged
+    failed = [line for line in text.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 2 and failed[0].startswith("FAILED engine: ") and "ModuleNotFoundError" in failed[0]
+    assert failed[1] == "FAILED app: timed out after 900 s"
+    assert not any(r[3] for r in cells(report.table({})))  # nothing ran: every row, no verdict, no crash
+
+
+def test_main_exits_2_when_a_benchmark_did_not_run(canned, monkeypatch, capsys):
+    canned["tools"] = {"failed": "timed out after 900 s"}
+    monkeypatch.setattr(report, "run", lambda name, args: canned[name])
+    assert report.main([]) == 2  # its rows have no verdict: that must not read as a pass
+    assert "FAILED tools: timed out after 900 s" in capsys.readouterr().out
+
+
+def test_no_first_text_matched_is_a_dash_not_a_crash(canned):
+    for key in ("first_text_max_ms", "first_text_p95_ms", "first_text_median_ms"):
+        canned["app"]["scale"]["runs"]["50"][key] = None  # what bench_app.py prints when nothing matched
+    measure = "first text on screen after the server's first token (50 visitors × 3 panels)"
+    assert row(report.table(canned), measure)[1:] == ["max —, p95 —, median —", "≤ 1000 ms (max)", ""]
+
+
+def test_run_reports_a_script_that_does_not_start():
+    result = report.run("no_such_script", [])
+    assert set(result) == {"failed"} and isinstance(result["failed"], str)
+    assert re.search(r"can't open file|No such file", result["failed"])
+
+
+class _Parsed(Exception):
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+
+def test_every_plan_passes_flags_the_scripts_accept(monkeypatch):
+    """FULL, QUICK and SMOKE: each script's own argparse parses them (the smoke run only tries SMOKE's)."""
+    real_parse = argparse.ArgumentParser.parse_args
+
+    def capture(self, args=None, namespace=None):
+        raise _Parsed(self)
+
+    assert set(report.FULL) == set(report.QUICK) == set(report.SMOKE)
+    for name in report.FULL:
+        module = importlib.import_module(f"bench.bench_{name}")
+        with monkeypatch.context() as m:
+            m.setattr(argparse.ArgumentParser, "parse_args", capture)
+            with pytest.raises(_Parsed) as parsed:
+                module.main()
+        parsed.value.parser.allow_abbrev = False  # a plan's flag must be spelled out, not a prefix of one
+        for plan in (report.FULL, report.QUICK, report.SMOKE):
+            try:
+                assert real_parse(parsed.value.parser, ["--json", *plan[name]]).json
+            except SystemExit:
+                pytest.fail(f"bench_{name}.py refuses {plan[name]}")
