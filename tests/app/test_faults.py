@@ -5,11 +5,13 @@ breaks only the mode named in the question — by HTTP status, a hung or cut str
 reply, garbage instead of the format — while the tools that hang or raise are real tools in the app's
 registry. Each test checks the faulty panel ends with an answer (a fault that retries or re-prompts) or
 with exactly one clear line, the other panels finish with their answers, and the status line says which
-mode failed. The leak test runs the app in its own process and counts its threads and file descriptors.
+mode failed. The leak tests run the app in its own process and count its threads and file descriptors
+(and its run workers': the second test sends its runs there, as in production).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -284,144 +286,8 @@ def test_status_line_counts_failed_modes_honestly():
 
 # --------------------------------------------------------------------------------------------------
 # Nothing leaks: 100 faulty runs and 50 Stops, then the app process's threads and fds are back
+# (the app process, its visitors and the accounting are in fault_kit.py: AppProcess, RestClient, settled …)
 # --------------------------------------------------------------------------------------------------
-
-# Thread pools that grow on demand and keep idle workers (bounded, so not a leak): AnyIO's worker threads
-# (Gradio's sync handlers; at most launch(max_threads=64), idle ones retire only when new work arrives)
-# and asyncio's default executor (asyncio.to_thread for the export files; at most min(32, cpus + 4)).
-POOL_THREADS = {"AnyIO worker thread": 64, "asyncio": 32}
-# Idle keep-alive connections (to the stub, in huggingface_hub's shared httpx pool; to our REST client,
-# which is closed before counting) may linger until the next request reaps them: a few fds, where a per-run
-# leak would show as 100 or more (measured: 0 extra in each of 10 runs).
-FD_TOLERANCE = 3
-LEAK_TIMEOUT_S = 6  # LLM_TIMEOUT of the app under test: hung requests end here; a Stop must act well before
-LEAK_FAULTS = ("429", "503-fast", "hang", "cut", "cut-early", "stop-400", "reasoning-only", "garbage", "tool-hang",
-               "tool-raise")
-TOOL_FAULTS = ("stop-400", "garbage", "tool-hang", "tool-raise")  # only Act and ReAct can meet these
-
-
-class RestClient:
-    """Gradio's REST API with httpx (gradio_client costs a core at this rate; see ../shared/NOTES.md)."""
-
-    def __init__(self, url: str) -> None:
-        import httpx
-
-        self.url = url.rstrip("/")
-        self.http = httpx.Client(timeout=30)
-        config = self.http.get(f"{self.url}/config").json()
-        self.fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "compare")
-
-    def _submit(self, question: str, protocol: str) -> tuple[str, str]:
-        import uuid
-
-        session = uuid.uuid4().hex[:12]
-        data = [question, "All", "stub", protocol, 3, 0.2, ["calculate", "slow_lookup", "broken_tool"], "None", None]
-        reply = self.http.post(f"{self.url}/gradio_api/call/compare", json={"data": data, "session_hash": session})
-        reply.raise_for_status()
-        return session, reply.json()["event_id"]
-
-    def run(self, question: str, protocol: str = "text") -> list:
-        """Submit, read the stream to the end, return the final outputs."""
-        import json
-
-        _, event_id = self._submit(question, protocol)
-        kind, data = "", None
-        with self.http.stream("GET", f"{self.url}/gradio_api/call/compare/{event_id}") as stream:
-            for line in stream.iter_lines():
-                if line.startswith("event:"):
-                    kind = line.removeprefix("event:").strip()
-                elif line.startswith("data:") and kind in ("complete", "error"):
-                    data = json.loads(line.removeprefix("data:"))
-                    break
-        assert kind == "complete", (kind, data)
-        return data
-
-    def stop_when(self, question: str, seen: str) -> float:
-        """Submit, and press Stop (Gradio's /cancel) as soon as a streamed frame contains ``seen``; when."""
-        session, event_id = self._submit(question, "text")
-        with self.http.stream("GET", f"{self.url}/gradio_api/call/compare/{event_id}") as stream:
-            for line in stream.iter_lines():
-                if line.startswith("data:") and seen in line:
-                    break
-            cancel = {"session_hash": session, "fn_index": self.fn_index, "event_id": event_id}
-            stopped = time.perf_counter()  # the stub's clock
-            self.http.post(f"{self.url}/gradio_api/cancel", json=cancel).raise_for_status()
-        return stopped
-
-    def close(self) -> None:
-        self.http.close()
-
-
-class AppProcess:
-    """The app in its own process (fault registry, stub model), so its threads and fds are its own."""
-
-    def __init__(self, stub_url: str, tmp_path) -> None:
-        import os
-        import subprocess
-        import sys
-        from pathlib import Path
-
-        root = Path(__file__).resolve().parents[2]
-        self.threads_file = str(tmp_path / "threads.json")
-        env = {**os.environ, "LLM_BASE_URL": stub_url, "LLM_MODEL": "stub", "LLM_TIMEOUT": str(LEAK_TIMEOUT_S),
-               "LLM_MAX_DURATION": "30", "PYTHONPATH": str(root), "GRADIO_ANALYTICS_ENABLED": "False",
-               "FAULT_KIT_THREADS": self.threads_file}
-        for key in ("HF_TOKEN", "LLM_API_KEY", "HF_HUB_OFFLINE", "GRADIO_SERVER_PORT"):
-            env.pop(key, None)
-        self.proc = subprocess.Popen([sys.executable, str(root / "tests/app/fault_kit.py")], env=env, cwd=root,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("URL "), f"the app did not start: {line!r}"
-        self.url = line.split()[1]
-
-    def thread_names(self) -> list[str]:
-        import json
-        import os
-        import signal
-
-        before = os.stat(self.threads_file).st_mtime_ns if os.path.exists(self.threads_file) else 0
-        os.kill(self.proc.pid, signal.SIGUSR1)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if os.path.exists(self.threads_file) and os.stat(self.threads_file).st_mtime_ns != before:
-                with open(self.threads_file, encoding="utf-8") as f:
-                    return json.load(f)
-            time.sleep(0.02)
-        raise AssertionError("the app did not report its threads")
-
-    def counts(self) -> tuple[int, int]:
-        """(threads, open file descriptors) of the app process, from /proc."""
-        import os
-
-        return len(os.listdir(f"/proc/{self.proc.pid}/task")), len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def close(self) -> None:
-        self.proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            self.proc.wait(15)
-        except Exception:  # noqa: BLE001 - a stuck app is killed; the test has already reported
-            self.proc.kill()
-            self.proc.wait(5)
-
-
-def _kind(name: str) -> str:
-    """'asyncio_3' → 'asyncio', 'AnyIO worker thread' stays, 'mode-act' stays."""
-    return name.rstrip("0123456789_ ")
-
-
-def _non_pool(names: list[str]) -> list[str]:
-    return sorted(n for n in names if _kind(n) not in POOL_THREADS)
-
-
-def _faulty_jobs(n: int, first: int = 0) -> list[tuple[str, str, str]]:
-    """n (fault, victim, protocol) triples cycling through every fault, victim and protocol."""
-    jobs = []
-    for i in range(first, first + n):
-        fault = LEAK_FAULTS[i % len(LEAK_FAULTS)]
-        victims = ("act", "react") if fault in TOOL_FAULTS else MODES
-        protocol = "tools" if fault.startswith("tool-") and i % 2 else "text"
-        jobs.append((fault, victims[(i // len(LEAK_FAULTS)) % len(victims)], protocol))
-    return jobs
 
 
 def _check_run(outputs: list, fault: str, victim: str) -> None:
@@ -434,88 +300,57 @@ def _check_run(outputs: list, fault: str, victim: str) -> None:
         assert "empty answer" not in panel_text(panel), panel_text(panel)
 
 
-def _settled(proc: AppProcess, baseline: tuple[int, int], base_names: list[str], wait_s: float = 15) -> tuple:
-    """Poll until the app is back within tolerance of its baseline (or the wait ends); the last reading."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        names = proc.thread_names()
-        threads, fds = proc.counts()
-        pools = sum(_kind(n) in POOL_THREADS for n in names)
-        back = _non_pool(names) == _non_pool(base_names) and fds <= baseline[1] + FD_TOLERANCE
-        if back or time.monotonic() > deadline:
-            return threads, fds, names, pools
-        time.sleep(0.25)
-
-
-def assert_stops_closed_streams(stub: StubLLMServer, cancelled: dict[str, float], expected: int) -> None:
-    """Each stub request of a stopped question ended within 2.5 s of its Stop (vs 10 s to the end, or
-    LLM_TIMEOUT): 2.5 s leaves room for a loaded machine."""
-    stopped_requests = []
-    for r in list(stub.requests):
-        content = str(r.body["messages"][1].get("content"))
-        stopped = next((t for q, t in cancelled.items() if q in content), None)
-        if stopped is not None:
-            stopped_requests.append((r, stopped))
-    # The stub's handler notices a closed stream at its next write, a moment after the app let go: wait for that.
-    deadline = max((t for _, t in stopped_requests), default=0) + 2.5
-    while any(r.finished is None for r, _ in stopped_requests) and time.perf_counter() < deadline:
-        time.sleep(0.05)
-    seen = len(stopped_requests)
-    late = [(r, t) for r, t in stopped_requests if r.finished is None or r.finished - t > 2.5]
-    if late:  # diagnose before failing: did those streams end later (at their end, 10 s, or at LLM_TIMEOUT)?
-        time.sleep(12)
-    report = [(str(r.body["messages"][1].get("content")), "ended %s s after its start, %s s after Stop" % (
-        (round(r.finished - r.started, 2), round(r.finished - t, 2)) if r.finished else ("never", "-")))
-        for r, t in late]
-    assert seen == expected and report == [], f"streams not closed by Stop: {report}"
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_faulty_runs_and_stops_leak_no_threads_or_fds(faults, tmp_path):
+@pytest.mark.parametrize("in_workers", [False, True], ids=["in-process", "run-workers"])
+def test_faulty_runs_and_stops_leak_no_threads_or_fds(faults, tmp_path, in_workers):
+    """100 faulty runs and 50 Stops, five visitors at once; then the app's threads and fds are back to baseline.
+
+    in-process: the fault registry (tools that hang and raise) keeps every run in the app's process; Stops
+    close the stream (Gradio's /cancel, as a closed tab does). run-workers: the production path — the app's
+    own tools, so every run goes to a worker process (agents/run_host.py) and the faults are the stub's
+    alone; half the Stops press the Stop button; each worker is back to its baseline too."""
     from concurrent.futures import ThreadPoolExecutor
 
+    kinds = faults.SERVER_FAULTS if in_workers else faults.LEAK_FAULTS
+    tools = {"tools": ("calculate",)} if in_workers else {}  # run-workers: the toy model's tool, the app's own
     with StubLLMServer(faults.FaultPolicy(chunk_chars=8), latency=0.05, token_delay=0.002, chunk_chars=8) as stub:
-        proc = AppProcess(stub.url, tmp_path)
-        rest = None
+        proc = faults.AppProcess(stub.url, tmp_path, default_registry=in_workers)
         slow_stops: dict[str, float] = {}  # question → when Stop was sent
-        try:
+
+        def visit(first: int, runs: int, stops: int) -> None:
+            """Five visitors at once: ``runs`` faulty runs, then ``stops`` Stops; our client closed after."""
             def faulty(job: tuple[str, str, str]) -> None:
                 fault, victim, protocol = job
                 _check_run(rest.run(faults.question(fault, victim, nonce()), protocol), fault, victim)
 
-            def stop(i: int) -> None:
-                if i % 5 == 4:  # a hung request waiting for headers, stopped once the other panels answered
-                    rest.stop_when(faults.question("hang", MODES[i % 3], nonce()), "Final answer")
-                else:  # a reply streaming steadily, stopped mid-stream
-                    question = f"Think slowly about this, {nonce()}"
-                    slow_stops[question] = rest.stop_when(question, "pondering")
+            def stop(i: int) -> None:  # a hung request, or a reply streaming steadily
+                faults.stop_run(rest, i, nonce(), slow_stops, via="button" if in_workers and i % 2 else "cancel")
 
-            # Warm up the pools (same concurrency as below), then take the baseline with our client closed.
-            rest = RestClient(proc.url)
-            with ThreadPoolExecutor(5) as pool:
-                list(pool.map(faulty, _faulty_jobs(len(LEAK_FAULTS))))
-                list(pool.map(stop, range(5)))
-            rest.close()
+            with contextlib.closing(faults.RestClient(proc.url, **tools)) as rest, ThreadPoolExecutor(5) as pool:
+                list(pool.map(faulty, faults.faulty_jobs(runs, first, kinds, both_protocols=in_workers)))
+                list(pool.map(stop, range(stops)))
+
+        try:
+            visit(0, len(kinds), 10)  # warm up the pools (same concurrency as below), then take the baseline
             time.sleep(faults.HANG_S + 0.5)  # the warm-up's hung tool call ends
-            base_names = proc.thread_names()
-            baseline = proc.counts()
+            workers = proc.children() if in_workers else []
+            base_names, baseline = proc.thread_names(), proc.counts()
+            base_workers, cpu = {p: proc.counts(p) for p in workers}, {p: faults.cpu_ticks(p) for p in workers}
+            visit(len(kinds), 100, 50)
 
-            rest = RestClient(proc.url)
-            with ThreadPoolExecutor(5) as pool:  # five visitors at once
-                list(pool.map(faulty, _faulty_jobs(100, first=len(LEAK_FAULTS))))
-                list(pool.map(stop, range(50)))
-            rest.close()
-
-            threads, fds, names, pools = _settled(proc, baseline, base_names)
-            extra = sorted((Counter(_non_pool(names)) - Counter(_non_pool(base_names))).elements())
-            assert extra == [], f"threads left behind: {extra}"
-            assert threads - pools == baseline[0] - sum(_kind(n) in POOL_THREADS for n in base_names)
-            assert all(sum(_kind(n) == k for n in names) <= cap for k, cap in POOL_THREADS.items())
-            assert fds <= baseline[1] + FD_TOLERANCE, (baseline, fds)
+            threads, fds, names, pools, now = faults.settled(proc, baseline, base_names, workers=base_workers)
+            extra = sorted((Counter(faults.non_pool(names)) - Counter(faults.non_pool(base_names))).elements())
+            assert extra == [], f"threads left behind in the app: {extra}"
+            assert threads - pools == baseline[0] - sum(faults.kind(n) in faults.POOL_THREADS for n in base_names)
+            assert all(sum(faults.kind(n) == k for n in names) <= cap for k, cap in faults.POOL_THREADS.items())
+            assert fds <= baseline[1] + faults.FD_TOLERANCE, (baseline, fds)
+            if in_workers:
+                assert len(workers) == 2 and proc.children() == workers, "a run worker died (and was replaced)"
+                assert all(faults.cpu_ticks(p) > cpu[p] + 20 for p in workers), "the runs did not go to the workers"
+                assert all(now[p][0] == base_workers[p][0] and now[p][1] <= base_workers[p][1] + faults.FD_TOLERANCE
+                           for p in workers), f"a worker's (threads, fds) did not come back: {base_workers} → {now}"
             # every Stop closed its streams at once: none of the 10 s "slowly" replies ran on, nor to LLM_TIMEOUT
-            assert_stops_closed_streams(stub, slow_stops, expected=3 * (4 + 40))
+            faults.assert_stops_closed_streams(stub, slow_stops, expected=3 * (8 + 40))
         finally:
-            if rest is not None:
-                rest.close()
             proc.close()
