@@ -73,12 +73,19 @@ def assert_clean(text: str) -> None:
         assert bad not in text, text
 
 
+def fault_panel(pg, faults, fault: str, victim: str, *, everyone_answers: bool = False) -> tuple[str, str]:
+    """Run with ``fault`` in ``victim``'s panel until Done and the others' answers are on screen (the victim's
+    too with ``everyone_answers``): (the victim's panel text, checked clean of internals; the status line)."""
+    ask(pg, faults.question(fault, victim, f"browser-{fault}-{victim}"))
+    status = wait_until_done(pg)
+    wait_for_text(pg, list(PANELS.values()) if everyone_answers else others(victim), "Final answer")
+    text = pg.inner_text(PANELS[victim])
+    assert_clean(text)
+    return text, status
+
+
 def test_unavailable_provider_in_one_panel(page, faults):
-    ask(page, faults.question("503", "think", "browser-a"))
-    status = wait_until_done(page)
-    wait_for_text(page, others("think"), "Final answer")
-    think = page.inner_text(PANELS["think"])
-    assert_clean(think)
+    think, status = fault_panel(page, faults, "503", "think")
     assert "unavailable" in think and "503" in think and "Final answer" not in think
     assert think.count("Model error") == 1
     assert all("396" in page.inner_text(s) for s in others("think"))
@@ -86,11 +93,7 @@ def test_unavailable_provider_in_one_panel(page, faults):
 
 
 def test_a_tool_that_raises_is_a_failed_step_and_the_loop_goes_on(page, faults):
-    ask(page, faults.question("tool-raise", "react", "browser-b"))
-    status = wait_until_done(page)
-    wait_for_text(page, list(PANELS.values()), "Final answer")
-    react = page.inner_text(PANELS["react"])
-    assert_clean(react)
+    react, status = fault_panel(page, faults, "tool-raise", "react", everyone_answers=True)
     assert "broken_tool failed: RuntimeError" in react and "396" in react and "Model error" not in react
     assert status.startswith("✔"), status
 
@@ -102,11 +105,7 @@ def test_a_tool_that_raises_is_a_failed_step_and_the_loop_goes_on(page, faults):
     ("tool-hang", "react", "slow_lookup timed out"),  # a failed step, and the loop went on
 ])
 def test_a_fault_the_mode_recovers_from_ends_with_the_answer(page, faults, fault, victim, shown):
-    ask(page, faults.question(fault, victim, f"browser-{fault}"))
-    status = wait_until_done(page)
-    wait_for_text(page, list(PANELS.values()), "Final answer")
-    panel = page.inner_text(PANELS[victim])
-    assert_clean(panel)
+    panel, status = fault_panel(page, faults, fault, victim, everyone_answers=True)
     assert "Model error" not in panel and panel.count("Final answer") == 1, panel
     if shown == "forced":  # the toy model never keeps the format here, so the answer is the forced one
         assert "Format error" in panel and "forced" in panel.split("Final answer")[-1], panel
@@ -117,21 +116,13 @@ def test_a_fault_the_mode_recovers_from_ends_with_the_answer(page, faults, fault
 
 
 def test_a_reasoning_model_s_empty_content_is_one_line_naming_the_token_budget(page, faults):
-    ask(page, faults.question("reasoning-only", "think", "browser-reasoning"))
-    status = wait_until_done(page)
-    wait_for_text(page, others("think"), "Final answer")
-    think = page.inner_text(PANELS["think"])
-    assert_clean(think)
+    think, status = fault_panel(page, faults, "reasoning-only", "think")
     assert think.count("Model error") == 1 and re.search(r"token (budget|limit)", think) and "Final answer" not in think
     assert "Hidden reasoning" in think and "1 of 3 modes failed" in status, (think, status)
 
 
 def test_a_reply_cut_mid_stream_is_not_shown_as_the_answer(page, faults):
-    ask(page, faults.question("cut", "think", "browser-c"))
-    wait_until_done(page)
-    wait_for_text(page, others("think"), "Final answer")
-    think = page.inner_text(PANELS["think"])
-    assert_clean(think)
+    think, _ = fault_panel(page, faults, "cut", "think")
     assert "Final answer" not in think and think.count("Model error") == 1
     assert re.search(r"(?i)partial|incomplete", think)  # the partial text is kept, marked, to read
     assert "Final Answer: 396" not in think
