@@ -153,11 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = run(name, plan[name])
     if args.json:
         print(json.dumps(results))
-        return 0
-    flag = " --smoke" if args.smoke else " --quick" if args.quick else ""
-    print(f"`python -m bench{flag}` on {os.cpu_count()} cores, "
-          f"load average {load:.1f} → {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s\n")
-    print(table(results))
+    else:
+        flag = " --smoke" if args.smoke else " --quick" if args.quick else ""
+        print(f"`python -m bench{flag}` on {os.cpu_count()} cores, "
+              f"load average {load:.1f} → {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s\n")
+        print(table(results))
     if any("failed" in res for res in results.values()):
         return 2  # a benchmark did not run: its rows have no figure, which must not read as a pass
     return 0 if all(met is not False for *_, met in rows(results)) else 1

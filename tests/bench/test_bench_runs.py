@@ -51,7 +51,7 @@ def smoke_run(timeout: float = 110) -> tuple[int, str, str]:
 @pytest.mark.slow
 def test_every_benchmark_runs_and_prints_what_the_report_reads(canned):
     code, out, err = smoke_run()
-    assert code == 0, err[-3000:]
+    assert code in (0, 1), err[-3000:]  # 2: a benchmark did not run (1: a tiny run's figure missed its goal)
     results = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
     assert {n: r["failed"] for n, r in results.items() if "failed" in r} == {}, err[-3000:]
     assert set(results) == set(canned)

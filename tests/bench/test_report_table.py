@@ -135,6 +135,7 @@ def test_main_exits_2_when_a_benchmark_did_not_run(canned, monkeypatch, capsys):
     monkeypatch.setattr(report, "run", lambda name, args: canned[name])
     assert report.main([]) == 2  # its rows have no verdict: that must not read as a pass
     assert "FAILED tools: timed out after 900 s" in capsys.readouterr().out
+    assert report.main(["--json"]) == 2 and '"failed": "timed out after 900 s"' in capsys.readouterr().out
 
 
 def test_no_first_text_matched_is_a_dash_not_a_crash(canned):
