@@ -90,8 +90,8 @@ class ForkTab(TabHandlers):
         keys = [k for _, k in panels]
         # kept if still on screen; else the last of the paper's panels (ReAct, the one a class interrogates)
         chosen = panel if panel in keys else next((k for k in reversed(keys) if k in MODES), None)
-        steps, text = self._steps(screen, chosen, step if chosen == panel else None)
-        kept = chosen == panel and step is not None and steps.value == step
+        steps, text, value = self._steps(screen, chosen, step if chosen == panel else None)
+        kept = chosen == panel and step is not None and value == step
         info = f"{len(panels)} panel{'s' if len(panels) != 1 else ''} to fork from"
         return gr.Dropdown(choices=panels, value=chosen, info=info), steps, gr.skip() if kept else text
 
@@ -100,7 +100,7 @@ class ForkTab(TabHandlers):
         screen = await self.screen(exports, replay_file, request)
         if isinstance(screen, str):
             return gr.Dropdown(choices=[], value=None, info=screen), ""
-        return self._steps(screen, panel if isinstance(panel, str) else None, None)
+        return self._steps(screen, panel if isinstance(panel, str) else None, None)[:2]
 
     async def pick_step(self, panel: Any, step: Any, exports: Any, replay_file: Any,
                         request: gr.Request | None = None) -> Any:
@@ -112,15 +112,17 @@ class ForkTab(TabHandlers):
         return original_text(screen.traces[panel], chosen[0]) or ""
 
     @staticmethod
-    def _steps(screen: Screen, panel: str | None, step: Any) -> tuple[Any, str]:
+    def _steps(screen: Screen, panel: str | None, step: Any) -> tuple[Any, str, str | None]:
+        """The panel's observations as a dropdown (``step`` kept if still a choice), the picked one's text, and
+        which it is: a ``gr.Dropdown`` made in an event is only an update, with no ``.value`` to read back."""
         if panel is None or panel not in screen.traces:
-            return gr.Dropdown(choices=[], value=None), ""
+            return gr.Dropdown(choices=[], value=None), "", None
         choices = step_choices(screen.traces[panel])
         values = [v for _, v in choices]
         value = step if step in values else (values[0] if values else None)
         info = None if choices else "This panel has no observation to edit."
         text = original_text(screen.traces[panel], values.index(value)) if value else ""
-        return gr.Dropdown(choices=choices, value=value, info=info), text or ""
+        return gr.Dropdown(choices=choices, value=value, info=info), text or "", value
 
     async def fork(self, panel: Any, step: Any, text: Any, where: Any, exports: Any, replay_file: Any,
                    model: Any = None, protocol: Any = "text", max_steps: Any = 5, temperature: Any = 0.2,

@@ -109,6 +109,17 @@ def test_choices_list_each_observation_and_the_reasoning(run_on_screen, stub, re
     assert step2.choices[0][0].startswith("step 1 · reasoning → ") and text2.startswith("Without tools")
 
 
+def in_event(coro):
+    """Run a handler as Gradio runs it, inside an event: there a ``gr.Dropdown(...)`` it makes is only an
+    update, whose ``.value`` was never set (reading it back crashed the second refresh in the browser)."""
+    from gradio.context import LocalContext
+
+    async def go():
+        LocalContext.in_event_listener.set(True)
+        return await coro
+    return asyncio.run(go())
+
+
 def test_a_second_refresh_keeps_the_teachers_edit(run_on_screen, stub, registry):
     """The status line may change twice as a run ends: the second refresh must not reset an edit in progress."""
     _, tab = tabs(stub, registry)
@@ -117,6 +128,9 @@ def test_a_second_refresh_keeps_the_teachers_edit(run_on_screen, stub, registry)
     assert again[0].value == "react" and again[1].value == step.value and skipped(again[2])
     other = asyncio.run(tab.refresh(panel.value, "0:stale", run_on_screen[FILES], None))  # not on screen any more
     assert other[1].value == step.value and other[2] == "396"
+    # the same inside an event, as the page calls it
+    assert skipped(in_event(tab.refresh(panel.value, step.value, run_on_screen[FILES], None))[2])
+    assert in_event(tab.refresh(panel.value, "0:stale", run_on_screen[FILES], None))[2] == "396"
 
 
 def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_screen, stub, registry):
