@@ -85,6 +85,17 @@ def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
                            arg=[selector, text], timeout=timeout)
 
 
+def panel_text(panel: list) -> str:
+    """A panel's messages as API clients receive them (content as text parts), with their titles, as one text."""
+    parts = []
+    for message in panel or []:
+        content = message.get("content")
+        text = "".join(p.get("text", "") for p in content if isinstance(p, dict)) if isinstance(content, list) \
+            else str(content or "")
+        parts.append(text + " " + str((message.get("metadata") or {}).get("title", "")))
+    return "\n".join(parts)
+
+
 def _load_fault_kit():
     """tests/app/fault_kit.py as a module (test modules here are not a package, so it is loaded by path)."""
     name = "app_fault_kit"
@@ -106,6 +117,7 @@ class AppKit:
     faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
     open_page = staticmethod(open_page)
     wait_text = staticmethod(wait_text)
+    panel_text = staticmethod(panel_text)
     artifacts = ARTIFACTS
 
 

@@ -31,15 +31,6 @@ def slow_toy(body):
     return reply
 
 
-def panel_text(panel: list) -> str:
-    parts = []
-    for message in panel or []:
-        content = message.get("content")
-        text = "".join(p.get("text", "") for p in content) if isinstance(content, list) else str(content or "")
-        parts.append(text + " " + str((message.get("metadata") or {}).get("title", "")))
-    return "\n".join(parts)
-
-
 @pytest.fixture(scope="module")
 def one_slot(kit):
     """The app with every default tool, LLM_MAX_CONCURRENT=1 and LLM_MAX_TOKENS=256, on a one-slot server."""
@@ -50,8 +41,9 @@ def one_slot(kit):
             yield stub, demo, Client(url, verbose=False)
 
 
-def test_the_limit_holds_across_compare_runs_and_a_benchmark(one_slot, tmp_path):
+def test_the_limit_holds_across_compare_runs_and_a_benchmark(one_slot, kit, tmp_path):
     stub, _, client = one_slot
+    panel_text = kit.panel_text
     data = tmp_path / "arith.jsonl"
     data.write_text(json.dumps({"question": "What is 12 * 12?", "answer": "144"}) + "\n", encoding="utf-8")
     stub.requests.clear()
