@@ -5,16 +5,18 @@ are read from ``/proc``), the stub model (real HTTP + SSE with injected latency,
 for the provider) and the visitors — light REST clients (``bench/loadkit.py``), many threads in
 this one process, each run in a fresh Gradio session. Scenarios:
 
-``scale``  N visitors click Run (mode All) at the same instant, against a server with 2 s to
-           first token and 100 tokens/s. Goals: wall(N) ÷ wall(1) ≤ 1.5, 0 errors, and each
-           panel's first text on the visitor's side ≤ 1 s after the stub sent that mode's first
-           token (max and p95 over visitors × modes). Also app CPU per streamed token.
-``memory`` 500 runs, each from a new session; the app's RSS before and after. Goal: < 50 MB.
-``flood``  300 submissions at once. Goal: each visitor hears at once that it is queued (its
-           place) or that the app is full; nobody hangs; meanwhile the page (``GET /`` and its
-           JS/CSS) keeps loading in < 2 s.
+``scale``  one visitor alone, then N visitors click Run (mode All) at the same instant, against a server
+           with 2 s to first token and 100 tokens/s (``--words 300``: every thought 300 words longer, the
+           long replies). Measured: wall(N) ÷ wall(1), errors, each panel's first text on the visitor's
+           side after the stub sent that mode's first token, each visitor's last frame after the stub's
+           last token to it, and the CPU of the app's processes (app + run workers) per streamed token.
+``fast``   one visitor, All, each reply streamed at 1,000 tokens/s: the last frame after the last token.
+``memory`` 500 runs, each from a new session; the app's RSS before and after.
+``flood``  300 submissions at once: each visitor hears at once that it is queued (its place) or that the
+           app is full; nobody hangs; meanwhile the page (``GET /`` and its JS/CSS) keeps loading.
+The goals are in bench/report.py, which prints them beside the figures.
 
-Usage: ``python bench/bench_app.py [--scenario scale|memory|flood|all] [--visitors 20 50] [--json]``
+Usage: ``python bench/bench_app.py [--scenario scale fast memory flood | all] [--visitors 20 50] [--words N] [--json]``
 (``perf_counter`` is CLOCK_MONOTONIC on Linux, shared by the processes.) On a 2-core machine the
 three processes share the cores; other load on the machine makes every number pessimistic.
 """
@@ -26,9 +28,7 @@ import json
 import multiprocessing as mp
 import os
 import re
-import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -37,8 +37,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.loadkit import MODES, Visit, app_main, cpu_seconds, get, pct, rss_mb, stub_main, threads_and_fds, visit
-
-GOALS = {"ratio": 1.5, "first_text_s": 1.0, "rss_mb": 50.0, "page_s": 2.0}
 
 
 def question(i: int) -> str:
@@ -49,10 +47,10 @@ class Stack:
     """The stub model and the app, each in its own spawned process."""
 
     def __init__(self, latency: float, token_delay: float, chunk_chars: int = 4, env: dict | None = None,
-                 stub: str = "async") -> None:
+                 stub: str = "async", words: int = 0) -> None:
         ctx = mp.get_context("spawn")
         self.stub, stub_end = ctx.Pipe()
-        self.stub_proc = ctx.Process(target=stub_main, args=(latency, token_delay, chunk_chars, stub_end, stub),
+        self.stub_proc = ctx.Process(target=stub_main, args=(latency, token_delay, chunk_chars, stub_end, stub, words),
                                      daemon=True)
         self.stub_proc.start()
         stub_url, self.stub_pid = self.stub.recv()
@@ -124,9 +122,9 @@ def system_prompts() -> dict[str, str]:
     return {system_prompt(m, registry, max_steps=5): m for m in MODES}
 
 
-def first_text_delays(visits: list[Visit], requests: list[dict]) -> list[float]:
-    """Per visitor × mode: the visitor's first text of that panel − the stub's first token of that mode."""
-    first_byte: dict[tuple[str, str], float] = {}
+def request_times(requests: list[dict]) -> dict[tuple[str, str], tuple[float, float]]:
+    """Per (question, mode): the stub's first token and the end of its last reply for that visitor's mode."""
+    times: dict[tuple[str, str], tuple[float, float]] = {}
     prompts = system_prompts()
     for r in requests:
         messages = r["body"].get("messages") or [{}]
@@ -135,14 +133,31 @@ def first_text_delays(visits: list[Visit], requests: list[dict]) -> list[float]:
         if r["first_byte"] is None or mode is None:
             continue
         key = (user.removeprefix("Question: ").strip(), mode)
-        first_byte[key] = min(first_byte.get(key, r["first_byte"]), r["first_byte"])
+        first, last = times.get(key, (r["first_byte"], r["finished"] or r["first_byte"]))
+        times[key] = (min(first, r["first_byte"]), max(last, r["finished"] or r["first_byte"]))
+    return times
+
+
+def first_text_delays(visits: list[Visit], requests: list[dict]) -> list[float]:
+    """Per visitor × mode: the visitor's first text of that panel − the stub's first token of that mode."""
+    times = request_times(requests)
     delays = []
     for v in visits:
         for mode, seen in v.first_text.items():
-            sent = first_byte.get((v.question, mode))
-            if sent is not None:
-                delays.append(seen - sent)
+            if (v.question, mode) in times:
+                delays.append(seen - times[(v.question, mode)][0])
     return delays
+
+
+def last_frame_lags(visits: list[Visit], requests: list[dict]) -> list[float]:
+    """Per visitor: its last frame (the run's end on its screen) − the end of the stub's last reply to it."""
+    times = request_times(requests)
+    lags = []
+    for v in visits:
+        ends = [times[(v.question, mode)][1] for mode in MODES if (v.question, mode) in times]
+        if ends and v.end is not None and not v.error:
+            lags.append(v.end - max(ends))
+    return lags
 
 
 def errors_of(visits: list[Visit]) -> list[str]:
@@ -152,57 +167,59 @@ def errors_of(visits: list[Visit]) -> list[str]:
     return out
 
 
+def measured_crowd(stack: Stack, n: int, *, stagger: float = 0.0) -> dict:
+    """``n`` visitors at once (fresh questions), measured: wall, errors, first text and last frame against the
+    stand-in's own times, and the CPU of the app's processes per streamed token."""
+    stack.ask_stub("clear")
+    cpu0 = stack.cpu()
+    wall, visits = crowd(stack.url, [question(1000 * n + k) for k in range(n)], stagger=stagger)
+    cpu = {k: v - cpu0[k] for k, v in stack.cpu().items()}
+    dump = stack.ask_stub("dump")
+    delays = first_text_delays(visits, dump["requests"])
+    lags = last_frame_lags(visits, dump["requests"])
+    errors = errors_of(visits)
+    tokens = max(1, dump["chunks"])
+    return {
+        "wall_s": round(wall, 2), "errors": len(errors), "error_samples": errors[:3],
+        "llm_requests": len(dump["requests"]), "tokens": dump["chunks"],
+        # None when no first text could be matched to its request (then the row has no verdict)
+        "first_text_max_ms": round(max(delays) * 1000) if delays else None,
+        "first_text_p95_ms": round(pct(delays, 0.95) * 1000) if delays else None,
+        "first_text_median_ms": round(statistics.median(delays) * 1000) if delays else None,
+        "first_text_samples": len(delays), "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
+        "app_cpu_ms_per_token": round(cpu["app"] * 1000 / tokens, 3),
+        "worker_cpu_ms_per_token": round(cpu["workers"] * 1000 / tokens, 3),
+        "cpu_ms_per_token": round((cpu["app"] + cpu["workers"]) * 1000 / tokens, 3),
+        # the visitor's last frame after the stand-in's last token to it (the run's end reaching the screen)
+        "last_frame_max_s": round(max(lags), 2) if lags else None,
+        "last_frame_median_s": round(statistics.median(lags), 2) if lags else None,
+        "updates_median": statistics.median(v.updates for v in visits),
+    }
+
+
 def scale(args: argparse.Namespace) -> dict:
-    """wall(N)/wall(1), errors, first text after the server's first token, app CPU per token."""
-    out: dict = {"latency_s": args.latency, "tokens_per_s": round(1 / args.token_delay), "runs": {}}
-    with Stack(args.latency, args.token_delay, stub=args.stub) as stack:
+    """One visitor alone, then each crowd: wall(N)/wall(1), errors, first text, last frame, CPU per token."""
+    out: dict = {"latency_s": args.latency, "tokens_per_s": round(1 / args.token_delay), "words": args.words,
+                 "runs": {}}
+    with Stack(args.latency, args.token_delay, stub=args.stub, words=args.words) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up: imports, first connections
-        stack.ask_stub("clear")
-        wall1, one = crowd(stack.url, [question(0)])
-        dump = stack.ask_stub("dump")
-        out["wall1_s"] = round(wall1, 2)
-        out["first_text_alone_ms"] = [round(d * 1000) for d in first_text_delays(one, dump["requests"])]
-        out["errors"] = errors_of(one)
+        out["alone"] = alone = measured_crowd(stack, 1)
+        out["wall1_s"] = alone["wall_s"]
+        out["errors"] = alone["error_samples"]
         for n in args.visitors:
-            stack.ask_stub("clear")
-            spy = profiler(stack.app_pid, f"{args.profile}-{n}.txt") if args.profile else None
-            workers = stack.ask_app("workers")
-            wspy = profiler(workers[0], f"{args.profile}-{n}-worker.txt") if args.profile and workers else None
-            cpu0 = stack.cpu()
-            wall, visits = crowd(stack.url, [question(1000 * n + k) for k in range(n)], stagger=args.stagger)
-            cpu = {k: v - cpu0[k] for k, v in stack.cpu().items()}
-            for s in (spy, wspy):
-                if s is not None:
-                    s.send_signal(signal.SIGINT)
-                    s.wait(30)
-            dump = stack.ask_stub("dump")
-            delays = first_text_delays(visits, dump["requests"])
-            errors = errors_of(visits)
-            out["errors"] += errors
-            out["runs"][n] = {
-                "wall_s": round(wall, 2), "ratio": round(wall / wall1, 3), "errors": len(errors),
-                "error_samples": errors[:3], "llm_requests": len(dump["requests"]), "tokens": dump["chunks"],
-                # None when no first text could be matched to its request (then the row has no verdict)
-                "first_text_max_ms": round(max(delays) * 1000) if delays else None,
-                "first_text_p95_ms": round(pct(delays, 0.95) * 1000) if delays else None,
-                "first_text_median_ms": round(statistics.median(delays) * 1000) if delays else None,
-                "first_text_samples": len(delays), "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
-                "app_cpu_ms_per_token": round(cpu["app"] * 1000 / max(1, dump["chunks"]), 3),
-                "worker_cpu_ms_per_token": round(cpu["workers"] * 1000 / max(1, dump["chunks"]), 3),
-                "updates_median": statistics.median(v.updates for v in visits),
-                # when the model's last reply ended (after the clicks) and what came after it: the final frames
-                "last_reply_end_s": round(max((r["finished"] or 0) for r in dump["requests"])
-                                          - min(v.start for v in visits), 2),
-            }
+            run = measured_crowd(stack, n, stagger=args.stagger)
+            out["errors"] += run["error_samples"]
+            out["runs"][n] = {**run, "ratio": round(run["wall_s"] / alone["wall_s"], 3)}
     return out
 
 
-def profiler(pid: int, path: str) -> subprocess.Popen:
-    """py-spy sampling the app (collapsed stacks, one line per stack with its sample count)."""
-    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
-                            "--nonblocking", "--threads", "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)  # let it attach
-    return spy
+def fast(args: argparse.Namespace) -> dict:
+    """One visitor, All, each mode's reply streamed at ``--fast-rate`` tokens a second (long replies): how long
+    after the stand-in's last token the visitor's last frame arrives, and the CPU per token."""
+    with Stack(args.latency, 1 / args.fast_rate, stub=args.stub, words=max(args.words, 300)) as stack:
+        crowd(stack.url, [question(9000 + k) for k in range(2)])
+        run = measured_crowd(stack, 1)
+    return {"tokens_per_s": args.fast_rate, **run}
 
 
 def memory(args: argparse.Namespace) -> dict:
@@ -274,13 +291,9 @@ def flood(args: argparse.Namespace) -> dict:
         stop = threading.Event()
         loader = threading.Thread(target=page_loader, args=(stack.url, stop, loads), daemon=True)
         loader.start()
-        spy = profiler(stack.app_pid, f"{args.profile}-flood.txt") if args.profile else None
         cpu0 = stack.cpu()
         wall, visits = crowd(stack.url, [question(k) for k in range(args.flood)])
         cpu = {k: round(v - cpu0[k], 2) for k, v in stack.cpu().items()}
-        if spy is not None:
-            spy.send_signal(signal.SIGINT)
-            spy.wait(30)
         stop.set()
         loader.join(30)
     kinds = {"finished": 0, "told_queued": 0, "told_full": 0, "http_503": 0, "other_errors": 0}
@@ -309,23 +322,24 @@ def flood(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", choices=["scale", "memory", "flood", "all"], default="scale")
+    parser.add_argument("--scenario", nargs="+", choices=["scale", "fast", "memory", "flood", "all"], default=["scale"])
     parser.add_argument("--visitors", type=int, nargs="+", default=[20, 50])
     parser.add_argument("--latency", type=float, default=2.0, help="seconds before each reply's first token")
     parser.add_argument("--token-delay", type=float, default=0.01, help="seconds between 4-character chunks (≈ tokens)")
+    parser.add_argument("--words", type=int, default=0, help="scale: every thought this many words longer (long replies)")
     parser.add_argument("--stagger", type=float, default=0.0, help="spread the clicks over this many seconds")
     parser.add_argument("--runs", type=int, default=500, help="memory: runs, each from a new session")
     parser.add_argument("--parallel", type=int, default=10, help="memory: runs at a time")
     parser.add_argument("--trace", action="store_true", help="memory: tracemalloc's top growth sites in the app")
     parser.add_argument("--flood", type=int, default=300, help="flood: simultaneous submissions")
-    parser.add_argument("--profile", metavar="PREFIX", help="scale: py-spy the app into PREFIX-<N>.txt (needs py-spy)")
+    parser.add_argument("--fast-rate", type=float, default=1000.0, help="fast: tokens a second in each stream")
     parser.add_argument("--stub", choices=["async", "thread"], default="async",
                         help="the stand-in model: asyncio (default; paces like a server on its own hardware) or the tests' thread stub")
     parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
     args = parser.parse_args(argv)
     result: dict = {"cores": os.cpu_count(), "loadavg": os.getloadavg()[0]}
-    for name, fn in (("scale", scale), ("memory", memory), ("flood", flood)):
-        if args.scenario in (name, "all"):
+    for name, fn in (("scale", scale), ("fast", fast), ("memory", memory), ("flood", flood)):
+        if name in args.scenario or "all" in args.scenario:
             result[name] = fn(args)
             if not args.json:
                 print(f"== {name} ==\n{json.dumps(result[name], indent=1, default=str)}", flush=True)

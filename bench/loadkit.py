@@ -52,7 +52,7 @@ def threads_and_fds(pid: int) -> tuple[int, int]:
 # -- the stub model's process ------------------------------------------------------------------
 
 
-def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: str = "async") -> None:
+def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: str = "async", words: int = 0) -> None:
     """Child process: the toy model behind real HTTP + SSE, answering to commands on ``conn``.
 
     ``kind`` "async" (the default) is :mod:`agents.llm.async_stub`: one asyncio loop paces every stream
@@ -60,20 +60,22 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: 
     ``ThreadingHTTPServer`` stub, which at 50 visitors (150 streams, 150 threads) fell ~2 s behind its own
     pace on a 2-core machine (see README, "Measured"). It counts the content chunks it streams (one per
     ``chunk_chars`` characters, ≈ one token at 4), so the bench can divide the app's CPU by the tokens it relayed.
+    ``words`` makes every thought that many words longer (:func:`~agents.llm.stub_server.talkative`): long replies.
     """
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from agents.llm import stub_server
     from agents.llm.async_stub import AsyncStubServer
-    from agents.llm.stub_server import StubLLMServer, toy_policy
+    from agents.llm.stub_server import StubLLMServer, talkative
 
     stub_server._QuietServer.request_queue_size = 1024  # listen backlog: 150 streams connect at once
 
     chunks = [0]
+    policy = talkative(words)
 
     def counting(body: dict) -> Any:
-        reply = toy_policy(body)
+        reply = policy(body)
         chunks[0] += math.ceil(len(reply.text) / chunk_chars) + len(reply.tool_calls)
         return reply
 

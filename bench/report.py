@@ -1,6 +1,6 @@
 """One performance report: every benchmark, one table of figures with their goals beside them.
 
-    python -m bench            # full run, ~5 minutes on 2 cores
+    python -m bench            # full run, ~10 minutes on 2 cores
     python -m bench --quick    # smaller runs for development, ~2 minutes
     python -m bench --json     # the raw figures of every benchmark, as one JSON object
     python -m bench --smoke    # the smallest runs, ~30 s: does every benchmark still run? (figures mean little)
@@ -27,32 +27,42 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+# name → (script, flags): ``bench/bench_<script>.py --json <flags>``. "app" is the short replies of the toy model
+# (36 tokens a run), "app_long" the long ones (every thought 300 words longer, ~1,300 tokens a run).
 FULL = {
-    "engine": ["--repeats", "3"],
-    "tools": ["--repl-calls", "50", "--calc-calls", "2000"],
-    "eval": ["--n", "60"],
-    "app": ["--scenario", "all", "--visitors", "20", "50", "--runs", "500", "--flood", "300"],
+    "engine": ("engine", ["--repeats", "3"]),
+    "tools": ("tools", ["--repl-calls", "50", "--calc-calls", "2000"]),
+    "eval": ("eval", ["--n", "60"]),
+    "app": ("app", ["--scenario", "scale", "memory", "flood", "--visitors", "20", "50", "100", "--runs", "500",
+                    "--flood", "300"]),
+    "app_long": ("app", ["--scenario", "scale", "fast", "--words", "300", "--visitors", "50"]),
+    "stages": ("stages", ["--configs", "short:1", "short:50", "long:1", "long:50"]),
 }
 QUICK = {
-    "engine": ["--repeats", "1"],
-    "tools": ["--repl-calls", "10", "--calc-calls", "200"],
-    "eval": ["--n", "12"],
-    "app": ["--scenario", "all", "--visitors", "10", "20", "--runs", "100", "--flood", "100", "--latency", "1.0"],
+    "engine": ("engine", ["--repeats", "1"]),
+    "tools": ("tools", ["--repl-calls", "10", "--calc-calls", "200"]),
+    "eval": ("eval", ["--n", "12"]),
+    "app": ("app", ["--scenario", "scale", "memory", "flood", "--visitors", "10", "20", "--runs", "100", "--flood",
+                    "100", "--latency", "1.0"]),
+    "app_long": ("app", ["--scenario", "scale", "fast", "--words", "300", "--visitors", "20", "--latency", "1.0"]),
+    "stages": ("stages", ["--configs", "short:1", "long:20", "--latency", "1.0"]),
 }
 SMOKE = {  # every script, every scenario, every key of the table, at the smallest honest size (tests/bench)
-    "engine": ["--repeats", "1", "--latency", "0.02", "--token-delay", "0.001"],
-    "tools": ["--repl-calls", "3", "--calc-calls", "20"],
-    "eval": ["--n", "3", "--latency", "0.01"],
-    "app": ["--scenario", "all", "--visitors", "2", "--runs", "4", "--parallel", "2", "--flood", "4",
-            "--latency", "0.2"],
+    "engine": ("engine", ["--repeats", "1", "--latency", "0.02", "--token-delay", "0.001"]),
+    "tools": ("tools", ["--repl-calls", "3", "--calc-calls", "20"]),
+    "eval": ("eval", ["--n", "3", "--latency", "0.01"]),
+    "app": ("app", ["--scenario", "scale", "memory", "flood", "--visitors", "2", "--runs", "4", "--parallel", "2",
+                    "--flood", "4", "--latency", "0.2"]),
+    "app_long": ("app", ["--scenario", "scale", "fast", "--words", "20", "--visitors", "2", "--latency", "0.2"]),
+    "stages": ("stages", ["--configs", "short:1", "--latency", "0.2"]),
 }
 
 
-def run(name: str, args: list[str], timeout: float = 900) -> dict:
-    """``bench/bench_<name>.py --json ARGS`` → its JSON (or ``{"failed": ...}``)."""
+def run(script: str, args: list[str], timeout: float = 900) -> dict:
+    """``bench/bench_<script>.py --json ARGS`` → its JSON (or ``{"failed": ...}``)."""
     started = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, str(HERE / f"bench_{name}.py"), "--json", *args], capture_output=True,
+        done = subprocess.run([sys.executable, str(HERE / f"bench_{script}.py"), "--json", *args], capture_output=True,
                               text=True, timeout=timeout, cwd=HERE.parent)
     except subprocess.TimeoutExpired:
         return {"failed": f"timed out after {timeout:.0f} s"}
@@ -78,10 +88,14 @@ def rows(r: dict) -> list[Row]:
     """The table, from the benchmarks' JSON."""
     out: list[Row] = []
     engine, tools, evals, app = r.get("engine", {}), r.get("tools", {}), r.get("eval", {}), r.get("app", {})
+    long_ = r.get("app_long", {})
 
     def add(measure: str, value: float | None, shown: str, goal: str, ok: Callable[[float], bool] | None) -> None:
         met = None if ok is None or value is None or (isinstance(value, float) and math.isnan(value)) else ok(value)
         out.append((measure, shown, goal, met))
+
+    def ratio(s: dict, wall1: float) -> str:
+        return f"{s['ratio']:.2f} ({s['wall_s']:.1f} s vs {wall1:.1f} s), {s['errors']} errors"
 
     add("All vs slowest mode alone (wall ratio)", engine.get("ratio"), fmt(engine.get("ratio"), "", 3), "≤ 1.15",
         lambda v: v <= 1.15)
@@ -90,17 +104,40 @@ def rows(r: dict) -> list[Row]:
     scale = app.get("scale", {})
     runs = scale.get("runs", {})
     for n, s in sorted(runs.items(), key=lambda kv: int(kv[0])):
-        add(f"{n} visitors vs 1, mode All (wall ratio, errors)", s["ratio"] if not s["errors"] else math.inf,
-            f"{s['ratio']:.2f} ({s['wall_s']:.1f} s vs {scale['wall1_s']:.1f} s), {s['errors']} errors",
-            "≤ 1.5, 0 errors", lambda v: v <= 1.5)
+        limit = 1.3 if int(n) <= 50 else 1.5
+        add(f"short replies: {n} visitors vs 1, mode All (wall ratio, errors)",
+            s["ratio"] if not s["errors"] else math.inf, ratio(s, scale["wall1_s"]), f"≤ {limit}, 0 errors",
+            lambda v, limit=limit: v <= limit)
     if runs:
-        n, s = max(runs.items(), key=lambda kv: int(kv[0]))
-        add(f"first text on screen after the server's first token ({n} visitors × 3 panels)",
+        n, s = min(runs.items(), key=lambda kv: abs(int(kv[0]) - 50))  # 50 visitors, or the nearest crowd
+        add(f"short replies: first text on screen after the server's first token ({n} visitors × 3 panels)",
             s["first_text_max_ms"], f"max {fmt(s['first_text_max_ms'], ' ms', 0)}, "
             f"p95 {fmt(s['first_text_p95_ms'], ' ms', 0)}, median {fmt(s['first_text_median_ms'], ' ms', 0)}",
-            "≤ 1000 ms (max)", lambda v: v <= 1000)
-        add("app CPU per streamed token", s["app_cpu_ms_per_token"],
-            f"{s['app_cpu_ms_per_token']:.2f} ms ({s['cpu_s']['app']:.1f} s for {s['tokens']} tokens)", "—", None)
+            "≤ 500 ms (max)", lambda v: v <= 500)
+        add(f"short replies: CPU per streamed token, app + run workers ({n} visitors)", s["cpu_ms_per_token"],
+            f"{s['cpu_ms_per_token']:.3f} ms (app {s['app_cpu_ms_per_token']:.3f} + workers "
+            f"{s['worker_cpu_ms_per_token']:.3f}, {s['tokens']} tokens)", "—", None)
+    long_scale = long_.get("scale", {})
+    if long_scale:
+        alone = long_scale["alone"]
+        add("long replies: CPU per streamed token, app + run workers, one visitor alone", alone["cpu_ms_per_token"],
+            f"{alone['cpu_ms_per_token']:.3f} ms ({alone['tokens']} tokens)", "≤ 0.25 ms", lambda v: v <= 0.25)
+    for n, s in sorted(long_scale.get("runs", {}).items(), key=lambda kv: int(kv[0])):
+        add(f"long replies: CPU per streamed token, app + run workers, {n} visitors", s["cpu_ms_per_token"],
+            f"{s['cpu_ms_per_token']:.3f} ms (app {s['app_cpu_ms_per_token']:.3f} + workers "
+            f"{s['worker_cpu_ms_per_token']:.3f}, {s['tokens']} tokens)", "≤ 0.15 ms", lambda v: v <= 0.15)
+        add(f"long replies: {n} visitors vs 1, mode All (wall ratio, errors)",
+            s["ratio"] if not s["errors"] else math.inf, ratio(s, long_scale["wall1_s"]), "≤ 1.2, 0 errors",
+            lambda v: v <= 1.2)
+        add(f"long replies: last frame after the server's last token ({n} visitors, max)", s["last_frame_max_s"],
+            f"max {fmt(s['last_frame_max_s'], ' s')}, median {fmt(s['last_frame_median_s'], ' s')}", "≤ 0.5 s",
+            lambda v: v <= 0.5)
+    fast = long_.get("fast", {})
+    if fast:
+        add(f"one visitor, All, {fast['tokens_per_s']:,.0f} tokens/s per stream: last frame after the last token",
+            fast["last_frame_max_s"] if not fast["errors"] else math.inf,
+            f"{fmt(fast['last_frame_max_s'], ' s')} ({fast['tokens']} tokens, {fast['errors']} errors)", "≤ 0.5 s",
+            lambda v: v <= 0.5)
     memory = app.get("memory", {})
     if memory:
         add(f"app RSS growth over {memory['runs']} runs from {memory['runs']} sessions", memory["growth_mb"],
@@ -130,12 +167,30 @@ def rows(r: dict) -> list[Row]:
     return out
 
 
+def stages_table(r: dict) -> str:
+    """Where a streamed token's CPU goes (bench_stages.py): ms per token by stage, one column per configuration."""
+    configs = (r.get("stages") or {}).get("configs") or {}
+    if not configs:
+        return ""
+    names = list(dict.fromkeys(stage for c in configs.values() for stage in c["stages"]))
+    heads = [f"{c['replies']}, {c['visitors']} visitor{'s' if c['visitors'] > 1 else ''}" for c in configs.values()]
+    lines = ["| ms per streamed token | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(heads)]
+    for name in names:
+        lines.append(f"| {name} | " + " | ".join(f"{c['stages'].get(name, 0):.3f}" for c in configs.values()) + " |")
+    lines.append("| **all the app's processes** | " + " | ".join(f"**{c['cpu_ms_per_token']:.3f}**"
+                                                           for c in configs.values()) + " |")
+    return "\n".join(lines)
+
+
 def table(r: dict) -> str:
     lines = ["| measure | figure | goal | |", "| --- | --- | --- | --- |"]
     for measure, shown, goal, met in rows(r):
         lines.append(f"| {measure} | {shown} | {goal} | {'' if met is None else ('PASS' if met else 'FAIL')} |")
     failed = [f"{name}: {res['failed']}" for name, res in r.items() if isinstance(res, dict) and "failed" in res]
-    return "\n".join(lines + ([""] + [f"FAILED {f}" for f in failed] if failed else []))
+    lines += [""] + [f"FAILED {f}" for f in failed] if failed else []
+    if stages := stages_table(r):
+        lines += ["", "Where a streamed token's CPU goes (bench_stages.py, under py-spy):", "", stages]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,8 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     started, load = time.perf_counter(), os.getloadavg()[0]
     results: dict = {}
     for name in args.only or list(plan):
-        print(f"running bench_{name} {' '.join(plan[name])} …", file=sys.stderr, flush=True)
-        results[name] = run(name, plan[name])
+        script, flags = plan[name]
+        print(f"running bench_{script} {' '.join(flags)} …", file=sys.stderr, flush=True)
+        results[name] = run(script, flags)
     if args.json:
         print(json.dumps(results))
     else:

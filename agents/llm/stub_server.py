@@ -20,6 +20,7 @@ with the :func:`toy_policy` model, which uses the calculator for arithmetic ques
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import re
 import threading
@@ -356,6 +357,31 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
         return StubReply(text=f"{thought}Final Answer: I do not know.")
     guess = f"roughly {expression}, I cannot compute it exactly" if expression else "I do not know"
     return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
+
+
+_FILLER = ("so the question asks for a number that I can work out step by step, first the product and then the sum, "
+           "and although the arithmetic looks simple a careful reader checks each partial result before going on, "
+           "because a model that hurries often drops a digit or carries the wrong value into the next line").split()
+
+
+def talkative(words: int, policy: Responder = toy_policy) -> Responder:
+    """``policy`` with ``words`` more words in every thought, as a model that reasons at length writes them
+    (the bench's long replies). The thought stays one paragraph; actions and answers are unchanged."""
+    padding = " ".join(_FILLER[i % len(_FILLER)] for i in range(words))
+
+    def respond(body: dict[str, Any]) -> StubReply:
+        reply = policy(body)
+        messages = body.get("messages") or [{}]
+        forbids = "no Thought" in str(messages[0].get("content") or "")  # Act-only's prompt
+        if not words or forbids or not reply.text:
+            return reply
+        if "Thought:" in reply.text:
+            text = re.sub(r"(Thought:[^\n]*)", lambda m: f"{m.group(1)} {padding}.", reply.text, count=1)
+        else:  # a native tool call's thought, or a plain reply
+            text = f"{reply.text} {padding}."
+        return dataclasses.replace(reply, text=text)
+
+    return respond
 
 
 def _last_observation(message: dict[str, Any]) -> str | None:

@@ -1,7 +1,7 @@
-"""Every benchmark really runs: ``python -m bench --smoke --json`` (~30 s on 2 cores), against the local stubs.
+"""Every benchmark really runs: ``python -m bench --smoke --json`` (~1 minute on 2 cores), against the local stubs.
 
 ``--smoke`` is bench/report.py's smallest plan: every script, every app scenario (2 visitors, 4 runs,
-4 submissions), so every key of the table is printed. Its figures mean little; what is checked is that each
+4 submissions, short and long replies, one configuration under py-spy), so every key of the table is printed. Its figures mean little; what is checked is that each
 script runs, its JSON parses, it carries every key report.py reads (the canned shapes of conftest.py), and
 the table builds from it with a figure in every row.
 """
@@ -33,7 +33,7 @@ def missing(canned: dict, real: object, path: str = "") -> list[str]:
             for m in ([f"{path}.{k}"] if k not in real else missing(v, real[k], f"{path}.{k}") if isinstance(v, dict) else [])]
 
 
-def smoke_run(timeout: float = 110) -> tuple[int, str, str]:
+def smoke_run(timeout: float = 240) -> tuple[int, str, str]:
     """``python -m bench --smoke --json`` in its own process group (so a hang leaves no app or stub behind)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_"))}
     env.update(GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
@@ -56,9 +56,9 @@ def test_every_benchmark_runs_and_prints_what_the_report_reads(canned):
     assert {n: r["failed"] for n, r in results.items() if "failed" in r} == {}, err[-3000:]
     assert set(results) == set(canned)
     assert {n: missing(canned[n], results[n]) for n in canned} == {n: [] for n in canned}
-    assert list(results["app"]["scale"]["runs"]) == ["2"]
+    assert list(results["app"]["scale"]["runs"]) == list(results["app_long"]["scale"]["runs"]) == ["2"]
     rows = report.rows(results)
-    assert len(rows) == 11  # one visitor count: one scale row fewer than the canned table
+    assert len(rows) == 16  # one short-reply crowd: one scale row fewer than the canned table
     for measure, figure, goal, met in rows:
         assert "None" not in figure and "—" not in figure and "nan" not in figure, (measure, figure)
         assert (met is None) == (goal == "—"), (measure, figure, goal)  # a figure for every goal (PASS or FAIL)
