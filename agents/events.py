@@ -171,13 +171,54 @@ class Forked:
     kind: ClassVar[str] = "forked"
 
 
+@dataclass(frozen=True)
+class Trial:
+    """Reflexion starts attempt ``n`` of at most ``of``; the reflections of the failed ones are in its prompt."""
+
+    n: int
+    of: int
+    kind: ClassVar[str] = "trial"
+
+
+GRADED, SELF_CHECK = "expected", "self"  # who decided an Evaluation: the expected answer, or the model itself
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Reflexion's evaluator on one trial's ``answer`` (None: the trial gave none): right or not, ``by`` whom.
+
+    ``by`` is "expected" (graded against the expected answer by exact match, as in the paper) or
+    "self" (the model's own judgement of its answer, when no expected answer was given); ``reason``
+    is one line for people (it never holds the expected answer, which the model must not see).
+    """
+
+    correct: bool
+    by: str
+    reason: str = ""
+    answer: str | None = None
+    kind: ClassVar[str] = "evaluation"
+
+    @property
+    def label(self) -> str:
+        """Who judged, in words a panel shows beside the ✓ / ✗."""
+        return "graded against the expected answer" if self.by == GRADED else "the model's own judgement"
+
+
+@dataclass(frozen=True)
+class Reflection:
+    """Reflexion's self-reflection on a failed trial (what went wrong, what to do differently), kept for the next."""
+
+    text: str
+    kind: ClassVar[str] = "reflection"
+
+
 Event = (TokenDelta | Thought | Action | Observation | FinalAnswer | ParseError | LLMError | Usage | Truncated
-         | Waiting | Retry | Paused | Resumed | Forked)
+         | Waiting | Retry | Paused | Resumed | Forked | Trial | Evaluation | Reflection)
 
 EVENT_TYPES: dict[str, type] = {
     cls.kind: cls
     for cls in (TokenDelta, Thought, Action, Observation, FinalAnswer, ParseError, LLMError, Usage, Truncated,
-                Waiting, Retry, Paused, Resumed, Forked)
+                Waiting, Retry, Paused, Resumed, Forked, Trial, Evaluation, Reflection)
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.events import (
     Action,
+    Evaluation,
     Event,
     FinalAnswer,
     Forked,
@@ -22,10 +23,12 @@ from agents.events import (
     Observation,
     ParseError,
     Paused,
+    Reflection,
     Resumed,
     Retry,
     Thought,
     TokenDelta,
+    Trial,
     Truncated,
     Usage,
     Waiting,
@@ -141,7 +144,8 @@ class Trace:
 
     @property
     def steps(self) -> list[Step]:
-        """Action → Observation pairs; an action still waiting for its observation is left out."""
+        """Action → Observation pairs (of every trial, for Reflexion); an action still waiting for its observation
+        is left out."""
         steps: list[Step] = []
         thought, pending = "", None
         for _, event in self.events:
@@ -153,10 +157,32 @@ class Trace:
                 steps.append(Step(pending.thought or thought, pending.tool, pending.input, event.output,
                                   event.elapsed_s, event.is_error, event.cached))
                 thought, pending = "", None
+            elif isinstance(event, Trial):  # a Reflexion trial starts afresh
+                thought, pending = "", None
         return steps
 
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        """Reflexion's trials, in order: each one's answer, verdict (who judged, why) and reflection.
+
+        Empty for every other mode. The run's ``answer`` is the last trial's; its ``steps`` and
+        calls count every trial, the evaluator's and the reflections' calls included.
+        """
+        trials: list[dict[str, Any]] = []
+        for _, event in self.events:
+            if isinstance(event, Trial):
+                trials.append({"n": event.n, "answer": None, "correct": None, "by": None, "reason": None,
+                               "reflection": None})
+            elif isinstance(event, Evaluation) and trials:
+                trials[-1].update(answer=event.answer, correct=event.correct, by=event.by, reason=event.reason)
+            elif isinstance(event, Reflection) and trials:
+                trials[-1]["reflection"] = event.text
+        return trials
+
     def summary(self) -> dict[str, Any]:
-        """The CLI's per-run JSON object (see README: ``python -m agents ask --json``)."""
+        """The CLI's per-run JSON object (see README: ``python -m agents ask --json``); a Reflexion run adds
+        ``trials`` (see :attr:`trials`)."""
+        extra = {"trials": trials} if (trials := self.trials) else {}
         return {
             "answer": self.answer,
             "forced": self.forced,
@@ -169,6 +195,7 @@ class Trace:
                       "estimated": self.tokens_estimated},
             "hit_token_limit": self.truncated_calls,
             "elapsed_s": round(self.elapsed_s, 4),
+            **extra,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,9 +253,22 @@ class Trace:
                 lines.append(f"**Model error:** {event.message}")
             elif isinstance(event, FinalAnswer):
                 lines.append(f"**Final answer{' (forced)' if event.forced else ''}:** {event.text}")
+            elif isinstance(event, Trial | Evaluation | Reflection):
+                lines.append(_reflexion_line(event))
             lines.append("")
         lines.append(f"_{metrics_line(self)}_")
         return "\n".join(lines).strip() + "\n"
+
+
+def _reflexion_line(event: Trial | Evaluation | Reflection) -> str:
+    """A Reflexion event as a transcript line: the trial's heading, its verdict (and who gave it), a reflection."""
+    if isinstance(event, Trial):
+        return f"#### Trial {event.n} of {event.of}"
+    if isinstance(event, Evaluation):
+        answer = "no answer" if event.answer is None else f"answer {_quote(event.answer)}"
+        why = f": {event.reason}" if event.reason else ""
+        return f"**{'✓ Correct' if event.correct else '✗ Not correct'}** ({answer}; {event.label}){why}"
+    return f"**Reflection:** {event.text}"
 
 
 def _quote(text: str, limit: int = 120) -> str:
@@ -251,6 +291,8 @@ def metrics_line(trace: Trace) -> str:
         f"tokens {est}{trace.prompt_tokens} in / {est}{trace.completion_tokens} out",
         f"{trace.elapsed_s:.1f} s",
     ]
+    if trace.trials:
+        parts.insert(0, _count(len(trace.trials), "trial"))
     if trace.forced:
         parts.append("forced answer")
     if trace.parse_errors:

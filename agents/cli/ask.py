@@ -12,13 +12,15 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from agents.cli.exits import EXIT_OK, UsageError, llm_settings
-from agents.comparison import ComparisonRun, compare, default_model_factory, validate_question
+from agents.comparison import ComparisonRun, ModeSource, default_model_factory, validate_question
+from agents.correctness import clean_expected, judge
 from agents.events import (
     Action,
+    Evaluation,
     Event,
     FinalAnswer,
     Forked,
@@ -26,15 +28,19 @@ from agents.events import (
     Observation,
     ParseError,
     Paused,
+    Reflection,
     Retry,
     Thought,
     TokenDelta,
+    Trial,
     Truncated,
     Waiting,
 )
+from agents.llm.base import ChatModel
 from agents.llm.settings import DEFAULT_MAX_TOKENS, LLMSettings
 from agents.modes import RunConfig
-from agents.modes.registry import list_modes, mode_ids, mode_title
+from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
+from agents.modes.registry import get_mode, list_modes, mode_ids, mode_title, run_mode
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE
 from agents.trace import Trace, metrics_line
 from tools.registry import ToolRegistry
@@ -62,6 +68,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a readable trace")
     parser.add_argument("--step", action="store_true",
                         help="pause after each step of each mode: Enter advances, end of input (Ctrl-D) runs to the end")
+    parser.add_argument("--expected", help="the expected answer: each run is marked ✓ or ✗ (the paper's exact match, "
+                                           "numbers by value), and Reflexion grades its trials against it")
+    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+                        help=f"Reflexion's trials, 1-{MAX_TRIALS} (default {DEFAULT_TRIALS})")
     return parser
 
 
@@ -76,6 +86,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         raise UsageError(f"--max-steps must be between {low} and {high}")
     if args.max_tokens is not None and args.max_tokens < 1:
         raise UsageError("--max-tokens must be at least 1")
+    if not 1 <= args.trials <= MAX_TRIALS:
+        raise UsageError(f"--trials must be between 1 and {MAX_TRIALS}")
+    expected = clean_expected(args.expected)
     registry = _registry(args.tools)
     settings = llm_settings(model=args.model)
     modes = list(mode_ids("base")) if args.mode == "all" else [args.mode]
@@ -85,15 +98,32 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if printer:
         print(f"Model: {settings.describe()}  ·  protocol: {args.protocol}\n", file=out)
     # Not configured → every run fails with the "three ways" message, shown like any other LLM error.
-    run = compare if not args.step else functools.partial(
+    run = ask_modes if not args.step else functools.partial(
         ask_stepping, stdin=sys.stdin, prompt_out=sys.stderr if args.json else out)
+    sources = mode_sources(args.question, modes, registry, trials=args.trials, expected=expected)
     traces = run(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,
-                 on_event=printer.on_event if printer else None)
+                 on_event=printer.on_event if printer else None, sources=sources)
     if args.json:
-        print(json.dumps(to_json(args.question, traces, settings), ensure_ascii=False, indent=2), file=out)
+        print(json.dumps(to_json(args.question, traces, settings, expected), ensure_ascii=False, indent=2), file=out)
     else:
-        _print_summary(traces, out)
+        _print_summary(traces, out, expected)
     return EXIT_OK
+
+
+def mode_sources(question: str, modes: list[str], registry: ToolRegistry, **options: Any) -> dict[str, ModeSource]:
+    """A source for each mode that declares one of ``options`` (Reflexion: ``trials``, ``expected``), since
+    ``ComparisonRun`` passes modes no options of its own; the other modes run as usual."""
+    sources: dict[str, ModeSource] = {}
+    for mode in modes:
+        accepted = {k: v for k, v in options.items() if k in get_mode(mode).options}
+        if accepted:
+            sources[mode] = functools.partial(_run_with, mode, question, registry, accepted)
+    return sources
+
+
+def _run_with(mode: str, question: str, registry: ToolRegistry, options: dict[str, Any], model: ChatModel,
+              config: RunConfig) -> Iterator[Event]:
+    return run_mode(mode, question, model, registry, config, **options)
 
 
 def _registry(tools: str | None) -> ToolRegistry:
@@ -110,9 +140,24 @@ def _registry(tools: str | None) -> ToolRegistry:
     return registry.subset(wanted)
 
 
+def ask_modes(question: str, modes: list[str], *, on_event: Callable[[str, Event], None] | None = None,
+              **kwargs: Any) -> dict[str, Trace]:
+    """:func:`agents.comparison.compare`, with ``kwargs`` (``sources`` too) passed to the :class:`ComparisonRun`."""
+    traces = {m: Trace(m, question) for m in modes}
+    run = ComparisonRun(question, modes, **kwargs).start()
+    try:
+        while (item := run.poll()) is not None:
+            traces[item[0]].add(item[1])
+            if on_event:
+                on_event(*item)
+    finally:
+        run.close()
+    return traces  # each trace's elapsed time is its own last event, not the slowest mode's
+
+
 def ask_stepping(question: str, modes: list[str], *, stdin: TextIO, prompt_out: TextIO,
                  on_event: Callable[[str, Event], None] | None = None, **kwargs: Any) -> dict[str, Trace]:
-    """``--step``: like :func:`compare`, but every mode pauses after each step until Enter is read.
+    """``--step``: like :func:`ask_modes`, but every mode pauses after each step until Enter is read.
 
     End of input (Ctrl-D, or a pipe that runs dry) lets every mode run to the end.
     """
@@ -151,10 +196,15 @@ def _ask_for_step(run: ComparisonRun, out: TextIO, stdin: TextIO) -> bool:
     return False
 
 
-def to_json(question: str, traces: dict[str, Trace], settings: LLMSettings) -> dict:
-    """The documented ``--json`` object: question, model, and one summary per mode."""
-    return {"question": question, "model": settings.describe(),
-            "runs": {mode: trace.summary() for mode, trace in traces.items()}}
+def to_json(question: str, traces: dict[str, Trace], settings: LLMSettings, expected: str | None = None) -> dict:
+    """The documented ``--json`` object: question, model, and one summary per mode; with ``--expected``, also
+    ``expected`` and each run's ``verdict`` (``agents.correctness.Verdict.to_dict``)."""
+    runs = {mode: trace.summary() for mode, trace in traces.items()}
+    if expected is None:
+        return {"question": question, "model": settings.describe(), "runs": runs}
+    for mode, trace in traces.items():
+        runs[mode]["verdict"] = judge(trace.answer, expected, question).to_dict()
+    return {"question": question, "model": settings.describe(), "expected": expected, "runs": runs}
 
 
 class _Printer:
@@ -204,11 +254,20 @@ def _describe(event: Event) -> str | None:
         return f"✎ observation {event.step + 1} edited by the teacher: {event.edited}"
     if isinstance(event, FinalAnswer):
         return f"Final Answer{' (forced)' if event.forced else ''}: {event.text}"
+    if isinstance(event, Trial):
+        return f"── Trial {event.n} of {event.of} ──"
+    if isinstance(event, Evaluation):
+        answer = "no answer" if event.answer is None else f"answer {event.answer!r}"
+        verdict = "✓ correct" if event.correct else "✗ not correct"
+        return f"{verdict} ({answer}; {event.label}){f': {event.reason}' if event.reason else ''}"
+    if isinstance(event, Reflection):
+        return f"Reflection: {event.text}"
     return None
 
 
-def _print_summary(traces: dict[str, Trace], out: TextIO) -> None:
+def _print_summary(traces: dict[str, Trace], out: TextIO, expected: str | None = None) -> None:
     print("\n" + "=" * 60, file=out)
     for mode, trace in traces.items():
         answer = trace.answer if trace.answer is not None else f"(no answer: {trace.error})"
-        print(f"{mode_title(mode):>10}: {answer}\n{'':>12}{metrics_line(trace)}", file=out)
+        mark = f"{judge(trace.answer, expected, trace.question).mark} " if expected is not None else ""
+        print(f"{mode_title(mode):>10}: {mark}{answer}\n{'':>12}{metrics_line(trace)}", file=out)

@@ -28,6 +28,7 @@ from agents.evaluation.store import ResultStore
 from agents.llm.settings import DEFAULT_MAX_TOKENS
 from agents.modes import RunConfig
 from agents.modes.hybrids import DEFAULT_SC_SAMPLES
+from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import mode_ids
 from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
@@ -55,6 +56,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"longest reply per model call, in tokens (default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
     parser.add_argument("--sc-n", type=int, default=DEFAULT_SC_SAMPLES,
                         help=f"CoT-SC samples for the hybrid modes (paper: 21; default {DEFAULT_SC_SAMPLES})")
+    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+                        help=f"Reflexion's trials per item, 1-{MAX_TRIALS}, graded against the item's answer "
+                             f"(its paper's figure is after ~6; default {DEFAULT_TRIALS})")
 
 
 def run(args: argparse.Namespace, *, registry: ToolRegistry | None = None) -> int:
@@ -76,13 +80,14 @@ def run(args: argparse.Namespace, *, registry: ToolRegistry | None = None) -> in
     ResultStore(out).write_meta({
         "dataset": args.dataset, "n": len(items), "modes": modes, "model": settings.describe(),
         "protocol": args.protocol, "max_steps": args.max_steps, "max_tokens": config.max_tokens, "sc_n": args.sc_n,
+        "trials": args.trials,
         "started": datetime.now().isoformat(timespec="seconds"),
     })
     bar = _ProgressBar()
     try:
         result = run_eval(items, modes, model_factory=default_model_factory(settings), registry=registry,
                           config=config, concurrency=args.concurrency, out_dir=out, progress=bar.update,
-                          sc_n=args.sc_n, dataset=name)
+                          sc_n=args.sc_n, dataset=name, trials=args.trials)
     except KeyboardInterrupt:
         bar.close()
         wanted = {(item.id, mode) for item in items for mode in modes}
@@ -107,6 +112,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[str], RunConfig, list[Item]]:
         modes = parse_modes(args.modes)
         if args.concurrency < 1 or args.n < 0 or args.sc_n < 1 or (args.max_tokens is not None and args.max_tokens < 1):
             raise ValueError("--concurrency, --sc-n and --max-tokens must be at least 1, and --n at least 0")
+        if not 1 <= args.trials <= MAX_TRIALS:
+            raise ValueError(f"--trials must be between 1 and {MAX_TRIALS}")
         config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, max_tokens=args.max_tokens)
         return modes, config, load_dataset(args.dataset, args.n or None)
     except (ValueError, DatasetError) as exc:  # one line, as this command always printed them

@@ -29,6 +29,7 @@ from agents.evaluation.store import ResultStore
 from agents.events import LLMError
 from agents.modes import RunConfig
 from agents.modes.hybrids import DEFAULT_SC_SAMPLES
+from agents.modes.reflexion import DEFAULT_TRIALS
 from agents.modes.registry import mode_ids
 from agents.trace import Trace
 from tools.registry import ToolRegistry
@@ -88,8 +89,8 @@ class _Pairs:
     """What every worker shares: settings, the cancel flag, the store and the open models."""
 
     def __init__(self, factory: ModelFactory, registry: ToolRegistry, config: RunConfig,
-                 store: ResultStore, sc_n: int) -> None:
-        self.factory, self.registry, self.store, self.sc_n = factory, registry, store, sc_n
+                 store: ResultStore, sc_n: int, trials: int = DEFAULT_TRIALS) -> None:
+        self.factory, self.registry, self.store, self.sc_n, self.trials = factory, registry, store, sc_n, trials
         self.cancel = threading.Event()
         self.config = replace(config, cancel=self.cancel)
         self.models = OpenModels(self.cancel)
@@ -103,8 +104,11 @@ class _Pairs:
         if problem is not None:  # items made in code skip load_dataset's check: no model call for them either
             trace.add(LLMError(f"not sent to the model: {problem}"))
             return self.store.append(make_record(item, mode, trace), trace)
+        # Each mode gets the options it declares: the hybrids' CoT-SC samples and vote key, Reflexion's trials
+        # and the item's answer (its trials are graded against the ground truth, as in the paper).
         for event in run_one(mode, item.question, self.factory, self.registry, self.config, self.models,
-                             sc_n=self.sc_n, vote_key=functools.partial(vote_key, item.scorer)):
+                             sc_n=self.sc_n, vote_key=functools.partial(vote_key, item.scorer),
+                             trials=self.trials, expected=item.answer):
             trace.add(event)
         trace.finish()
         if self.cancel.is_set() and (trace.answer is None or trace.error):
@@ -130,10 +134,11 @@ class EvalRun:
 
     def __init__(self, items: Sequence[Item], modes: Iterable[str], *, model_factory: ModelFactory,
                  registry: ToolRegistry, config: RunConfig | None = None, concurrency: int = 8,
-                 out_dir: str | Path | None = None, sc_n: int = DEFAULT_SC_SAMPLES) -> None:
+                 out_dir: str | Path | None = None, sc_n: int = DEFAULT_SC_SAMPLES,
+                 trials: int = DEFAULT_TRIALS) -> None:
         self.items, self.modes = items, tuple(_check_modes(modes))
         self.store = ResultStore(out_dir)
-        self._pairs = _Pairs(model_factory, registry, config or RunConfig(), self.store, sc_n)
+        self._pairs = _Pairs(model_factory, registry, config or RunConfig(), self.store, sc_n, trials)
         self._concurrency = max(1, int(concurrency))
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -218,6 +223,7 @@ def iter_eval(
     concurrency: int = 8,
     out_dir: str | Path | None = None,
     sc_n: int = DEFAULT_SC_SAMPLES,
+    trials: int = DEFAULT_TRIALS,
 ) -> Iterator[Progress]:
     """Yield a :class:`Progress` before starting and after every finished pair (an :class:`EvalRun`, iterated).
 
@@ -225,7 +231,7 @@ def iter_eval(
     cancels the remaining pairs, closes their models and waits for the workers to end.
     """
     run = EvalRun(items, modes, model_factory=model_factory, registry=registry, config=config,
-                  concurrency=concurrency, out_dir=out_dir, sc_n=sc_n)
+                  concurrency=concurrency, out_dir=out_dir, sc_n=sc_n, trials=trials)
     try:
         run.start()
         while not run.done:
@@ -248,6 +254,7 @@ def run_eval(
     progress: Callable[[Progress], None] | None = None,
     sc_n: int = DEFAULT_SC_SAMPLES,
     dataset: str | None = None,
+    trials: int = DEFAULT_TRIALS,
 ) -> EvalResult:
     """Run every (item, mode) pair and return the records and the per-mode summary.
 
@@ -259,7 +266,7 @@ def run_eval(
     records: list[dict[str, Any]] = []
     started = time.perf_counter()
     events = iter_eval(items, modes, model_factory=model_factory, registry=registry, config=config,
-                       concurrency=concurrency, out_dir=out_dir, sc_n=sc_n)
+                       concurrency=concurrency, out_dir=out_dir, sc_n=sc_n, trials=trials)
     # closing(): if progress raises, stop the workers now, not whenever the traceback lets go of the generator
     with contextlib.closing(events):
         for event in events:

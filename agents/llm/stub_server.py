@@ -331,9 +331,13 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
     ``calculate`` call for the arithmetic in the question; with the text protocol it writes
     ``Action: calculate``; once it sees an observation it answers with it. Without tools it
     can only guess, as a model doing mental arithmetic might. It never knows the answer in
-    advance: the number comes from the calculator's observation.
+    advance: the number comes from the calculator's observation. Asked to check an attempt (Reflexion's
+    self-check) it trusts one that used a tool; asked to reflect on a failed one, it plans to compute.
     """
     messages = body.get("messages") or []
+    reflexion = _reflexion_reply(str((messages[-1] if messages else {}).get("content") or ""))
+    if reflexion is not None:
+        return StubReply(text=reflexion)
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
     question = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
     last = messages[-1] if messages else {}
@@ -382,6 +386,18 @@ def talkative(words: int, policy: Responder = toy_policy) -> Responder:
         return dataclasses.replace(reply, text=text)
 
     return respond
+
+
+def _reflexion_reply(prompt: str) -> str | None:
+    """The toy's reply to Reflexion's self-check or reflection prompt (``prompts/reflexion*.md``), else None."""
+    if "Correct: yes or no" in prompt:
+        used_tool = "\nObservation:" in prompt
+        return ("Correct: yes\nWhy: the calculator computed it." if used_tool else
+                "Correct: no\nWhy: nothing was computed with a tool.")
+    if "Previous attempt:" in prompt:
+        return ("The last attempt failed. Next time, compute the expression with the calculator and give "
+                "exactly its result as the answer.")
+    return None
 
 
 def _last_observation(message: dict[str, Any]) -> str | None:

@@ -2,7 +2,8 @@
 
 ``think_only`` (chain of thought, no tools), ``act_only`` (actions and observations, no
 thoughts) and ``react`` (thought → action → observation) are the paper's base modes; its
-CoT-SC hybrids live in :mod:`agents.modes.hybrids`. Act and ReAct run over either protocol —
+CoT-SC hybrids live in :mod:`agents.modes.hybrids`, Reflexion (ReAct trials with self-reflection) in
+:mod:`agents.modes.reflexion`. Act and ReAct run over either protocol —
 "text" (the paper's format, any model) or "tools" (native function calling) — and yield the
 same events either way. Each mode registers a :class:`~agents.modes.registry.ModeSpec` in its
 own module; everything that lists or runs modes reads :mod:`agents.modes.registry`.

@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import json_repair
@@ -46,6 +46,21 @@ class RunConfig:
         low, high = MAX_STEPS_RANGE
         if not low <= self.max_steps <= high:
             raise ValueError(f"max_steps must be between {low} and {high}")
+
+
+def opening(system: str, question: str, notes: Sequence[str] = ()) -> list[Message]:
+    """A tool loop's first messages: the system prompt, the question, then each note as one user message.
+
+    Notes are the one way a mode adds to a loop's conversation without a copy of the loop (Reflexion
+    gives its next trial the reflections of the failed ones). They come right after the question, so
+    without notes the request is the plain mode's, byte for byte; blank notes are left out. A fork
+    rebuilds a conversation by running the mode again (``agents/fork.py``): a forkable mode (one whose
+    spec offers ``runner``) must pass the same notes again when it is called with the same options.
+    """
+    messages: list[Message] = [{"role": "system", "content": system},
+                               {"role": "user", "content": prompts.question_message(question)}]
+    messages.extend({"role": "user", "content": note} for note in notes if note.strip())
+    return messages
 
 
 @dataclass

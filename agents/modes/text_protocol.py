@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from agents import prompts
 from agents.events import Event, FinalAnswer, Observation, ParseError, Thought
 from agents.llm.base import ChatModel
-from agents.modes.base import STOP, RunConfig, ToolRunner, complete, forced_answer, split_final_answer
+from agents.modes.base import STOP, RunConfig, ToolRunner, complete, forced_answer, opening, split_final_answer
 from agents.parsing import parse_step
 from tools.registry import ToolRegistry
 
@@ -17,16 +17,14 @@ THIRD_REPEAT = "Same call a third time: stopping the loop and asking for the fin
 
 def text_loop(
     question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool,
-    prompt: str, runner: ToolRunner | None = None,
+    prompt: str, runner: ToolRunner | None = None, notes: Sequence[str] = (),
 ) -> Iterator[Event]:
     """One action per model call until a Final Answer, the step budget, or a third identical call.
 
     ``prompt`` is the calling mode's template name (its ``ModeSpec.prompt``): the loop knows no mode ids.
+    ``notes`` are messages the mode adds after the question (:func:`~agents.modes.base.opening`).
     """
-    messages = [
-        {"role": "system", "content": prompts.system_prompt(prompt, registry, max_steps=config.max_steps)},
-        {"role": "user", "content": prompts.question_message(question)},
-    ]
+    messages = opening(prompts.system_prompt(prompt, registry, max_steps=config.max_steps), question, notes)
     runner = runner or ToolRunner(registry, config)  # a fork passes one that replays the recorded observations
     for _ in range(config.max_steps):
         reply = yield from complete(model, messages, config, stop=STOP)

@@ -6,28 +6,34 @@ A reply without a tool call is the final answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from agents import prompts
 from agents.events import Action, Event, FinalAnswer, Observation, Thought
 from agents.llm.base import ChatModel
-from agents.modes.base import RunConfig, ToolRunner, complete, forced_answer, parse_arguments, split_final_answer
+from agents.modes.base import (
+    RunConfig,
+    ToolRunner,
+    complete,
+    forced_answer,
+    opening,
+    parse_arguments,
+    split_final_answer,
+)
 from agents.modes.text_protocol import THIRD_REPEAT
 from tools.registry import ToolRegistry
 
 
 def tools_loop(
     question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool,
-    prompt: str, runner: ToolRunner | None = None,
+    prompt: str, runner: ToolRunner | None = None, notes: Sequence[str] = (),
 ) -> Iterator[Event]:
     """Call tools natively until the model answers in text, the budget ends, or a call repeats a third time.
 
     ``prompt`` is the calling mode's template name (its ``ModeSpec.prompt``): the loop knows no mode ids.
+    ``notes`` are messages the mode adds after the question (:func:`~agents.modes.base.opening`).
     """
-    messages = [
-        {"role": "system", "content": prompts.system_prompt(prompt, registry, protocol="tools", max_steps=config.max_steps)},
-        {"role": "user", "content": prompts.question_message(question)},
-    ]
+    messages = opening(prompts.system_prompt(prompt, registry, protocol="tools", max_steps=config.max_steps), question, notes)
     runner, schemas = runner or ToolRunner(registry, config), registry.schemas()  # a fork's runner replays
     for _ in range(config.max_steps):
         reply = yield from complete(model, messages, config, tools=schemas)

@@ -122,3 +122,19 @@ def test_csv_cells_cannot_run_formulas():
     out = results_csv([{"id": "=1+1", "mode": "react", "question": "@SUM(A1)", "gold": "-7", "em": -0.0}])
     assert "'=1+1" in out and "'@SUM(A1)" in out and ",-7," in out
     assert "'=evil" in summary_csv({"dataset": "=evil", "modes": {"react": {"n": 1}}})
+
+
+def test_reflexion_has_its_own_papers_figure_beside_it_on_hotpotqa():
+    records = [rec("reflexion", 1.0, 1.0), rec("reflexion", 0.0, 0.5), rec("react", 0.0, 0.0)]
+    summary = summarise(records, ["react", "reflexion"], "hotpotqa")
+    reflexion = summary["modes"]["reflexion"]
+    assert reflexion["paper"] == paper_figure("reflexion", "hotpotqa") == 0.54
+    assert "Shinn" in reflexion["paper_source"] and "Fig. 4a" in reflexion["paper_source"]
+    assert "paper_source" not in summary["modes"]["react"] and summary["modes"]["react"]["paper"] == 0.274
+    assert paper_figure("reflexion", "fever") is None and paper_figure("reflexion", "gsm8k") is None
+    headers, rows = summary_table(summary)
+    assert rows[1][0] == "ReAct + Reflexion" and rows[1][headers.index("Paper %")] == 54.0
+    assert "ReAct + Reflexion 54.0" in format_summary(summary)
+    bars = chart_data(summary).to_dict("records")
+    assert {"mode": "ReAct + Reflexion", "series": "paper (Reflexion, text-davinci-003)", "value": 54.0} in bars
+    assert {"mode": "ReAct", "series": "paper (PaLM-540B)", "value": 27.4} in bars

@@ -273,3 +273,17 @@ def test_a_question_compare_would_refuse_never_reaches_the_model():
     assert len(result.records) == 4
     assert all(r["error"].startswith("not sent to the model:") for r in result.records)
     assert "2,001 characters" in result.records[0]["error"] and "no visible characters" in result.records[2]["error"]
+
+
+def test_reflexion_trials_are_graded_against_each_items_answer(tmp_path):
+    """The runner gives Reflexion the item's answer (``expected``), so no self-check call is made, and ``trials``."""
+    result = run_eval(ITEMS[:1], ["reflexion", "react"], model_factory=lambda: ScriptedModel(
+        ["Final Answer: 5", "I guessed; next time I will add with the calculator.", "Final Answer: 1"]),
+        registry=REGISTRY, out_dir=tmp_path, trials=2)
+    reflexion, react = result.records
+    assert (reflexion["prediction"], reflexion["em"], reflexion["llm_calls"]) == ("1", 1.0, 3)
+    trace = ResultStore(tmp_path).load_trace(reflexion)
+    assert [(t["n"], t["correct"], t["by"]) for t in trace.trials] == [(1, False, "expected"), (2, True, "expected")]
+    assert react["prediction"] == "5" and react["em"] == 0.0  # the same first reply, without Reflexion
+    assert run_eval(ITEMS[:1], ["reflexion"], model_factory=lambda: ScriptedModel(["Final Answer: 1"]),
+                    registry=REGISTRY).records[0]["em"] == 1.0  # the default: up to 3 trials, one needed

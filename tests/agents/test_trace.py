@@ -75,11 +75,24 @@ def test_json_round_trip_is_exact():
 
 
 def test_every_event_kind_round_trips():
-    from agents.events import EVENT_TYPES, Forked, Paused, Resumed, Retry, Truncated, Waiting
+    from agents.events import (
+        EVENT_TYPES,
+        Evaluation,
+        Forked,
+        Paused,
+        Reflection,
+        Resumed,
+        Retry,
+        Trial,
+        Truncated,
+        Waiting,
+    )
 
     extra = [LLMError("boom"), LLMError("cut", "interrupted"), Waiting(), Retry("again"), Truncated("limit"),
              Paused(2), Resumed(12.5), Forked(1, "the Rhine flows into the North Sea", "the Baltic"),
-             Usage(5, 3, 0.1, reply="Thought: x\nAction: search", tool_calls=(("call_1", "search", '{"q": 1}'),))]
+             Usage(5, 3, 0.1, reply="Thought: x\nAction: search", tool_calls=(("call_1", "search", '{"q": 1}'),)),
+             Trial(2, 3), Evaluation(False, "expected", "not an exact match", "Paris"), Evaluation(True, "self"),
+             Reflection("I should have searched for the river first.")]
     assert {e.kind for e in [*EVENTS, *extra]} == set(EVENT_TYPES)
     for event in [*EVENTS, *extra]:
         assert event_from_dict(json.loads(json.dumps(event_to_dict(event)))) == event

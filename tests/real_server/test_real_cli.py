@@ -91,3 +91,16 @@ def test_all_modes_at_once_against_a_one_at_a_time_server_is_reported_honestly(r
     failed = [run["error"] for run in runs.values() if run["error"]]
     assert interrupted >= 1, real_server.log_since(mark)[-3000:]  # three requests at once: some were cut
     assert all("LLM_MAX_CONCURRENT" in error or "one request at a time" in error for error in failed), failed
+
+
+@pytest.mark.parametrize("expected", [None, "396"])
+def test_reflexion_ends_with_an_answer_or_one_clear_line(real_server, expected):
+    """Two trials, judged by the model itself or against the expected answer; whatever SmolLM2 writes."""
+    extra = ["--expected", expected] if expected else []
+    runs = runs_of(ask(real_server, "--mode", "reflexion", "--trials", "2", "--json", *extra))
+    assert list(runs) == ["reflexion"]
+    assert_each_run_ends_clearly(runs)
+    trials = runs["reflexion"].get("trials", [])
+    assert 1 <= len(trials) <= 2, runs
+    by = "expected" if expected else "self"
+    assert all(t["by"] in (by, None) for t in trials), trials  # None: that trial ended with a model error

@@ -47,3 +47,46 @@ def test_cli_usage_errors_exit_nonzero():
                               cwd=ROOT, timeout=60)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def ask(srv: StubLLMServer, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "LLM_API_KEY", "HF_HUB_OFFLINE")}
+    env.update(LLM_BASE_URL=srv.url, LLM_MODEL="stub", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "agents", "ask", QUESTION, "--tools", "calculate", *args],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+
+
+@pytest.mark.parametrize("protocol", ["text", "tools"])
+def test_cli_reflexion_graded_against_a_wrong_expected_answer_reflects_and_tries_again(protocol):
+    """Through the real client and the toy model: each trial computes 396, "400" is expected, so it reflects."""
+    with StubLLMServer(responder=toy_policy) as srv:
+        done = ask(srv, "--mode", "reflexion", "--json", "--protocol", protocol, "--expected", "400", "--trials", "2")
+        bodies = [r.body for r in srv.requests]
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    run = data["runs"]["reflexion"]
+    assert data["expected"] == "400" and run["verdict"]["mark"] == "✗" and "396" in run["answer"]
+    assert [(t["n"], t["correct"], t["by"]) for t in run["trials"]] == [(1, False, "expected"), (2, False, "expected")]
+    reflection = run["trials"][0]["reflection"]
+    assert reflection.startswith("The last attempt failed.") and run["trials"][1]["reflection"] is None
+    assert run["llm_calls"] == len(bodies) == 5 and run["tool_calls"] == 2  # 2 trials × 2 calls + 1 reflection
+    second_trial = bodies[3]["messages"]
+    assert second_trial[1]["content"] == f"Question: {QUESTION}" and reflection in second_trial[2]["content"]
+    assert all("400" not in json.dumps(b["messages"]) for b in bodies)  # the model never sees the expected answer
+
+
+def test_cli_reflexion_without_an_expected_answer_asks_the_model_to_check_itself():
+    with StubLLMServer(responder=toy_policy) as srv:
+        done = ask(srv, "--mode", "reflexion")
+    assert done.returncode == 0, done.stderr
+    assert "── Trial 1 of 3 ──" in done.stdout and "Trial 2" not in done.stdout
+    assert "✓ correct (answer '396'; the model's own judgement): the calculator computed it." in done.stdout
+    assert "Reflexion: 396" in done.stdout and "1 trial · 1 step · 3 LLM calls" in done.stdout
+
+
+def test_cli_trials_out_of_range_is_a_usage_error():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "agents", "ask", "q", "--mode", "reflexion", "--trials", "11"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert done.returncode == 2 and "--trials must be between 1 and 10" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -64,6 +64,24 @@ def test_cli_table_shows_the_papers_figures_for_hotpotqa(stub_env, tmp_path, cap
     assert len(runs) == 1 and runs[0].name.startswith("hotpotqa-")  # default --out
 
 
+def test_cli_runs_reflexion_graded_against_each_items_answer(sums, stub_env, tmp_path, capsys):
+    """Each item's answer reaches Reflexion: the toy computes it in trial 1, graded by exact match (no check call)."""
+    argv = ["--dataset", str(sums), "--n", "3", "--modes", "react,reflexion", "--trials", "2", "--out",
+            str(tmp_path / "r"), "--json"]
+    assert eval_main(argv, registry=REGISTRY) == 0
+    modes = json.loads(capsys.readouterr().out)["modes"]
+    assert modes["reflexion"]["em"] == modes["react"]["em"] == 1.0
+    assert modes["reflexion"]["mean_llm_calls"] == modes["react"]["mean_llm_calls"] == 2
+    assert json.loads((tmp_path / "r" / "meta.json").read_text())["trials"] == 2
+
+
+def test_cli_table_shows_reflexions_own_papers_figure_on_hotpotqa(stub_env, tmp_path, capsys):
+    argv = ["--dataset", "hotpotqa", "--n", "1", "--modes", "reflexion", "--trials", "2", "--out", str(tmp_path / "h")]
+    assert eval_main(argv, registry=REGISTRY) == 0
+    out = capsys.readouterr().out
+    assert "ReAct + Reflexion" in out and "54" in out and "Shinn et al." in out
+
+
 def test_cli_without_a_model_says_how_to_configure_one(sums, monkeypatch, capsys):
     for name in ("LLM_BASE_URL", "HF_TOKEN", "LLM_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -76,6 +94,7 @@ def test_cli_without_a_model_says_how_to_configure_one(sums, monkeypatch, capsys
     (["--dataset", "hotpotqa", "--modes", "think,tot"], "error: unknown mode(s) tot"),
     (["--dataset", "hotpotqa", "--concurrency", "0"], "must be at least 1"),
     (["--n", "5"], "the following arguments are required: --dataset"),
+    (["--dataset", "hotpotqa", "--trials", "0"], "--trials must be between 1 and 10"),
 ])
 def test_cli_usage_errors_exit_2_with_one_line(argv, message, capsys):
     assert eval_main(argv, registry=REGISTRY) == 2

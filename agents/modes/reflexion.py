@@ -1,0 +1,214 @@
+"""Reflexion (Shinn et al., 2023): ReAct, judged after each trial; a failed trial is reflected upon, and the
+reflections are given to the next trial.
+
+Up to ``trials`` trials (default 3) of the ReAct loop itself — the same ``react`` mode, with the
+reflections added after the question through the loops' one hook (``notes``,
+:func:`agents.modes.base.opening`). After each trial an evaluator decides:
+
+- with an ``expected`` answer: the paper's exact match (``agents.correctness.judge``: SQuAD
+  normalisation and exact match, which is the paper's ``EM``; a numeric expected answer is matched
+  by value). It costs no model call, and the model never sees the expected answer;
+- without one: one self-check call, in which the model judges its own answer (yes / no and why),
+  labelled as the model's own judgement.
+
+A failed trial with a trial after it gets one reflection call (the paper's self-reflection prompt:
+what went wrong and a new plan, in a few sentences, ``prompts/reflexion.md``); the last
+``MEMORY`` reflections go into the next trial's prompt (``prompts/reflexion_memory.md``).
+
+Events: each trial starts with :class:`Trial`, its verdict is an :class:`Evaluation` (holding the
+trial's answer), a reflection is a :class:`Reflection`. Like the hybrids, the run ends with exactly
+one :class:`FinalAnswer`, the last trial's (its ``forced`` flag too), so ``Trace.answer`` / ``.forced``
+describe that trial while steps, calls and tokens count every trial, check and reflection. A model
+error ends the run there (the trial's ``LLMError`` is the run's error).
+
+A Reflexion run has several conversations, so it cannot be forked (its spec offers no ``runner``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+
+from agents import prompts
+from agents.correctness import clean_expected, judge
+from agents.events import (
+    GRADED,
+    SELF_CHECK,
+    Action,
+    Evaluation,
+    Event,
+    FinalAnswer,
+    LLMError,
+    Observation,
+    ParseError,
+    Reflection,
+    Thought,
+    Trial,
+)
+from agents.llm.base import ChatModel
+from agents.modes.acting import react
+from agents.modes.base import RunConfig, complete
+from agents.modes.registry import ModeSpec, register
+from tools.registry import ToolRegistry
+
+DEFAULT_TRIALS = 3
+MAX_TRIALS = 10
+MEMORY = 3  # reflections kept for the next trial (the paper bounds its memory to 1-3)
+OBSERVATION_CHARS = 300  # an observation as the evaluator and the reflection see it
+TRIAL_CHARS = 6000  # a whole trial as they see it (its start and its end are kept)
+REFLECTION_CHARS = 800
+_VERDICT = re.compile(r"\bcorrect\W{0,3}\s*(yes|no)\b", re.I)
+_YES_NO = re.compile(r"\b(yes|no)\b", re.I)
+_WHY = re.compile(r"^\W*why\W*:[\s*_]*", re.I)
+_REFLECTION_LABEL = re.compile(r"^\W*reflection\s*\W*:\s*", re.I)
+
+
+@dataclass
+class Attempt:
+    """One trial as the evaluator and the reflection see it: its transcript, answer and error."""
+
+    lines: list[str] = field(default_factory=list)
+    answer: FinalAnswer | None = None
+    error: LLMError | None = None
+
+    def note(self, event: Event) -> None:
+        """Add what the model wrote or was told in this trial to its transcript."""
+        if isinstance(event, Thought):
+            self.lines.append(f"Thought: {event.text}")
+        elif isinstance(event, Action):
+            value = json.dumps(event.input, ensure_ascii=False) if isinstance(event.input, dict) else event.input
+            self.lines.append(f"Action: {event.tool}[{value}]")
+        elif isinstance(event, Observation):
+            self.lines.append(f"Observation: {_cut(event.output, OBSERVATION_CHARS)}")
+        elif isinstance(event, ParseError):
+            self.lines.append("(a reply in the wrong format; the model was asked again)")
+
+    @property
+    def transcript(self) -> str:
+        lines = [*self.lines]
+        if self.answer is not None:
+            forced = " (forced: the step budget ran out)" if self.answer.forced else ""
+            lines.append(f"Final Answer{forced}: {self.answer.text}")
+        else:
+            lines.append("(no final answer)")
+        text = "\n".join(lines)
+        if len(text) <= TRIAL_CHARS:
+            return text
+        head = TRIAL_CHARS // 3
+        return f"{text[:head]}\n[… the middle of the attempt is left out …]\n{text[-(TRIAL_CHARS - head):]}"
+
+
+def reflexion(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *,
+              trials: int = DEFAULT_TRIALS, expected: str | None = None) -> Iterator[Event]:
+    """Up to ``trials`` ReAct trials, each judged (against ``expected`` when given, else by the model), the
+    failed ones reflected upon; ends with the last trial's answer."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
+        raise ValueError(f"the number of Reflexion trials must be a whole number from 1 to {MAX_TRIALS}")
+    expected = clean_expected(expected)
+    memory: list[str] = []
+    attempt = Attempt()
+    for n in range(1, trials + 1):
+        yield Trial(n, trials)
+        notes = [memory_note(memory)] if memory else []
+        attempt = yield from _run_trial(react(question, model, registry, config, notes=notes))
+        if attempt.error is not None:
+            return
+        verdict = yield from evaluate(question, attempt, expected, model, config)
+        if verdict is None:
+            return
+        yield verdict
+        if verdict.correct or n == trials:
+            break
+        reflection = yield from reflect(question, attempt, verdict, model, config)
+        if reflection is None:
+            return
+        yield Reflection(reflection)
+        memory = [*memory, reflection][-MEMORY:]
+    yield attempt.answer if attempt.answer is not None else LLMError("the last trial gave no answer")
+
+
+def _run_trial(events: Iterator[Event]) -> Generator[Event, None, Attempt]:
+    """Pass a trial's events on, holding back its answer (the run gives one, at its end); return the trial."""
+    attempt = Attempt()
+    for event in events:
+        if isinstance(event, FinalAnswer):
+            attempt.answer = event
+            continue
+        if isinstance(event, LLMError):
+            attempt.error = event
+        attempt.note(event)
+        yield event
+    return attempt
+
+
+def evaluate(question: str, attempt: Attempt, expected: str | None, model: ChatModel,
+             config: RunConfig) -> Generator[Event, None, Evaluation | None]:
+    """The trial's verdict: exact match against ``expected``, else the model's own check (None: that call failed)."""
+    answer = attempt.answer.text if attempt.answer is not None else None
+    if expected is not None:
+        verdict = judge(answer, expected, question)
+        same = "the same number as" if verdict.method == "number" else "an exact match with"
+        reason = (f"{same} the expected answer" if verdict.correct else
+                  "no answer to grade" if answer is None else f"not {same} the expected answer")
+        return Evaluation(verdict.correct, GRADED, reason, answer)
+    if answer is None or not answer.strip():
+        return Evaluation(False, SELF_CHECK, "the trial gave no answer to check", answer)
+    text = prompts.template("reflexion_check").safe_substitute(
+        question=question.strip(), trial=attempt.transcript, answer=answer)
+    reply = yield from complete(model, [{"role": "user", "content": text}], config)
+    if reply is None:
+        return None
+    correct, why = read_check(reply.text)
+    return Evaluation(correct, SELF_CHECK, why, answer)
+
+
+def read_check(text: str) -> tuple[bool, str]:
+    """The model's check → (correct, why). Only a clear "yes" confirms the answer; anything unclear does not."""
+    match = _VERDICT.search(text) or _YES_NO.search(text)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    why = next((_WHY.sub("", line) for line in lines if _WHY.match(line)), "")
+    if match is None:
+        return False, f"its check gave no clear yes or no: {_cut(lines[0] if lines else '', 200)}"
+    correct = match.group(1).lower() == "yes"
+    return correct, _cut(why or ("it says the answer is right" if correct else "it says the answer is wrong"), 300)
+
+
+def reflect(question: str, attempt: Attempt, verdict: Evaluation, model: ChatModel,
+            config: RunConfig) -> Generator[Event, None, str | None]:
+    """One self-reflection call on a failed trial → the reflection, tidied (None: the call failed)."""
+    text = prompts.template("reflexion").safe_substitute(
+        question=question.strip(), trial=attempt.transcript, outcome=_outcome(attempt, verdict))
+    reply = yield from complete(model, [{"role": "user", "content": text}], config)
+    if reply is None:
+        return None
+    reflection = _REFLECTION_LABEL.sub("", " ".join(reply.text.split()))
+    return _cut(reflection, REFLECTION_CHARS)
+
+
+def _outcome(attempt: Attempt, verdict: Evaluation) -> str:
+    """What the reflection is told about the failure: never the expected answer itself (the paper's
+    "Answer is INCORRECT")."""
+    if attempt.answer is None:
+        return "It gave no answer."
+    ran_out = " It ran out of steps, so its answer was forced." if attempt.answer.forced else ""
+    if verdict.by == GRADED:
+        return f"Its answer was graded against the expected answer and is INCORRECT.{ran_out}"
+    return f"Its own check judged the answer wrong: {verdict.reason}{ran_out}"
+
+
+def memory_note(reflections: list[str]) -> str:
+    """The note the next trial gets after its question: the reflections of the failed trials, oldest first."""
+    listed = "\n".join(f"- {r}" for r in reflections)
+    return prompts.template("reflexion_memory").safe_substitute(reflections=listed)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, kind="hybrid", table_title="ReAct + Reflexion",
+                              paper_row="ReAct + Reflexion", uses_tools=True, options=("trials", "expected"),
+                              order=30))
