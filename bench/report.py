@@ -84,87 +84,109 @@ def fmt(value: float | None, unit: str = "", digits: int = 2) -> str:
 Row = tuple[str, str, str, bool | None]  # measure, figure, goal, met (None: no goal)
 
 
-def rows(r: dict) -> list[Row]:
-    """The table, from the benchmarks' JSON."""
-    out: list[Row] = []
-    engine, tools, evals, app = r.get("engine", {}), r.get("tools", {}), r.get("eval", {}), r.get("app", {})
-    long_ = r.get("app_long", {})
+class Rows(list):
+    """The table being built: :meth:`add` puts a row with its verdict (none without a goal or a figure)."""
 
-    def add(measure: str, value: float | None, shown: str, goal: str, ok: Callable[[float], bool] | None) -> None:
+    def add(self, measure: str, value: float | None, shown: str, goal: str,
+            ok: Callable[[float], bool] | None) -> None:
         met = None if ok is None or value is None or (isinstance(value, float) and math.isnan(value)) else ok(value)
-        out.append((measure, shown, goal, met))
+        self.append((measure, shown, goal, met))
 
-    def ratio(s: dict, wall1: float) -> str:
-        return f"{s['ratio']:.2f} ({s['wall_s']:.1f} s vs {wall1:.1f} s), {s['errors']} errors"
 
-    add("All vs slowest mode alone (wall ratio)", engine.get("ratio"), fmt(engine.get("ratio"), "", 3), "≤ 1.15",
-        lambda v: v <= 1.15)
-    add("orchestration overhead per LLM call", engine.get("overhead_ms_per_call"),
-        fmt(engine.get("overhead_ms_per_call"), " ms"), "≤ 5 ms", lambda v: v <= 5)
-    scale = app.get("scale", {})
+def _ratio(s: dict, wall1: float) -> str:
+    return f"{s['ratio']:.2f} ({s['wall_s']:.1f} s vs {wall1:.1f} s), {s['errors']} errors"
+
+
+def _cpu(s: dict) -> str:
+    return (f"{s['cpu_ms_per_token']:.3f} ms (app {s['app_cpu_ms_per_token']:.3f} + workers "
+            f"{s['worker_cpu_ms_per_token']:.3f}, {s['tokens']} tokens)")
+
+
+def _short_rows(out: Rows, scale: dict) -> None:
+    """The toy model's short replies: crowds against one visitor, first text, CPU per token."""
     runs = scale.get("runs", {})
     for n, s in sorted(runs.items(), key=lambda kv: int(kv[0])):
         limit = 1.3 if int(n) <= 50 else 1.5
-        add(f"short replies: {n} visitors vs 1, mode All (wall ratio, errors)",
-            s["ratio"] if not s["errors"] else math.inf, ratio(s, scale["wall1_s"]), f"≤ {limit}, 0 errors",
-            lambda v, limit=limit: v <= limit)
+        out.add(f"short replies: {n} visitors vs 1, mode All (wall ratio, errors)",
+                s["ratio"] if not s["errors"] else math.inf, _ratio(s, scale["wall1_s"]), f"≤ {limit}, 0 errors",
+                lambda v, limit=limit: v <= limit)
     if runs:
         n, s = min(runs.items(), key=lambda kv: abs(int(kv[0]) - 50))  # 50 visitors, or the nearest crowd
-        add(f"short replies: first text on screen after the server's first token ({n} visitors × 3 panels)",
-            s["first_text_max_ms"], f"max {fmt(s['first_text_max_ms'], ' ms', 0)}, "
-            f"p95 {fmt(s['first_text_p95_ms'], ' ms', 0)}, median {fmt(s['first_text_median_ms'], ' ms', 0)}",
-            "≤ 500 ms (max)", lambda v: v <= 500)
-        add(f"short replies: CPU per streamed token, app + run workers ({n} visitors)", s["cpu_ms_per_token"],
-            f"{s['cpu_ms_per_token']:.3f} ms (app {s['app_cpu_ms_per_token']:.3f} + workers "
-            f"{s['worker_cpu_ms_per_token']:.3f}, {s['tokens']} tokens)", "—", None)
-    long_scale = long_.get("scale", {})
-    if long_scale:
-        alone = long_scale["alone"]
-        add("long replies: CPU per streamed token, app + run workers, one visitor alone", alone["cpu_ms_per_token"],
-            f"{alone['cpu_ms_per_token']:.3f} ms ({alone['tokens']} tokens)", "≤ 0.25 ms", lambda v: v <= 0.25)
-    for n, s in sorted(long_scale.get("runs", {}).items(), key=lambda kv: int(kv[0])):
-        add(f"long replies: CPU per streamed token, app + run workers, {n} visitors", s["cpu_ms_per_token"],
-            f"{s['cpu_ms_per_token']:.3f} ms (app {s['app_cpu_ms_per_token']:.3f} + workers "
-            f"{s['worker_cpu_ms_per_token']:.3f}, {s['tokens']} tokens)", "≤ 0.15 ms", lambda v: v <= 0.15)
-        add(f"long replies: {n} visitors vs 1, mode All (wall ratio, errors)",
-            s["ratio"] if not s["errors"] else math.inf, ratio(s, long_scale["wall1_s"]), "≤ 1.2, 0 errors",
-            lambda v: v <= 1.2)
-        add(f"long replies: last frame after the server's last token ({n} visitors, max)", s["last_frame_max_s"],
-            f"max {fmt(s['last_frame_max_s'], ' s')}, median {fmt(s['last_frame_median_s'], ' s')}", "≤ 0.5 s",
-            lambda v: v <= 0.5)
+        out.add(f"short replies: first text on screen after the server's first token ({n} visitors × 3 panels)",
+                s["first_text_max_ms"], f"max {fmt(s['first_text_max_ms'], ' ms', 0)}, "
+                f"p95 {fmt(s['first_text_p95_ms'], ' ms', 0)}, median {fmt(s['first_text_median_ms'], ' ms', 0)}",
+                "≤ 500 ms (max)", lambda v: v <= 500)
+        out.add(f"short replies: CPU per streamed token, app + run workers ({n} visitors)", s["cpu_ms_per_token"],
+                _cpu(s), "—", None)
+
+
+def _long_rows(out: Rows, long_: dict) -> None:
+    """Long replies (every thought 300 words longer) alone and in a crowd, and one very fast stream."""
+    scale = long_.get("scale", {})
+    if scale:
+        alone = scale["alone"]
+        out.add("long replies: CPU per streamed token, app + run workers, one visitor alone",
+                alone["cpu_ms_per_token"], f"{alone['cpu_ms_per_token']:.3f} ms ({alone['tokens']} tokens)",
+                "≤ 0.25 ms", lambda v: v <= 0.25)
+    for n, s in sorted(scale.get("runs", {}).items(), key=lambda kv: int(kv[0])):
+        out.add(f"long replies: CPU per streamed token, app + run workers, {n} visitors", s["cpu_ms_per_token"],
+                _cpu(s), "≤ 0.15 ms", lambda v: v <= 0.15)
+        out.add(f"long replies: {n} visitors vs 1, mode All (wall ratio, errors)",
+                s["ratio"] if not s["errors"] else math.inf, _ratio(s, scale["wall1_s"]), "≤ 1.2, 0 errors",
+                lambda v: v <= 1.2)
+        out.add(f"long replies: last frame after the server's last token ({n} visitors, max)", s["last_frame_max_s"],
+                f"max {fmt(s['last_frame_max_s'], ' s')}, median {fmt(s['last_frame_median_s'], ' s')}", "≤ 0.5 s",
+                lambda v: v <= 0.5)
     fast = long_.get("fast", {})
     if fast:
-        add(f"one visitor, All, {fast['tokens_per_s']:,.0f} tokens/s per stream: last frame after the last token",
-            fast["last_frame_max_s"] if not fast["errors"] else math.inf,
-            f"{fmt(fast['last_frame_max_s'], ' s')} ({fast['tokens']} tokens, {fast['errors']} errors)", "≤ 0.5 s",
-            lambda v: v <= 0.5)
+        out.add(f"one visitor, All, {fast['tokens_per_s']:,.0f} tokens/s per stream: last frame after the last token",
+                fast["last_frame_max_s"] if not fast["errors"] else math.inf,
+                f"{fmt(fast['last_frame_max_s'], ' s')} ({fast['tokens']} tokens, {fast['errors']} errors)", "≤ 0.5 s",
+                lambda v: v <= 0.5)
+
+
+def _load_rows(out: Rows, app: dict) -> None:
+    """Memory over many sessions, and a flood of submissions with the page loading meanwhile."""
     memory = app.get("memory", {})
     if memory:
-        add(f"app RSS growth over {memory['runs']} runs from {memory['runs']} sessions", memory["growth_mb"],
-            f"{memory['growth_mb']:+.1f} MB ({memory['per_run_kb']:.0f} KB/run), {memory['errors']} errors",
-            "< 50 MB", lambda v: v < 50 and not memory["errors"])
+        out.add(f"app RSS growth over {memory['runs']} runs from {memory['runs']} sessions", memory["growth_mb"],
+                f"{memory['growth_mb']:+.1f} MB ({memory['per_run_kb']:.0f} KB/run), {memory['errors']} errors",
+                "< 50 MB", lambda v: v < 50 and not memory["errors"])
     flood = app.get("flood", {})
     if flood:
         kinds = flood["outcomes"]
         answered = kinds["finished"] + kinds["told_full"]
-        add(f"{flood['submissions']} submissions at once: each told its place or 'full'",
-            flood["first_word_max_s"] if answered == flood["submissions"] else math.inf,
-            f"{kinds['finished']} ran ({kinds['told_queued']} told their place first), {kinds['told_full']} told "
-            f"full, {kinds['http_503'] + kinds['other_errors']} errors; first word ≤ {flood['first_word_max_s']:.1f} s",
-            "no error, first word ≤ 5 s", lambda v: v <= 5)
-        add("page load (GET / + JS + CSS) during that flood", flood["page_max_s"],
-            f"max {flood['page_max_s']:.2f} s, p95 {flood['page_p95_s']:.2f} s over {flood['page_loads']} loads "
-            f"(quiet: {flood['page_quiet_median_s']} s)", "< 2 s", lambda v: v < 2)
-    add("benchmark concurrency (concurrent ÷ sequential wall)", evals.get("ratio"),
-        f"{fmt(evals.get('ratio'), '', 3)} ({evals.get('concurrent_wall_s')} s vs {evals.get('sequential_wall_s')} s, "
-        f"concurrency {evals.get('concurrency')})", "≤ 0.2", lambda v: v <= 0.2)
-    add("sandbox call latency (python_repl, trivial program)", tools.get("repl_median_ms"),
-        f"median {fmt(tools.get('repl_median_ms'), ' ms', 1)}, p95 {fmt(tools.get('repl_p95_ms'), ' ms', 1)}",
-        "median ≤ 150 ms", lambda v: v <= 150)
-    add("calculator refusal (9**9**9)", tools.get("refusal_median_ms"),
-        f"median {fmt(tools.get('refusal_median_ms'), ' ms', 2)}, max {fmt(tools.get('refusal_max_ms'), ' ms', 2)}",
-        "median ≤ 5 ms", lambda v: v <= 5)
-    return out
+        out.add(f"{flood['submissions']} submissions at once: each told its place or 'full'",
+                flood["first_word_max_s"] if answered == flood["submissions"] else math.inf,
+                f"{kinds['finished']} ran ({kinds['told_queued']} told their place first), {kinds['told_full']} "
+                f"told full, {kinds['http_503'] + kinds['other_errors']} errors; first word ≤ "
+                f"{flood['first_word_max_s']:.1f} s", "no error, first word ≤ 5 s", lambda v: v <= 5)
+        out.add("page load (GET / + JS + CSS) during that flood", flood["page_max_s"],
+                f"max {flood['page_max_s']:.2f} s, p95 {flood['page_p95_s']:.2f} s over {flood['page_loads']} loads "
+                f"(quiet: {flood['page_quiet_median_s']} s)", "< 2 s", lambda v: v < 2)
+
+
+def rows(r: dict) -> list[Row]:
+    """The table, from the benchmarks' JSON."""
+    out = Rows()
+    engine, tools, evals, app = r.get("engine", {}), r.get("tools", {}), r.get("eval", {}), r.get("app", {})
+    out.add("All vs slowest mode alone (wall ratio)", engine.get("ratio"), fmt(engine.get("ratio"), "", 3), "≤ 1.15",
+            lambda v: v <= 1.15)
+    out.add("orchestration overhead per LLM call", engine.get("overhead_ms_per_call"),
+            fmt(engine.get("overhead_ms_per_call"), " ms"), "≤ 5 ms", lambda v: v <= 5)
+    _short_rows(out, app.get("scale", {}))
+    _long_rows(out, r.get("app_long", {}))
+    _load_rows(out, app)
+    out.add("benchmark concurrency (concurrent ÷ sequential wall)", evals.get("ratio"),
+            f"{fmt(evals.get('ratio'), '', 3)} ({evals.get('concurrent_wall_s')} s vs "
+            f"{evals.get('sequential_wall_s')} s, concurrency {evals.get('concurrency')})", "≤ 0.2", lambda v: v <= 0.2)
+    out.add("sandbox call latency (python_repl, trivial program)", tools.get("repl_median_ms"),
+            f"median {fmt(tools.get('repl_median_ms'), ' ms', 1)}, p95 {fmt(tools.get('repl_p95_ms'), ' ms', 1)}",
+            "median ≤ 150 ms", lambda v: v <= 150)
+    out.add("calculator refusal (9**9**9)", tools.get("refusal_median_ms"),
+            f"median {fmt(tools.get('refusal_median_ms'), ' ms', 2)}, max {fmt(tools.get('refusal_max_ms'), ' ms', 2)}",
+            "median ≤ 5 ms", lambda v: v <= 5)
+    return list(out)
 
 
 def stages_table(r: dict) -> str:

@@ -1,7 +1,7 @@
 """``python -m agents stub``: serve the toy OpenAI-compatible model on 127.0.0.1 until Ctrl-C.
 
 For offline demos and tests: ``LLM_BASE_URL=http://127.0.0.1:8800/v1 python app.py``. The model is
-:func:`agents.llm.stub_server.toy_policy`, which answers arithmetic questions with the calculator.
+:func:`agents.llm.toy_model.toy_policy`, which answers arithmetic questions with the calculator.
 """
 
 from __future__ import annotations

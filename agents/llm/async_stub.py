@@ -9,7 +9,7 @@ hardware. Here every stream is a coroutine on one loop, and each chunk is due at
 replies keep the pace they promise (2 s to the first token, then one chunk per ``token_delay``) as long
 as the process gets a little CPU.
 
-It serves the same replies as the thread stub (a responder such as :func:`stub_server.toy_policy`
+It serves the same replies as the thread stub (a responder such as :func:`toy_model.toy_policy`
 returning :class:`StubReply`: text, reasoning, native tool calls, usage, ``stop``, ``finish_reason``,
 error statuses and per-reply delays), in the same OpenAI SSE shape (:func:`stub_server.sse_events`), and
 records each request's arrival, first byte and end (:class:`RecordedRequest`) for the bench's "first text
@@ -33,7 +33,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agents.llm.stub_server import RecordedRequest, Responder, StubReply, sse_events, toy_policy
+from agents.llm.stub_replies import Responder, StubReply, sse_events
+from agents.llm.stub_server import RecordedRequest
+from agents.llm.toy_model import toy_policy
 
 
 class AsyncStubServer:

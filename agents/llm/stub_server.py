@@ -14,47 +14,24 @@ without a ``finish_reason`` and an end of body, then waits for the model to be f
 ``serial=True`` queues requests for the one model without a word until their turn.
 
 Run standalone (``python -m agents stub --port 8800``, :mod:`agents.cli.stub`) to try the app or CLI
-with the :func:`toy_policy` model, which uses the calculator for arithmetic questions.
+with the toy model (:mod:`agents.llm.toy_model`), which uses the calculator for arithmetic questions.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
-import re
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agents.llm.stub_replies import Responder, StubReply, sse_events
+from agents.llm.toy_model import talkative, toy_policy
 
-@dataclass
-class StubReply:
-    """What the server sends for one request."""
+__all__ = ["RecordedRequest", "Responder", "StubLLMServer", "StubReply", "sse_events", "talkative", "toy_policy"]
 
-    text: str = ""
-    reasoning: str = ""
-    tool_calls: list[tuple[str, Any]] = field(default_factory=list)
-    usage: tuple[int, int] | None = None  # (prompt, completion); None: estimated from lengths
-    status: int = 200
-    error_body: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    reject_stop: bool = False  # answer 400 when the request carries `stop`
-    disconnect_after: int | None = None  # drop the connection after this many SSE events
-    end_after: int | None = None  # end the body cleanly after this many SSE events: no finish_reason, no [DONE]
-    finish_reason: str | None = None  # overrides "stop"/"tool_calls", e.g. "length"
-    pause_after: int | None = None  # go silent for `pause_s` after this many SSE events, then go on
-    pause_s: float = 0.0
-    usage_in_stream: bool = True  # False: like llama-cpp-python, no usage chunk even if asked
-    hang: bool = False  # accept, then never answer
-    first_token_delay: float | None = None  # overrides the server's latency
-    token_delay: float | None = None
-
-
-Responder = Callable[[dict[str, Any]], StubReply]
 
 
 @dataclass
@@ -283,127 +260,4 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:
-    """The chunk objects of one streamed reply, in OpenAI's shape (both stubs send these)."""
-    model = body.get("model") or "stub"
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        choice = {"index": 0, "delta": {"role": "assistant", **delta}, "finish_reason": finish}
-        return json.dumps({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
-                           "model": model, "choices": [choice]})
-
-    text = _apply_stop(reply.text, body.get("stop"))
-    events = [chunk({"reasoning": reply.reasoning[i : i + size]}) for i in range(0, len(reply.reasoning), size)]
-    events += [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
-    for n, (name, args) in enumerate(reply.tool_calls):
-        arguments = args if isinstance(args, str) else json.dumps(args)
-        call = {"index": n, "id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": ""}}
-        events.append(chunk({"tool_calls": [call]}))
-        for i in range(0, len(arguments), size):
-            part = {"index": n, "id": f"call_{n}", "type": "function", "function": {"arguments": arguments[i : i + size]}}
-            events.append(chunk({"tool_calls": [part]}))
-    events.append(chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")))
-    if reply.usage_in_stream and (body.get("stream_options") or {}).get("include_usage"):
-        prompt, completion = reply.usage or (
-            sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4,
-            max(1, len(reply.text + reply.reasoning) // 4),
-        )
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-        events.append(json.dumps({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
-                                  "model": model, "choices": [], "usage": usage}))
-    return events
-
-
-def _apply_stop(text: str, stop: list[str] | str | None) -> str:
-    """Cut at the first stop sequence, as real servers do (the client must still cut too)."""
-    stops = [stop] if isinstance(stop, str) else (stop or [])
-    cuts = [text.find(s) for s in stops if s and s in text]
-    return text[: min(cuts)] if cuts else text
-
-
-_ARITH = re.compile(r"[-+*/×÷^().\d\s]{3,}")
-
-
-def toy_policy(body: dict[str, Any]) -> StubReply:
-    """A tiny deterministic 'model' for demos and end-to-end tests.
-
-    It follows whatever protocol the request uses: with ``tools=`` it makes a native
-    ``calculate`` call for the arithmetic in the question; with the text protocol it writes
-    ``Action: calculate``; once it sees an observation it answers with it. Without tools it
-    can only guess, as a model doing mental arithmetic might. It never knows the answer in
-    advance: the number comes from the calculator's observation. Asked to check an attempt (Reflexion's
-    self-check) it trusts one that used a tool; asked to reflect on a failed one, it plans to compute.
-    """
-    messages = body.get("messages") or []
-    reflexion = _reflexion_reply(str((messages[-1] if messages else {}).get("content") or ""))
-    if reflexion is not None:
-        return StubReply(text=reflexion)
-    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
-    question = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
-    last = messages[-1] if messages else {}
-    expression = max(_ARITH.findall(question), key=len, default="").strip(" .?")
-    wants_thoughts = "Thought" in system
-    if body.get("tools"):
-        if last.get("role") == "tool":
-            return StubReply(text=f"The calculator says {last.get('content')}.")
-        if expression:
-            return StubReply(text="I should compute this exactly." if wants_thoughts else "",
-                             tool_calls=[("calculate", {"expression": expression})])
-        return StubReply(text="I cannot answer that without a suitable tool.")
-    observation = _last_observation(last)
-    if "Action Input" in system:
-        thought = "Thought: The calculator answered.\n" if wants_thoughts else ""
-        if observation is not None:
-            return StubReply(text=f"{thought}Final Answer: {observation}")
-        if expression:
-            thought = "Thought: I need to compute this exactly.\n" if wants_thoughts else ""
-            return StubReply(text=f"{thought}Action: calculate\nAction Input: {expression}\nObservation: 42")
-        return StubReply(text=f"{thought}Final Answer: I do not know.")
-    guess = f"roughly {expression}, I cannot compute it exactly" if expression else "I do not know"
-    return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
-
-
-_FILLER = ("so the question asks for a number that I can work out step by step, first the product and then the sum, "
-           "and although the arithmetic looks simple a careful reader checks each partial result before going on, "
-           "because a model that hurries often drops a digit or carries the wrong value into the next line").split()
-
-
-def talkative(words: int, policy: Responder = toy_policy) -> Responder:
-    """``policy`` with ``words`` more words in every thought, as a model that reasons at length writes them
-    (the bench's long replies). The thought stays one paragraph; actions and answers are unchanged."""
-    padding = " ".join(_FILLER[i % len(_FILLER)] for i in range(words))
-
-    def respond(body: dict[str, Any]) -> StubReply:
-        reply = policy(body)
-        messages = body.get("messages") or [{}]
-        forbids = "no Thought" in str(messages[0].get("content") or "")  # Act-only's prompt
-        if not words or forbids or not reply.text:
-            return reply
-        if "Thought:" in reply.text:
-            text = re.sub(r"(Thought:[^\n]*)", lambda m: f"{m.group(1)} {padding}.", reply.text, count=1)
-        else:  # a native tool call's thought, or a plain reply
-            text = f"{reply.text} {padding}."
-        return dataclasses.replace(reply, text=text)
-
-    return respond
-
-
-def _reflexion_reply(prompt: str) -> str | None:
-    """The toy's reply to Reflexion's self-check or reflection prompt (``prompts/reflexion*.md``), else None."""
-    if "Correct: yes or no" in prompt:
-        used_tool = "\nObservation:" in prompt
-        return ("Correct: yes\nWhy: the calculator computed it." if used_tool else
-                "Correct: no\nWhy: nothing was computed with a tool.")
-    if "Previous attempt:" in prompt:
-        return ("The last attempt failed. Next time, compute the expression with the calculator and give "
-                "exactly its result as the answer.")
-    return None
-
-
-def _last_observation(message: dict[str, Any]) -> str | None:
-    content = str(message.get("content") or "")
-    match = re.search(r"Observation[^:\n]*:\s*(.*)", content, re.S)
-    if message.get("role") == "user" and match:
-        return match.group(1).strip() or None
-    return None
 
