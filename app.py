@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from agents import gc_tuning, run_host
+from agents import gc_tuning, hosting
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
@@ -60,7 +60,7 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
         serving.async_login_check(self.server_app, self)
         serving.resolve_annotations(self)  # Gradio reads every handler's type hints at every event
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
-        launcher.call(run_host.start_default_host)  # the live runs' worker processes, off the event loop
+        launcher.call(hosting.start_default_host)  # the live runs' worker processes, off the event loop
         if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
             gc_tuning.settle()  # the start-up heap is never walked again (agents/gc_tuning.py)
             self.block_thread()
@@ -341,7 +341,7 @@ def main() -> int:
     try:
         settings = LLMSettings.from_env()
         app_settings()
-        run_host.workers_from_env()
+        hosting.workers_from_env()
     except SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

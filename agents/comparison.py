@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 2000
 JOIN_TIMEOUT_S = 2.0
 ModeSource = Callable[[ChatModel, RunConfig], Iterator[Event]]  # a mode's events, given its client and settings
-_DONE = object()
+Sink = Callable[[str, "Event | None"], None]  # receives (mode, event) as they happen; (mode, None): the mode ended
 RETRY_NOTE = ("the model server cut this mode's reply off when another mode's request arrived; running it again now "
               "that the other modes have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")
 BUSY_NOTE = ("the model server sent nothing in time while it served the other modes; running this mode again now "
@@ -146,7 +146,10 @@ class ComparisonRun:
 
     For callers that must stay responsive while no event arrives (a UI that has to honour
     Stop even when every provider hangs): :meth:`poll` waits at most ``timeout`` seconds,
-    and :meth:`close` may be called from any thread at any time.
+    and :meth:`close` may be called from any thread at any time. A ``sink`` receives the
+    events instead, from the mode threads, as ``(mode, event)`` and ``(mode, None)`` when a mode
+    ends (a worker process batches them for the app: ``agents/hosting/worker.py``); ``options`` are
+    offered to every mode, which takes those its spec names (Reflexion's ``expected``, ``trials``).
     """
 
     def __init__(
@@ -159,6 +162,8 @@ class ComparisonRun:
         config: RunConfig | None = None,
         stepping: bool = False,
         sources: dict[str, ModeSource] | None = None,
+        options: dict[str, object] | None = None,
+        sink: Sink | None = None,
     ) -> None:
         self.modes = list(dict.fromkeys(mode_ids("base") if modes is None else modes))
         unknown = [m for m in self.modes if m not in mode_ids()]
@@ -173,6 +178,8 @@ class ComparisonRun:
         self.cancel = threading.Event()
         self.config = replace(config or RunConfig(), cancel=self.cancel)
         self._events: queue.Queue = queue.Queue()
+        self._emit: Sink = sink or (lambda mode, event: self._events.put((mode, event)))
+        self._options = dict(options or {})  # offered to every mode; each takes those its spec names
         self._models = OpenModels(self.cancel)
         self._threads = [threading.Thread(target=self._worker, args=(m,), name=f"mode-{m}", daemon=True)
                          for m in self.modes]
@@ -230,7 +237,7 @@ class ComparisonRun:
                 mode, event = self._events.get(timeout=timeout)
             except queue.Empty:
                 return None
-            if event is not _DONE:
+            if event is not None:
                 return mode, event
             self._remaining -= 1
         return None
@@ -260,11 +267,11 @@ class ComparisonRun:
                     reason == "interrupted" or self._server_alive):
                 with self._retry_lock:
                     if not self.cancel.is_set():
-                        self._events.put((mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE)))
+                        self._emit(mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE))
                         self._attempt(mode)
         finally:
             self._finished.add(mode)
-            self._events.put((mode, _DONE))
+            self._emit(mode, None)
 
     def _attempt(self, mode: str) -> str:
         """Run the mode once, forwarding its events; returns the reason of the error it ended with ("": none)."""
@@ -273,8 +280,8 @@ class ComparisonRun:
         gate.restart()
         config = replace(self.config, stepper=gate)
         for event in run_one(mode, self.question, self.factory, self.registry, config, self._models,
-                             self._sources.get(mode)):
-            self._events.put((mode, event))
+                             self._sources.get(mode), **self._options):
+            self._emit(mode, event)
             if isinstance(event, LLMError | FinalAnswer):
                 reason = event.reason if isinstance(event, LLMError) else ""
                 if isinstance(event, FinalAnswer) or reason == "interrupted":
@@ -302,10 +309,12 @@ def run_comparison(
     model_factory: ModelFactory | None = None,
     registry: ToolRegistry | None = None,
     config: RunConfig | None = None,
+    options: dict[str, object] | None = None,
 ) -> Iterator[tuple[str, Event]]:
     """Yield ``(mode, event)`` from all selected modes (default: the base modes) as they happen; closing the
-    generator stops them all."""
-    run = ComparisonRun(question, modes, model_factory=model_factory, registry=registry, config=config)
+    generator stops them all. ``options`` as for :class:`ComparisonRun`."""
+    run = ComparisonRun(question, modes, model_factory=model_factory, registry=registry, config=config,
+                        options=options)
     run.start()
     try:
         while (item := run.poll()) is not None:

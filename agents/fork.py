@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agents.comparison import ComparisonRun, ModelFactory
+from agents.comparison import ComparisonRun, ModelFactory, Sink
 from agents.events import Event, Forked, LLMError, Observation, Paused, Resumed, Retry, Thought, Usage
 from agents.llm.base import ChatModel, Chunk, Message, ToolCallDelta
 from agents.modes.base import RunConfig, ToolRunner
@@ -95,12 +95,13 @@ def start_fork(
 
 def fork_run(
     trace: Trace, step_index: int, new_observation: str, *, registry: ToolRegistry, config: RunConfig,
-    model_factory: ModelFactory | None = None, stepping: bool = False,
+    model_factory: ModelFactory | None = None, stepping: bool = False, sink: Sink | None = None,
 ) -> ComparisonRun:
-    """:func:`start_fork`'s run, not yet started (ValueError at once when the trace cannot be forked there)."""
+    """:func:`start_fork`'s run, not yet started (ValueError at once when the trace cannot be forked there);
+    ``sink`` as for :class:`ComparisonRun`."""
     source = prepare_fork(trace, step_index, new_observation, registry, config)
     return ComparisonRun(trace.question, [trace.mode], model_factory=model_factory, registry=registry, config=config,
-                         stepping=stepping, sources={trace.mode: source})
+                         stepping=stepping, sources={trace.mode: source}, sink=sink)
 
 
 @dataclass

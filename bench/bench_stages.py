@@ -39,7 +39,7 @@ LONG_WORDS = 300  # "long replies": every thought this many words longer
 # panels' code calls agents/trace.py: a ui/ frame on the stack makes it rendering, not the engine.
 STAGES: list[tuple[str, re.Pattern[str]]] = [
     ("client: HTTP + chunk parse", re.compile(r"\((huggingface_hub|httpx2?|httpcore2?|h11)/|agents/llm/abort\.py")),
-    ("transfer: worker → app", re.compile(r"\(multiprocessing/|agents/run_worker\.py|agents/run_host\.py")),
+    ("transfer: worker → app", re.compile(r"\(multiprocessing/|\(agents/hosting/")),
     ("panels: stream + render", re.compile(r"\(ui/|\(app\.py")),
     ("engine: mode loop + events", re.compile(r"\(agents/|\(tools/")),
     ("framework: Gradio, ASGI, event loop", re.compile(r"\((gradio|gradio_client|starlette|fastapi|uvicorn|anyio|"

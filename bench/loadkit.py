@@ -127,10 +127,10 @@ def app_command(demo: Any, command: str) -> Any:
     import gc
     import tracemalloc
 
-    if command == "workers":  # the live runs' worker processes (agents/run_host.py), for their CPU
-        from agents import run_host
+    if command == "workers":  # the live runs' worker processes (agents/hosting), for their CPU
+        from agents import hosting
 
-        return run_host.default_host().pids() if run_host.workers_from_env() > 0 else []
+        return hosting.default_host().pids() if hosting.workers_from_env() > 0 else []
     if command == "gc":
         gc.collect()
         return "ok"

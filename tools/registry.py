@@ -10,10 +10,13 @@ with a one-line reason the model can read.
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
+import importlib.util
 import inspect
 import json
 import logging
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -101,6 +104,32 @@ def tool(
         )
 
     return build(fn) if fn is not None else build
+
+
+ToolRef = tuple[str, str]  # (module, attribute): where another process imports the same tool
+
+
+def tool_ref(t: Tool) -> ToolRef | None:
+    """Where ``t`` can be imported from by another process (the module-level name of its declaration), or None
+    when it cannot: a tool built inside a function, or in a module loaded by path."""
+    module = getattr(t.fn, "__module__", None)
+    name = getattr(t.fn, "__name__", "")
+    loaded = sys.modules.get(module or "")
+    if module in (None, "__main__") or getattr(loaded, name, None) is not t:
+        return None
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return (module, name) if found else None
+
+
+def tool_from_ref(ref: ToolRef) -> Tool:
+    """The tool :func:`tool_ref` named (ImportError / AttributeError / TypeError when it is not one)."""
+    found = getattr(importlib.import_module(ref[0]), ref[1])
+    if not isinstance(found, Tool):
+        raise TypeError(f"{ref[0]}.{ref[1]} is not a tool")
+    return found
 
 
 def _schema_from_signature(f: Callable[..., Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 The Fork accordion under the Compare panels picks a panel (``fork-mode``), one of its observations
 (``fork-step``; Think-only: its reasoning), fills ``fork-text`` with it, and **Fork from here**
 (``fork-btn``) continues the mode from the edited text in a new panel (the fourth) or in place
-(``fork-where``). The engine is ``agents/fork.py``; the run is made by ``agents.run_host.make_fork``
+(``fork-where``). The engine is ``agents/fork.py``; the run is made by ``agents.hosting.make_fork``
 from the original run's settings (the export's ``settings`` block), waits for a Compare slot
 (``ui/admission.py``) and streams through the one adapter (``ui/stream.py``, Stop works) into
 :class:`~ui.fork_view.ForkView`. Every event here is private (no API endpoint, no MCP tool).
@@ -24,8 +24,8 @@ from typing import Any
 import gradio as gr
 
 from agents.fork import forkable_modes
+from agents.hosting import make_fork
 from agents.modes.registry import fork_id, mode_title
-from agents.run_host import make_fork
 from ui import render
 from ui.admission import Full
 from ui.fork_view import ForkView, skip_all

@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agents.events import Event, Paused, Resumed
+from agents.hosting import make_run  # the one place a live run is made: a worker process, or in-process
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import mode_title
-from agents.run_host import make_run  # the one place a live run is made: a worker process, or in-process
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui import render
@@ -129,7 +129,8 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                 panel = render.notice("■ **Stopped** while waiting for a free slot: nothing was run.")
                 yield Frame((panel, panel, panel), ("", "", ""), STOPPED_WAITING)
                 return
-        run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping)
+        run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping,
+                       options={"expected": expected})  # a mode that grades its own attempts (Reflexion) takes it
         view = LiveView(question, selection, modes, settings, registry, config, export=export, expected=expected,
                         stepping=stepping)
         if stepping:

@@ -12,11 +12,11 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from agents.cli.exits import EXIT_OK, UsageError, llm_settings
-from agents.comparison import ComparisonRun, ModeSource, default_model_factory, validate_question
+from agents.comparison import ComparisonRun, default_model_factory, validate_question
 from agents.correctness import clean_expected, judge
 from agents.events import (
     Action,
@@ -36,11 +36,10 @@ from agents.events import (
     Truncated,
     Waiting,
 )
-from agents.llm.base import ChatModel
 from agents.llm.settings import DEFAULT_MAX_TOKENS, LLMSettings
 from agents.modes import RunConfig
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
-from agents.modes.registry import get_mode, list_modes, mode_ids, mode_title, run_mode
+from agents.modes.registry import list_modes, mode_ids, mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE
 from agents.trace import Trace, metrics_line
 from tools.registry import ToolRegistry
@@ -100,30 +99,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     # Not configured → every run fails with the "three ways" message, shown like any other LLM error.
     run = ask_modes if not args.step else functools.partial(
         ask_stepping, stdin=sys.stdin, prompt_out=sys.stderr if args.json else out)
-    sources = mode_sources(args.question, modes, registry, trials=args.trials, expected=expected)
     traces = run(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,
-                 on_event=printer.on_event if printer else None, sources=sources)
+                 on_event=printer.on_event if printer else None,
+                 options={"trials": args.trials, "expected": expected})  # each mode takes those its spec names
     if args.json:
         print(json.dumps(to_json(args.question, traces, settings, expected), ensure_ascii=False, indent=2), file=out)
     else:
         _print_summary(traces, out, expected)
     return EXIT_OK
-
-
-def mode_sources(question: str, modes: list[str], registry: ToolRegistry, **options: Any) -> dict[str, ModeSource]:
-    """A source for each mode that declares one of ``options`` (Reflexion: ``trials``, ``expected``), since
-    ``ComparisonRun`` passes modes no options of its own; the other modes run as usual."""
-    sources: dict[str, ModeSource] = {}
-    for mode in modes:
-        accepted = {k: v for k, v in options.items() if k in get_mode(mode).options}
-        if accepted:
-            sources[mode] = functools.partial(_run_with, mode, question, registry, accepted)
-    return sources
-
-
-def _run_with(mode: str, question: str, registry: ToolRegistry, options: dict[str, Any], model: ChatModel,
-              config: RunConfig) -> Iterator[Event]:
-    return run_mode(mode, question, model, registry, config, **options)
 
 
 def _registry(tools: str | None) -> ToolRegistry:
@@ -142,7 +125,7 @@ def _registry(tools: str | None) -> ToolRegistry:
 
 def ask_modes(question: str, modes: list[str], *, on_event: Callable[[str, Event], None] | None = None,
               **kwargs: Any) -> dict[str, Trace]:
-    """:func:`agents.comparison.compare`, with ``kwargs`` (``sources`` too) passed to the :class:`ComparisonRun`."""
+    """:func:`agents.comparison.compare`, with ``kwargs`` (``options`` too) passed to the :class:`ComparisonRun`."""
     traces = {m: Trace(m, question) for m in modes}
     run = ComparisonRun(question, modes, **kwargs).start()
     try:

@@ -1,0 +1,114 @@
+"""The app's live runs, hosted: in worker processes (the default), or with the same code in the app's process.
+
+One Python process uses one core, and a model's stream costs CPU for every chunk (huggingface_hub parses each
+into typed objects): so the modes run in ``APP_RUN_WORKERS`` worker processes (:mod:`agents.hosting.worker`) and
+the app's process renders the panels. A run is data (:class:`~agents.hosting.worker.RunSpec`); :func:`make_run`
+returns a :class:`HostedRun`, the app's handle, with :class:`~agents.comparison.ComparisonRun`'s interface
+(``start()``, ``poll(timeout)``, ``done``, ``close()`` from any thread, and the step controls). Its events
+arrive in batches from the worker's outbox; one reader thread per worker routes them to the runs' buffers.
+
+A run stays in the app's process (:class:`LocalHost`, the same :class:`~agents.hosting.worker.RunWorker` without
+the pipe) when it cannot travel — an injected model factory, a tool that another process cannot import —,
+when ``APP_RUN_WORKERS=0``, and under ``LLM_MAX_CONCURRENT``, whose gate is per process: the Benchmark tab
+and the MCP tool call the model from the app's process, so one gate sees every call there. A worker that
+dies ends its runs' unfinished modes with one error line and is started again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from agents.hosting.host import Host, HostedRun, LocalHost
+from agents.hosting.processes import WORKER_DIED, ProcessHost
+from agents.hosting.worker import RunSpec
+from agents.llm.settings import LLMSettings
+from agents.modes import RunConfig
+from agents.modes.registry import get_mode
+from agents.settings import env_int
+from tools.registry import ToolRegistry, tool_ref
+
+__all__ = ["WORKER_DIED", "HostedRun", "default_host", "local_host", "make_fork", "make_run", "start_default_host",
+           "workers_from_env"]
+
+ENV = "APP_RUN_WORKERS"
+DEFAULT_WORKERS = 2  # on 2 vCPUs: the app's loop on one core, the streams' parsing spread over both
+MAX_WORKERS = 8
+
+
+def workers_from_env(environ: dict[str, str] | None = None) -> int:
+    """``APP_RUN_WORKERS``: worker processes for live runs (0: run them in the app's process); a bad
+    value is a one-line :class:`~agents.settings.SettingError` (``app.main`` checks it at start-up)."""
+    return env_int(ENV, DEFAULT_WORKERS, 0, MAX_WORKERS, environ)
+
+
+def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registry: ToolRegistry, config: RunConfig,
+             model_factory: Callable[[LLMSettings], Any] | None = None, *, stepping: bool = False,
+             options: dict[str, Any] | None = None) -> HostedRun:
+    """The live run for the UI (unstarted), hosted where it belongs (see the module docstring)."""
+    spec = RunSpec(question, tuple(dict.fromkeys(modes)), settings, _config_fields(config), stepping=stepping,
+                   options=dict(options or {}), model_factory=model_factory)
+    for mode in spec.modes:
+        get_mode(mode)  # a clear ValueError naming the known modes
+    return HostedRun(_placed(spec, registry), _host_for(spec))
+
+
+def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, registry: ToolRegistry,
+              config: RunConfig, model_factory: Callable[[LLMSettings], Any] | None = None) -> HostedRun:
+    """A teacher's fork (``agents/fork.py``) as an unstarted one-mode run, hosted like :func:`make_run`.
+    ValueError before anything runs when the trace cannot be forked there."""
+    from agents.fork import prepare_fork
+
+    prepare_fork(trace, step_index, text, registry, config)  # the one-line refusal, here and now
+    spec = RunSpec(trace.question, (trace.mode,), settings, _config_fields(config), model_factory=model_factory,
+                   fork={"trace": trace.to_dict(), "step": step_index, "text": text})
+    return HostedRun(_placed(spec, registry), _host_for(spec))
+
+
+def _config_fields(config: RunConfig) -> dict[str, Any]:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in ("cancel", "stepper")}
+
+
+def _placed(spec: RunSpec, registry: ToolRegistry) -> RunSpec:
+    """The spec with its tools as import references when every tool has one, else with the registry itself."""
+    refs = [tool_ref(t) for t in registry.tools]
+    if spec.model_factory is None and all(refs):
+        return dataclasses.replace(spec, tools=tuple(refs), max_output_chars=registry.max_output_chars)  # type: ignore[arg-type]
+    return dataclasses.replace(spec, registry=registry)
+
+
+def _host_for(spec: RunSpec) -> Host:
+    travels = spec.registry is None and spec.model_factory is None
+    if travels and not spec.settings.max_concurrent and workers_from_env() > 0:
+        return default_host()
+    return local_host()
+
+
+_hosts: dict[str, Host] = {}
+_hosts_lock = threading.Lock()
+
+
+def default_host() -> ProcessHost:
+    """The process's one pool of workers, made on first use and stopped at exit."""
+    with _hosts_lock:
+        if "process" not in _hosts:
+            host = _hosts["process"] = ProcessHost(workers_from_env())
+            atexit.register(host.stop)
+        return _hosts["process"]  # type: ignore[return-value]
+
+
+def local_host() -> LocalHost:
+    """The runs hosted in this process."""
+    with _hosts_lock:
+        if "local" not in _hosts:
+            _hosts["local"] = LocalHost()
+        return _hosts["local"]  # type: ignore[return-value]
+
+
+def start_default_host() -> None:
+    """Start the workers ahead of the first run (when workers are on); for the app's launch."""
+    if workers_from_env() > 0:
+        default_host().start()
