@@ -66,19 +66,20 @@ class _Channel:
 
     def call(self, name, arguments):
         """Send one call and wait for its reply: the tool's text, or ToolError with the reason."""
-        if self.busy:
+        if self.busy:  # a call made while another is being encoded or awaited (a dict's items(), a __del__)
             raise ToolError(f"{name}: tool calls cannot be nested (one call at a time)")
-        problem = _oversized(arguments, self.max_frame)
-        if problem:
-            raise ToolError(f"{name}: {problem}")
-        try:
-            data = json.dumps({"op": "call", "tool": name, "args": arguments}, allow_nan=False).encode("ascii")
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise ToolError(f"{name}: arguments must be text, numbers, lists or dicts ({exc})") from None
-        if len(data) > self.max_frame:
-            raise ToolError(f"{name}: the call is {len(data):,} bytes; a tool call may carry at most {self.max_frame:,}")
         self.busy = True
         try:
+            problem = _oversized(arguments, self.max_frame)
+            if problem:
+                raise ToolError(f"{name}: {problem}")
+            try:
+                data = json.dumps({"op": "call", "tool": name, "args": arguments}, allow_nan=False).encode("ascii")
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise ToolError(f"{name}: arguments must be text, numbers, lists or dicts ({exc})") from None
+            if len(data) > self.max_frame:
+                raise ToolError(f"{name}: the call is {len(data):,} bytes; a tool call may carry at most "
+                                f"{self.max_frame:,}")
             _write_all(self.wfd, len(data).to_bytes(FRAME_HEADER, "big") + data)
             reply = self.recv()
         finally:

@@ -402,6 +402,8 @@ class SandboxSession:
         """The process ended by itself mid-step: which limit (or crash) ended it."""
         child = self._child
         assert child is not None
+        if self._stopping():  # close() from another thread killed it
+            return self._end("stopped", STOPPED, clock, calls)
         rc = child.wait_exit(2.0)
         child.drain()
         status, error = _exit_reason(rc, child.errors(), self.limits)

@@ -21,7 +21,7 @@ from session_kit import CALLS, FAST, REGISTRY, drive, finished, started
 from test_sandbox_escapes import CONTAINED, REFUSED
 
 from tools.registry import ToolRegistry
-from tools.sandbox_session import CallStarted, SandboxSession, SessionLimits
+from tools.sandbox_session import SandboxSession, SessionLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "broke the tool channel's protocol"

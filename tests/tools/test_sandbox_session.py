@@ -8,8 +8,8 @@ import threading
 import time
 
 import pytest
-
 from session_kit import CALLS, FAST, REGISTRY, alive, drive, finished, later, open_fds, started
+
 from tools import default_registry
 from tools.registry import ToolRegistry
 from tools.sandbox_session import CallFinished, CallStarted, SandboxSession, SessionLimits, callable_tools
