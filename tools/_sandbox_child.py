@@ -13,6 +13,10 @@ and an allow-list importer; echo the last expression like a REPL. User output go
 a capped writer; errors (tracebacks trimmed to ``<repl>`` frames) go to fd 2. Exit codes: 0 ok,
 1 exception, 3 memory limit, 4 bad sandbox setup. It imports nothing beyond sys/os/resource/_ast
 so that a trivial call stays fast.
+
+CodeAct's persistent sandbox (:mod:`tools.sandbox_session`) runs this text followed by
+``_sandbox_session_child.py``, with ``--session`` as the first argument: ``main`` then does not run,
+and the session's loop reuses the helpers below.
 """
 
 import _ast
