@@ -22,7 +22,7 @@ from tools.sandbox import OUTPUT_READ_CAP
 from tools.sandbox_channel import FrameReader, ProtocolError, encode
 
 if TYPE_CHECKING:
-    from tools.sandbox_session import SessionLimits
+    from tools.sandbox_step import SessionLimits
 
 ERROR_READ_CAP = 16_384
 

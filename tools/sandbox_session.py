@@ -31,21 +31,31 @@ import concurrent.futures
 import keyword
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from tools.registry import ToolRegistry, ToolResult
-from tools.sandbox import CHILD_SOURCE, CODEC_MODULES, EXIT_SETUP, LAZY_DEPS, _drop_uid, harden_parent_process
+from tools.sandbox import CHILD_SOURCE, CODEC_MODULES, LAZY_DEPS, _drop_uid, harden_parent_process
 from tools.sandbox_channel import ProtocolError, check_call, check_done
 from tools.sandbox_io import ChildIO
 from tools.sandbox_policy import ALLOWED_MODULES, ALLOWED_SUBMODULES, BLOCKED_ATTRS, BLOCKED_NAMES, check_code
+from tools.sandbox_step import (
+    CallFinished,
+    CallRecord,
+    CallStarted,
+    Clock,
+    SessionLimits,
+    StepResult,
+    exit_reason,
+)
+
+__all__ = ["CallFinished", "CallRecord", "CallStarted", "SandboxSession", "SessionLimits", "StepResult", "callable_tools"]
 
 SESSION_SOURCE = CHILD_SOURCE + "\n\n" + Path(__file__).with_name("_sandbox_session_child.py").read_text("utf-8")
 POLL_S = 0.05
@@ -53,70 +63,7 @@ MAX_TO_CHILD = 1_000_000  # a program is at most 50,000 characters, ~6 bytes eac
 RESERVED = frozenset({"final_answer", "ToolError"})
 NOT_CALLABLE = frozenset({"python_repl"})  # the program is Python already: a second sandbox adds nothing
 STOPPED = "Stopped."
-
-
-@dataclass(frozen=True)
-class SessionLimits:
-    cpu_s: int = 5  # CPU seconds per step
-    session_cpu_s: int = 60  # CPU seconds for all the steps of a run (a hard limit)
-    memory_mb: int = 512
-    wall_s: float = 8.0  # the program's own time per step; time inside tools is not counted
-    step_s: float = 60.0  # a whole step, tools included
-    start_s: float = 15.0  # starting the process (not part of a step's time)
-    output_chars: int = 4000
-    answer_chars: int = 4000
-    nofile: int = 16
-    max_calls: int = 20  # tool calls per step
-    max_frame: int = 262_144  # bytes of one frame from the child
-
-    def __post_init__(self) -> None:
-        if self.session_cpu_s <= self.cpu_s:
-            raise ValueError("session_cpu_s must be larger than cpu_s")
-
-
-@dataclass(frozen=True)
-class CallStarted:
-    """The program called a tool (``index`` counts the step's calls from 1); it waits for the result."""
-
-    index: int
-    tool: str
-    args: dict
-
-
-@dataclass(frozen=True)
-class CallFinished:
-    """What the program got back: the tool's text or the error it raises as ``ToolError``."""
-
-    index: int
-    tool: str
-    args: dict
-    output: str
-    is_error: bool = False
-    elapsed_s: float = 0.0
-    cached: bool = False
-
-
-CallRecord = CallStarted | CallFinished
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """``status``: ok | error | refused | timeout | memory | crashed | stopped. ``output`` is what the program
-    printed (capped, with a marker), ``error`` the trimmed traceback or the limit that ended it, ``final`` the
-    answer given to ``final_answer``; ``restarted``: a fresh process ran it (earlier variables are gone)."""
-
-    status: str
-    output: str = ""
-    error: str = ""
-    final: str | None = None
-    elapsed_s: float = 0.0
-    tool_s: float = 0.0
-    calls: int = 0
-    restarted: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
+DEFAULT_LIMITS = SessionLimits()
 
 
 def callable_tools(registry: ToolRegistry) -> ToolRegistry:
@@ -128,34 +75,6 @@ def callable_tools(registry: ToolRegistry) -> ToolRegistry:
     return registry.subset(names)
 
 
-class _Clock:
-    """A step's two clocks: the program's own time (paused during tool calls) and the whole step's."""
-
-    def __init__(self, limits: SessionLimits) -> None:
-        self.limits = limits
-        self.start = self._since = time.monotonic()
-        self.child_s = self.tool_s = 0.0
-        self._paused_at: float | None = None
-
-    def pause(self) -> None:
-        self._paused_at = time.monotonic()
-        self.child_s += self._paused_at - self._since
-
-    def resume(self) -> None:
-        now = time.monotonic()
-        self.tool_s += now - (self._paused_at or now)
-        self._since, self._paused_at = now, None
-
-    def child_left(self) -> float:
-        return self.limits.wall_s - (self.child_s + time.monotonic() - self._since)
-
-    def total_left(self) -> float:
-        return self.limits.step_s - (time.monotonic() - self.start)
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
-
-
 class SandboxSession:
     """One CodeAct run's sandbox process. ``run(code)`` per step; ``close()`` always (or use ``with``).
 
@@ -163,7 +82,7 @@ class SandboxSession:
     :func:`tools.sandbox.run_python`: only for tests that attack the layers behind them.
     """
 
-    def __init__(self, registry: ToolRegistry, limits: SessionLimits = SessionLimits(), *,
+    def __init__(self, registry: ToolRegistry, limits: SessionLimits = DEFAULT_LIMITS, *,
                  cancel: threading.Event | None = None, check_policy: bool = True, restrict: bool = True) -> None:
         self.registry, self.limits, self.cancel = callable_tools(registry), limits, cancel
         self.check_policy, self.restrict = check_policy, restrict
@@ -296,7 +215,7 @@ class SandboxSession:
         if child is not None:
             child.close()
 
-    def _end(self, status: str, error: str, clock: _Clock | None = None, calls: int = 0) -> StepResult:
+    def _end(self, status: str, error: str, clock: Clock | None = None, calls: int = 0) -> StepResult:
         """End the step by ending the process: what it printed so far stays in the result."""
         child = self._child
         output = child.output() if child is not None else ""
@@ -310,7 +229,7 @@ class SandboxSession:
     # -- one step ----------------------------------------------------------------------------------------
 
     def _step(self, code: str, n: int) -> Generator[CallRecord, None, StepResult]:
-        child, limits, clock = self._child, self.limits, _Clock(self.limits)
+        child, limits, clock = self._child, self.limits, Clock(self.limits)
         assert child is not None
         calls = 0
         try:
@@ -341,7 +260,7 @@ class SandboxSession:
             return self._end("crashed", f"The program broke the tool channel's protocol ({exc}); it was stopped.",
                              clock, calls)
 
-    def _over(self, clock: _Clock, calls: int) -> StepResult | None:
+    def _over(self, clock: Clock, calls: int) -> StepResult | None:
         """The step's end when Stop was pressed or a clock ran out, else None."""
         if self._stopping():
             return self._end("stopped", STOPPED, clock, calls)
@@ -353,7 +272,7 @@ class SandboxSession:
                                         "program was stopped.", clock, calls)
         return None
 
-    def _call(self, frame: dict, index: int, clock: _Clock) -> Generator[CallRecord, None, dict | StepResult]:
+    def _call(self, frame: dict, index: int, clock: Clock) -> Generator[CallRecord, None, dict | StepResult]:
         """One call: checked, reported as it starts, run through the registry, reported as it ends."""
         call = check_call(frame, self.registry.names, index, self.limits.max_calls)
         yield CallStarted(index, call.tool, call.args)
@@ -369,7 +288,7 @@ class SandboxSession:
         key = "error" if result.is_error else "output"
         return {"op": "reply", "ok": not result.is_error, key: result.output}
 
-    def _run_tool(self, name: str, args: dict, clock: _Clock, index: int) -> ToolResult | StepResult:
+    def _run_tool(self, name: str, args: dict, clock: Clock, index: int) -> ToolResult | StepResult:
         """The registry's call, waited for in slices so that Stop and the step's clock still end it."""
         future: concurrent.futures.Future = concurrent.futures.Future()
 
@@ -389,7 +308,7 @@ class SandboxSession:
             except Exception as exc:  # noqa: BLE001 - registry.call never raises; a bug here is the call's error
                 return ToolResult(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
-    def _done(self, frame: dict, n: int, clock: _Clock, calls: int) -> StepResult:
+    def _done(self, frame: dict, n: int, clock: Clock, calls: int) -> StepResult:
         child = self._child
         assert child is not None
         status, error, final = check_done(frame, n, self.limits.answer_chars + 4000)
@@ -398,7 +317,7 @@ class SandboxSession:
             return self._end("memory", f"Memory limit exceeded ({self.limits.memory_mb} MB).", clock, calls)
         return StepResult(status, child.output(), error, final, clock.elapsed(), clock.tool_s, calls)
 
-    def _died(self, clock: _Clock, calls: int) -> StepResult:
+    def _died(self, clock: Clock, calls: int) -> StepResult:
         """The process ended by itself mid-step: which limit (or crash) ended it."""
         child = self._child
         assert child is not None
@@ -406,21 +325,5 @@ class SandboxSession:
             return self._end("stopped", STOPPED, clock, calls)
         rc = child.wait_exit(2.0)
         child.drain()
-        status, error = _exit_reason(rc, child.errors(), self.limits)
+        status, error = exit_reason(rc, child.errors(), self.limits)
         return self._end(status, error, clock, calls)
-
-
-def _exit_reason(rc: int | None, err: str, limits: SessionLimits) -> tuple[str, str]:
-    if rc == -signal.SIGXCPU:
-        return "timeout", f"Timed out after {limits.cpu_s:g} s (CPU limit). The sandbox was stopped."
-    if rc == -signal.SIGKILL:
-        return "timeout", f"The run's programs used their whole CPU time ({limits.session_cpu_s} s in all)."
-    if rc == -signal.SIGXFSZ:
-        return "error", "Writing files is not allowed in this sandbox (file size limit 0)."
-    if rc in (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGBUS):
-        return "crashed", (f"The program crashed ({signal.Signals(-rc).name}), most likely by exhausting the "
-                           "memory or stack limit.")
-    if rc == EXIT_SETUP:
-        return "crashed", err or "The sandbox could not go on (bad setup)."
-    reason = "it did not exit" if rc is None else (f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}")
-    return "crashed", f"The sandbox process ended unexpectedly ({reason}). {err}".strip()
