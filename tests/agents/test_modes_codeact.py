@@ -170,6 +170,40 @@ def test_stop_while_a_program_runs_ends_the_mode_quietly():
     assert events[-1].nested  # the call finished; the program's own observation never came
 
 
+def _sandboxes() -> list[int]:
+    """This process's CodeAct sandbox children, by pid."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, IndexError):
+            continue
+        if stat[0] != "Z" and int(stat[1]) == os.getpid() and b"--session" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_stop_in_a_comparison_run_ends_the_program_and_its_sandbox_at_once():
+    import time
+
+    from agents.comparison import ComparisonRun
+
+    model = ScriptedModel([code("Wait.", "import time\ntime.sleep(30)")])
+    run = ComparisonRun("q", ["codeact"], model_factory=lambda: model, registry=REGISTRY).start()
+    while not isinstance(event := (run.poll(5) or ("", None))[1], Action):
+        assert event is not None, "the program never started"
+    time.sleep(0.3)
+    assert len(_sandboxes()) == 1
+    start = time.monotonic()
+    run.close()
+    assert time.monotonic() - start < 1.0 and _sandboxes() == []
+
+
 def test_the_trace_round_trips_and_reads_well():
     model = ScriptedModel([code("Add.", "print(calculate('1+1'))"), code("Done.", "final_answer(2)")])
     trace = run(model)
