@@ -36,12 +36,20 @@ class Thought:
 
 @dataclass(frozen=True)
 class Action:
-    """A tool call chosen by the model; ``thought`` is the text that preceded it, if any."""
+    """A tool call chosen by the model; ``thought`` is the text that preceded it, if any.
+
+    CodeAct adds two flags, both off elsewhere (and left out of an export when off): ``code``, the
+    action is a program (``input``) run in the sandbox, whose Observation is what it printed; ``nested``,
+    a tool call made *by* that program while it ran, shown under it (its Observation is nested too).
+    """
 
     tool: str
     input: ToolInput
     thought: str = ""
+    code: bool = False
+    nested: bool = False
     kind: ClassVar[str] = "action"
+    optional: ClassVar[tuple[str, ...]] = ("code", "nested")
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,9 @@ class Observation:
     is_error: bool = False
     elapsed_s: float = 0.0
     cached: bool = False
+    nested: bool = False  # the result of a call a CodeAct program made (see Action)
     kind: ClassVar[str] = "observation"
+    optional: ClassVar[tuple[str, ...]] = ("nested",)
 
 
 @dataclass(frozen=True)
@@ -222,28 +232,40 @@ EVENT_TYPES: dict[str, type] = {
 }
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_NAMES: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """``(name, optional)`` per field; an optional field is one a class lists in ``optional`` (default off)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        optional = getattr(cls, "optional", ())
+        names = _FIELD_NAMES[cls] = tuple((f.name, f.name in optional) for f in dataclasses.fields(cls))
+    return names
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     """Serialise an event as ``{"kind": ..., **fields}`` (JSON-safe).
 
     What ``dataclasses.asdict`` gives for these flat events (containers copied), at a seventh of its
-    cost: a run's export serialises thousands of token events, on a server shared by every visitor."""
-    names = _FIELD_NAMES.get(type(event))
-    if names is None:
-        names = _FIELD_NAMES[type(event)] = tuple(f.name for f in dataclasses.fields(event))
+    cost: a run's export serialises thousands of token events, on a server shared by every visitor.
+    Optional flags (``Action.code``/``nested``) are written only when set, so other modes' exports keep
+    their shape; :func:`event_from_dict` gives a missing one its default."""
     out: dict[str, Any] = {"kind": event.kind}
-    for name in names:
+    for name, optional in _fields(type(event)):
         value = getattr(event, name)
+        if optional and not value:
+            continue
         out[name] = copy.deepcopy(value) if isinstance(value, dict | list | tuple) else value
     return out
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
-    """Inverse of :func:`event_to_dict`; unknown keys are ignored, unknown kinds raise ValueError."""
+    """Inverse of :func:`event_to_dict`; unknown keys are ignored, unknown kinds raise ValueError.
+
+    An optional flag counts only when it is ``true`` (a file's ``"nested": "no"`` is not a nesting)."""
     cls = EVENT_TYPES.get(data.get("kind", ""))
     if cls is None:
         raise ValueError(f"unknown event kind: {data.get('kind')!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+    fields = dict(_fields(cls))
+    return cls(**{k: (v is True if fields[k] else v) for k, v in data.items() if k in fields})

@@ -37,6 +37,31 @@ def tool_list(registry: ToolRegistry) -> str:
     return "\n".join(lines) or "- (no tools are enabled)"
 
 
+_PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "object": "dict", "array": "list"}
+
+
+def tool_functions(registry: ToolRegistry) -> str:
+    """The tools a sandboxed program may call, as Python signatures with their docstrings (CodeAct's prompt)."""
+    from tools.sandbox_session import callable_tools
+
+    blocks = []
+    for t in callable_tools(registry).tools:
+        required = set(t.parameters.get("required", []))
+        params = [f"{name}: {_PY_TYPES.get(spec.get('type', 'string'), 'str')}" + ("" if name in required else " = None")
+                  for name, spec in t.parameters.get("properties", {}).items()]
+        lines = t.description.replace('"""', "'''").split("\n")
+        doc = "\n".join([lines[0], *(f"    {line}" if line.strip() else "" for line in lines[1:])])
+        blocks.append(f'def {t.name}({", ".join(params)}) -> str:\n    """{doc}\n    """')
+    return "\n\n".join(blocks) or "# (no tools are enabled: plain Python only)"
+
+
+def module_list() -> str:
+    """The modules a sandboxed program may import, for prompts."""
+    from tools.sandbox_policy import ALLOWED_MODULES
+
+    return ", ".join(sorted(ALLOWED_MODULES))
+
+
 @functools.cache
 def template_for(name: str, protocol: str = "text") -> str:
     """The template a prompt ``name`` uses under ``protocol``: its ``_tools`` variant for native calls, if any.
@@ -54,8 +79,11 @@ def template_for(name: str, protocol: str = "text") -> str:
 def system_prompt(name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = DEFAULT_MAX_STEPS) -> str:
     """The system message of prompt ``name`` (a mode's, e.g. "react") under ``protocol``
     ("text": the paper's format; "tools": native calls)."""
-    return template(template_for(name, protocol)).safe_substitute(
-        tools=tool_list(registry), tool_names=", ".join(registry.names) or "(none)", max_steps=max_steps
+    text = template(template_for(name, protocol))
+    code = "$tool_functions" in text.template  # CodeAct's template: the tools as functions, the importable modules
+    extra = {"tool_functions": tool_functions(registry), "modules": module_list()} if code else {}
+    return text.safe_substitute(
+        tools=tool_list(registry), tool_names=", ".join(registry.names) or "(none)", max_steps=max_steps, **extra
     )
 
 

@@ -40,7 +40,10 @@ from agents.modes.registry import mode_title
 
 @dataclass(frozen=True)
 class Step:
-    """One Action → Observation round, with the thought that led to it."""
+    """One Action → Observation round, with the thought that led to it.
+
+    A CodeAct step is one program: ``input`` is its code, ``observation`` what it printed, and ``calls``
+    the tool calls it made while it ran (each a Step of its own, without a thought)."""
 
     thought: str
     action: str
@@ -49,10 +52,14 @@ class Step:
     elapsed_s: float
     is_error: bool = False
     cached: bool = False
+    calls: tuple[Step, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"thought": self.thought, "action": self.action, "input": self.input,
+        data = {"thought": self.thought, "action": self.action, "input": self.input,
                 "observation": self.observation, "elapsed_s": round(self.elapsed_s, 4)}
+        if self.calls:  # only CodeAct's steps have it: the other modes' JSON keeps its shape
+            data["calls"] = [{k: v for k, v in c.to_dict().items() if k != "thought"} for c in self.calls]
+        return data
 
 
 @dataclass
@@ -124,7 +131,15 @@ class Trace:
 
     @property
     def tool_calls(self) -> int:
-        return len(self.of(Observation))
+        """Calls of the tool registry: every Observation, except that of a program (CodeAct), whose calls are
+        its nested Observations; the program itself is a step, not a tool call."""
+        calls, code = 0, False
+        for _, event in self.events:
+            if isinstance(event, Action) and not event.nested:
+                code = event.code
+            elif isinstance(event, Observation):
+                calls += event.nested or not code
+        return calls
 
     @property
     def prompt_tokens(self) -> int:
@@ -145,20 +160,27 @@ class Trace:
     @property
     def steps(self) -> list[Step]:
         """Action → Observation pairs (of every trial, for Reflexion); an action still waiting for its observation
-        is left out."""
+        is left out. Nested pairs (the tool calls of a CodeAct program) go into their program's step, not the list."""
         steps: list[Step] = []
-        thought, pending = "", None
+        thought, pending, call, calls = "", None, None, []
         for _, event in self.events:
             if isinstance(event, Thought):
                 thought = event.text
+            elif isinstance(event, Action) and event.nested:
+                call = event
             elif isinstance(event, Action):
-                pending = event
+                pending, calls = event, []
+            elif isinstance(event, Observation) and event.nested:
+                if call is not None:
+                    calls.append(Step("", call.tool, call.input, event.output, event.elapsed_s, event.is_error,
+                                      event.cached))
+                call = None
             elif isinstance(event, Observation) and pending is not None:
                 steps.append(Step(pending.thought or thought, pending.tool, pending.input, event.output,
-                                  event.elapsed_s, event.is_error, event.cached))
-                thought, pending = "", None
+                                  event.elapsed_s, event.is_error, event.cached, tuple(calls)))
+                thought, pending, calls = "", None, []
             elif isinstance(event, Trial):  # a Reflexion trial starts afresh
-                thought, pending = "", None
+                thought, pending, calls = "", None, []
         return steps
 
     @property
@@ -224,7 +246,7 @@ class Trace:
         """A readable transcript: question, numbered thought/action/observation steps, answer, metrics."""
         title = mode_title(self.mode)
         lines = [f"### {title}", "", f"**Question:** {self.question}", ""]
-        n = 0
+        n = call = 0
         for _, event in self.events:
             if isinstance(event, TokenDelta | Usage | Waiting | Resumed):
                 continue
@@ -241,12 +263,17 @@ class Trace:
                 lines.append(f"**⟳ Retry:** {event.message}")
             elif isinstance(event, Thought):
                 lines.append(f"**Thought:** {event.text}")
+            elif isinstance(event, Action) and event.nested:
+                call += 1
+                lines.append(f"> **Call {n}.{call}:** `{event.tool}` ← {_fmt_input(event.input)}")
             elif isinstance(event, Action):
-                n += 1
-                lines.append(f"**Action {n}:** `{event.tool}` ← {_fmt_input(event.input)}")
+                n, call = n + 1, 0
+                shown = f"\n\n```python\n{event.input}\n```" if event.code else _fmt_input(event.input)
+                lines.append(f"**Action {n}:** `{event.tool}` ← {shown}")
             elif isinstance(event, Observation):
                 flag = " (error)" if event.is_error else (" (cached)" if event.cached else "")
-                lines.append(f"**Observation {n}**{flag} _{event.elapsed_s:.2f} s_:\n\n```text\n{event.output}\n```")
+                label, quote = (f"Result {n}.{call}", "> ") if event.nested else (f"Observation {n}", "")
+                lines.append(f"{quote}**{label}**{flag} _{event.elapsed_s:.2f} s_:{_fmt_output(event.output, quote)}")
             elif isinstance(event, ParseError):
                 lines.append(f"**Format error, re-prompted:** {event.message}")
             elif isinstance(event, LLMError):
@@ -274,6 +301,14 @@ def _reflexion_line(event: Trial | Evaluation | Reflection) -> str:
 def _quote(text: str, limit: int = 120) -> str:
     one_line = " ".join(text.split())
     return f"“{one_line[:limit]}{'…' if len(one_line) > limit else ''}”"
+
+
+def _fmt_output(text: str, quote: str) -> str:
+    """An observation as a text block after its label; a nested call's result is quoted under its program."""
+    block = f"```text\n{text}\n```"
+    if quote:
+        return "\n>\n" + "\n".join(f"> {line}" for line in block.split("\n"))
+    return "\n\n" + block
 
 
 def _fmt_input(value: str | dict) -> str:

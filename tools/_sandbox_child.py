@@ -13,6 +13,10 @@ and an allow-list importer; echo the last expression like a REPL. User output go
 a capped writer; errors (tracebacks trimmed to ``<repl>`` frames) go to fd 2. Exit codes: 0 ok,
 1 exception, 3 memory limit, 4 bad sandbox setup. It imports nothing beyond sys/os/resource/_ast
 so that a trivial call stays fast.
+
+CodeAct's persistent sandbox (:mod:`tools.sandbox_session`) runs this text followed by
+``_sandbox_session_child.py``, with ``--session`` as the first argument: ``main`` then does not run,
+and the session's loop reuses the helpers below.
 """
 
 import _ast
@@ -97,29 +101,33 @@ def _proxy(name, real, allowed_sub, cache, blocked):
 
 
 def _format_tb(exc, src_lines):
-    """Traceback lines from the user's code only (``<repl>``), with long recursions collapsed."""
+    """Traceback lines from the user's code only (``<repl>``), with long recursions collapsed.
+
+    ``src_lines`` is the program's lines, or (a session's programs) a dict of file name -> lines."""
+    sources = src_lines if isinstance(src_lines, dict) else {"<repl>": src_lines}
     frames = []
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_filename == "<repl>":
-            frames.append((tb.tb_lineno, code.co_name))
+        if code.co_filename in sources:
+            frames.append((tb.tb_lineno, code.co_name, code.co_filename))
         tb = tb.tb_next
     out = []
     last, repeat = None, 0
-    for lineno, name in frames:
-        if (lineno, name) == last:
+    for lineno, name, filename in frames:
+        if (lineno, name, filename) == last:
             repeat += 1
             if repeat >= 3:
                 continue
         else:
             if repeat >= 3:
                 out.append(f"  [Previous line repeated {repeat - 2} more times]\n")
-            last, repeat = (lineno, name), 0
+            last, repeat = (lineno, name, filename), 0
         where = "<module>" if name == "<module>" else name
-        out.append(f'  File "<repl>", line {lineno}, in {where}\n')
-        if 0 < lineno <= len(src_lines) and src_lines[lineno - 1].strip():
-            out.append(f"    {src_lines[lineno - 1].strip()}\n")
+        out.append(f'  File "{filename}", line {lineno}, in {where}\n')
+        lines = sources[filename]
+        if 0 < lineno <= len(lines) and lines[lineno - 1].strip():
+            out.append(f"    {lines[lineno - 1].strip()}\n")
     if repeat >= 3:
         out.append(f"  [Previous line repeated {repeat - 2} more times]\n")
     cls = type(exc)
@@ -226,7 +234,7 @@ def _lock_down(cfg):
     cpu_s, mem_bytes, nofile = cfg["cpu_s"], cfg["mem_bytes"], cfg["nofile"]
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cfg.get("cpu_hard", cpu_s + 1)))
         resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
@@ -292,4 +300,5 @@ def main():
     os._exit(code)  # no interpreter shutdown: __del__ time bombs and atexit hooks never run
 
 
-main()
+if sys.argv[1:2] != ["--session"]:  # a persistent session appends its own loop (tools/_sandbox_session_child.py)
+    main()

@@ -217,10 +217,12 @@ def _describe(event: Event) -> str | None:
         return f"Thought: {event.text}"
     if isinstance(event, Action):
         value = json.dumps(event.input, ensure_ascii=False) if isinstance(event.input, dict) else event.input
-        return f"Action: {event.tool}[{value}]"
+        if event.code:  # a CodeAct program; the tool calls it makes follow, indented
+            return f"Code ({event.tool}):\n{value}"
+        return f"{'    ↳ call' if event.nested else 'Action'}: {event.tool}[{value}]"
     if isinstance(event, Observation):
         flag = " (error)" if event.is_error else (" (cached)" if event.cached else "")
-        return f"Observation{flag} [{event.elapsed_s:.2f} s]: {event.output}"
+        return f"{'    ↳ result' if event.nested else 'Observation'}{flag} [{event.elapsed_s:.2f} s]: {event.output}"
     if isinstance(event, ParseError):
         return f"Format error, re-prompting: {event.message.splitlines()[0]}"
     if isinstance(event, LLMError):

@@ -20,10 +20,11 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
 
     It follows whatever protocol the request uses: with ``tools=`` it makes a native
     ``calculate`` call for the arithmetic in the question; with the text protocol it writes
-    ``Action: calculate``; once it sees an observation it answers with it. Without tools it
-    can only guess, as a model doing mental arithmetic might. It never knows the answer in
-    advance: the number comes from the calculator's observation. Asked to check an attempt (Reflexion's
-    self-check) it trusts one that used a tool; asked to reflect on a failed one, it plans to compute.
+    ``Action: calculate``; under CodeAct's prompt it writes a program that prints
+    ``calculate(...)``; once it sees an observation it answers with it (CodeAct: ``final_answer``).
+    Without tools it can only guess, as a model doing mental arithmetic might. It never knows the
+    answer in advance: the number comes from the calculator's observation. Asked to check an attempt
+    (Reflexion's self-check) it trusts one that used a tool; asked to reflect on a failed one, it plans to compute.
     """
     messages = body.get("messages") or []
     reflexion = _reflexion_reply(str((messages[-1] if messages else {}).get("content") or ""))
@@ -42,6 +43,8 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
                              tool_calls=[("calculate", {"expression": expression})])
         return StubReply(text="I cannot answer that without a suitable tool.")
     observation = _last_observation(last)
+    if "final_answer(" in system and "<code>" in system:
+        return _toy_program(expression, observation)
     if "Action Input" in system:
         thought = "Thought: The calculator answered.\n" if wants_thoughts else ""
         if observation is not None:
@@ -52,6 +55,16 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
         return StubReply(text=f"{thought}Final Answer: I do not know.")
     guess = f"roughly {expression}, I cannot compute it exactly" if expression else "I do not know"
     return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
+
+
+def _toy_program(expression: str, observation: str | None) -> StubReply:
+    """CodeAct's toy step: print the calculator's result, then give what was printed to final_answer."""
+    if observation is not None:
+        return StubReply(text=f"Thought: The program printed the result.\n<code>\nfinal_answer({observation!r})\n</code>")
+    if expression:
+        return StubReply(text=f"Thought: I will compute this with the calculator.\n<code>\n"
+                              f"result = calculate({expression!r})\nprint(result)\n</code>")
+    return StubReply(text='Thought: I have no tool for this.\n<code>\nfinal_answer("I do not know.")\n</code>')
 
 
 _FILLER = ("so the question asks for a number that I can work out step by step, first the product and then the sum, "

@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import json_repair
@@ -245,23 +245,32 @@ def parse_arguments(arguments: str) -> dict | str:
     return value if isinstance(value, dict) else text
 
 
+Extract = Callable[[str], str | None]  # a mode's own reading of an answer in a reply (None: not found)
+
+
 def forced_answer(
-    model: ChatModel, messages: list[Message], config: RunConfig
+    model: ChatModel, messages: list[Message], config: RunConfig, *, extract: Extract | None = None
 ) -> Generator[Event, None, None]:
     """One last call without tools asking for the best answer now; the answer is marked ``forced``."""
-    yield from answer_now(model, messages, config, prompts.forced_answer_message(), forced=True)
+    yield from answer_now(model, messages, config, prompts.forced_answer_message(), forced=True, extract=extract)
 
 
 def answer_now(
-    model: ChatModel, messages: list[Message], config: RunConfig, prompt: str, *, forced: bool
+    model: ChatModel, messages: list[Message], config: RunConfig, prompt: str, *, forced: bool,
+    extract: Extract | None = None,
 ) -> Generator[Event, None, None]:
-    """Send ``prompt`` after ``messages`` and turn the reply into the run's :class:`FinalAnswer`."""
+    """Send ``prompt`` after ``messages`` and turn the reply into the run's :class:`FinalAnswer`.
+
+    ``extract`` reads the answer first where a mode's replies have a form of their own (CodeAct's
+    ``final_answer("...")``); otherwise the ``Final Answer:`` line, else the whole reply."""
     messages = [*messages, {"role": "user", "content": prompt}]
     reply = yield from complete(model, messages, config, stop=STOP, answer_only=True)
     if reply is None:
         return
-    parsed = parse_step(reply.text)
-    text = parsed.text if isinstance(parsed, FinalAnswer) else reply.text.strip()
+    text = extract(reply.text) if extract is not None else None
+    if text is None:
+        parsed = parse_step(reply.text)
+        text = parsed.text if isinstance(parsed, FinalAnswer) else reply.text.strip()
     yield FinalAnswer(text, forced=forced)
 
 

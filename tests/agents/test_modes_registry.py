@@ -53,14 +53,14 @@ def _noop(question, model, registry, config):
 
 def test_the_paper_modes_are_registered_in_order_with_their_names():
     assert mode_ids("base") == ("think", "act", "react")
-    assert mode_ids() == ("think", "act", "react", "react_cot_sc", "cot_sc_react", "reflexion", "cot_sc")
-    assert panel_ids() == ("think", "act", "react", "react_cot_sc", "cot_sc_react", "reflexion")
+    assert mode_ids() == ("think", "act", "react", "react_cot_sc", "cot_sc_react", "codeact", "reflexion", "cot_sc")
+    assert panel_ids() == ("think", "act", "react", "react_cot_sc", "cot_sc_react", "codeact", "reflexion")
     assert [s.label for s in list_modes("base")] == ["Think", "Act", "ReAct"]
     assert [mode_title(m) for m in mode_ids()] == ["Think-only", "Act-only", "ReAct", "ReAct → CoT-SC",
-                                                    "CoT-SC → ReAct", "Reflexion", "CoT-SC"]
+                                                    "CoT-SC → ReAct", "CodeAct", "Reflexion", "CoT-SC"]
     assert table_title("think") == "Think-only (CoT)" and table_title("act") == "Act-only"
     assert mode_title("telepathy") == "telepathy" == table_title("telepathy")  # e.g. an old recording's mode
-    assert [s.prompt for s in list_modes() if s.prompt] == ["think", "act", "react"]
+    assert [s.prompt for s in list_modes() if s.prompt] == ["think", "act", "react", "codeact"]
     assert not get_mode("think").uses_tools and get_mode("react").uses_tools
 
 
@@ -186,7 +186,7 @@ def test_a_toy_mode_in_one_module_appears_everywhere(tmp_path):
         return done
 
     usage = run("-m", "agents", "ask", "--help").stdout
-    assert "{think,act,react,all,react_cot_sc,cot_sc_react,reflexion,toy,cot_sc}" in "".join(usage.split())
+    assert "{think,act,react,all,react_cot_sc,cot_sc_react,codeact,reflexion,toy,cot_sc}" in "".join(usage.split())
     assert "toy" in run("-m", "agents", "eval", "--help").stdout
 
     with StubLLMServer() as server:
@@ -199,10 +199,11 @@ def test_a_toy_mode_in_one_module_appears_everywhere(tmp_path):
     assert system.startswith("You are Echo.") and "calculate" in system
 
     shown = json.loads(run("-c", textwrap.dedent(INSPECT_APP)).stdout)
-    assert shown["fourth"] == [[c, c] for c in ("None", "ReAct → CoT-SC", "CoT-SC → ReAct", "Reflexion", "Echo")]
+    assert shown["fourth"] == [[c, c] for c in ("None", "ReAct → CoT-SC", "CoT-SC → ReAct", "CodeAct", "Reflexion",
+                                                 "Echo")]
     assert shown["fourth_mode"] == "toy" and "toy" in shown["replayable"]
-    assert ["Toy echo (test)", "toy"] in shown["bench"] and len(shown["bench"]) == 8
-    assert shown["codes"] == ["Think-only", "Act-only", "ReAct", "Toy echo"]
+    assert ["Toy echo (test)", "toy"] in shown["bench"] and len(shown["bench"]) == 9
+    assert shown["codes"] == ["Think-only", "Act-only", "ReAct", "CodeAct", "Toy echo"]
     assert shown["rendered"][-1].startswith("[system]\nYou are Echo.")
 
 
@@ -241,4 +242,4 @@ def test_every_core_module_imports_without_the_benchmark_package():
                           cwd=ROOT, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     count, modes = done.stdout.split()
-    assert int(count) > 20 and modes == "think,act,react,react_cot_sc,cot_sc_react,reflexion,cot_sc"
+    assert int(count) > 20 and modes == "think,act,react,react_cot_sc,cot_sc_react,codeact,reflexion,cot_sc"

@@ -113,6 +113,25 @@ def test_old_exports_load_and_new_fields_round_trip():
     assert "edited by the teacher" in again.to_markdown() and "Paused after step 1" in again.to_markdown()
 
 
+def test_codeact_flags_are_written_only_when_set_and_count_honestly():
+    """A program (code) is a step, not a tool call; the calls it made (nested) are the tool calls."""
+    assert event_to_dict(Action("calculate", "1")) == {"kind": "action", "tool": "calculate", "input": "1",
+                                                       "thought": ""}
+    assert event_from_dict({"kind": "observation", "tool": "t", "output": "o", "nested": "yes"}).nested is False
+    trace = Trace("codeact", "q")
+    for event in (Thought("Add."), Action("python", "print(calculate('1+1'))", "Add.", code=True),
+                  Action("calculate", {"expression": "1+1"}, nested=True), Observation("calculate", "2", nested=True),
+                  Action("calculate", {"expression": "1+2"}, nested=True),  # still waiting when the program ended
+                  Observation("python", "2"), Action("calculate", "3"), Observation("calculate", "3")):
+        trace.add(event)
+    again = Trace.from_dict(json.loads(trace.to_json()))
+    assert again.events == trace.events and again.to_dict() == trace.to_dict()
+    assert trace.tool_calls == 2 and len(trace.steps) == 2
+    program, plain = trace.steps
+    assert (program.action, program.observation, [c.action for c in program.calls]) == ("python", "2", ["calculate"])
+    assert plain.calls == () and "calls" not in plain.to_dict()
+
+
 def test_time_spent_paused_is_left_out():
     trace = Trace("react", "q")
     trace.add(Paused(1))

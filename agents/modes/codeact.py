@@ -1,0 +1,115 @@
+"""CodeAct (Wang et al., 2024; smolagents' ``CodeAgent``): the model acts by writing Python programs.
+
+Each step is one model reply: a Thought and a program (``prompts/codeact.md``), run in the run's
+persistent sandbox (:class:`tools.sandbox_session.SandboxSession`: one process per run, variables kept
+across steps), where the run's tools are functions. The events of a step: the Thought, an ``Action``
+for the program (``tool="python"``, ``code=True``), then each tool call the program makes, as a
+``nested`` Action and Observation the moment it starts and ends, then the program's Observation (what
+it printed, or its error), which the next model call reads. ``final_answer(x)`` ends the run. A reply
+with no program gets the corrective re-prompt, and a run out of steps the forced answer, as in ReAct.
+
+So the trace's metrics stay comparable with ReAct's: a step is one program, and ``tool_calls`` counts
+the registry calls the programs made (the program itself is not a tool call; see ``agents/trace.py``).
+CodeAct is text-protocol only: under native tool calls it says so in one line and stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+
+from agents import prompts
+from agents.events import Action, Event, FinalAnswer, LLMError, Observation, ParseError, Thought
+from agents.llm.base import ChatModel
+from agents.modes.base import RunConfig, complete, forced_answer
+from agents.modes.registry import ModeSpec, register
+from agents.parsing_code import CLOSE, CodeStep, close_code, final_from_code, parse_code
+from agents.stepping import Stopped
+from tools.registry import ToolRegistry, truncate
+from tools.sandbox_session import CallFinished, CallRecord, CallStarted, SandboxSession, StepResult, callable_tools
+
+CODE_TOOL = "python"  # the code step's Action.tool
+CODE_STOP = ["Observation:", CLOSE]
+TEXT_ONLY = ("CodeAct runs over the text protocol only (the model writes programs, not native tool calls): "
+             "choose the text protocol to run it.")
+SILENT = "(The program ran and printed nothing. Use print(...) to see a value.)"
+RESTARTED = "(The sandbox was started afresh after the last step ended it: earlier variables are gone.)\n"
+
+
+def codeact(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig) -> Iterator[Event]:
+    """Thought + program per step, until ``final_answer``, a ``Final Answer:`` line, or the step budget."""
+    if config.protocol != "text":
+        yield LLMError(TEXT_ONLY)
+        return
+    tools = callable_tools(registry)
+    messages = [
+        {"role": "system", "content": prompts.system_prompt(CODEACT.prompt or CODEACT.id, tools, max_steps=config.max_steps)},
+        {"role": "user", "content": prompts.question_message(question)},
+    ]
+    session = SandboxSession(tools, cancel=config.cancel)
+    try:
+        for _ in range(config.max_steps):
+            reply = yield from complete(model, messages, config, stop=CODE_STOP)
+            if reply is None:
+                return
+            messages.append({"role": "assistant", "content": close_code(reply.text)})
+            step = parse_code(reply.text, tools.names)
+            if isinstance(step, ParseError | FinalAnswer):
+                yield step
+                if isinstance(step, FinalAnswer):
+                    return
+                messages.append({"role": "user", "content": step.message})
+                continue
+            result, observation = yield from run_code(step, session, config)
+            if result.final is not None:
+                yield FinalAnswer(result.final)
+                return
+            messages.append({"role": "user", "content": prompts.observation_message(observation)})
+        yield from forced_answer(model, messages, config, extract=final_from_code)
+    finally:
+        session.close()
+
+
+def run_code(step: CodeStep, session: SandboxSession,
+             config: RunConfig) -> Generator[Event, None, tuple[StepResult, str]]:
+    """One code step's events (Thought, the program's Action, its nested calls live, its Observation)."""
+    if step.thought:
+        yield Thought(step.thought)
+    yield Action(CODE_TOOL, step.code, step.thought, code=True)
+    result = yield from _calls(session.run(step.code))
+    if result.status == "stopped":
+        raise Stopped
+    text = truncate(observation_text(result), config.observation_chars)
+    yield Observation(CODE_TOOL, text, not result.ok, result.elapsed_s)
+    return result, text
+
+
+def _calls(step: Generator[CallRecord, None, StepResult]) -> Generator[Event, None, StepResult]:
+    """The session's call records as nested events, passed on as they happen; returns the step's result."""
+    try:
+        while True:
+            try:
+                record = next(step)
+            except StopIteration as done:
+                return done.value
+            if isinstance(record, CallStarted):
+                yield Action(record.tool, record.args, nested=True)
+            elif isinstance(record, CallFinished):
+                yield Observation(record.tool, record.output, record.is_error, record.elapsed_s, record.cached,
+                                  nested=True)
+    finally:
+        step.close()  # a consumer that stops early ends the step (and its process) now, not at collection
+
+
+def observation_text(result: StepResult) -> str:
+    """What the model reads after a program: its prints, or the prints before its error and the error."""
+    output = result.output.rstrip("\n")
+    if result.ok:
+        text = output or ("(final_answer was called.)" if result.final is not None else SILENT)
+    else:
+        before = f"Output before the error:\n{output}\n" if output else ""
+        text = before + (result.error.rstrip() or f"The program failed ({result.status}).")
+    return (RESTARTED if result.restarted else "") + text
+
+
+CODEACT = register(ModeSpec("codeact", "CodeAct", codeact, kind="hybrid", prompt="codeact", uses_tools=True,
+                            order=30))

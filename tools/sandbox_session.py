@@ -1,0 +1,329 @@
+"""A persistent sandbox for CodeAct: one process per run, programs run step by step, tools called back.
+
+The sandbox of :mod:`tools.sandbox`, extended rather than loosened: every program still passes the
+static policy (:mod:`tools.sandbox_policy`) first, and the process is still ``python -I -S -B`` with an
+empty environment, a temporary working directory, restricted builtins and module proxies, dropped to
+``nobody`` when the app is root, with the same memory, file, process and descriptor limits. What is new:
+
+* **one process per run**: :meth:`SandboxSession.run` sends each program to the same process, whose
+  namespace persists across steps (variables, imports, functions). A step that ends the process
+  (a limit, a crash) means the next step starts a fresh one, and its result says so (``restarted``).
+* **tools as functions**: the run's tools (:func:`callable_tools`) are functions in the program's
+  builtins. A call travels as one frame over a dedicated pipe pair (:mod:`tools.sandbox_channel`); the
+  parent checks it and runs it through the same :meth:`~tools.registry.ToolRegistry.call` as every other
+  mode (enabled tools only, timeouts, cache, truncation, errors as values), then writes the reply. The
+  program waits for it: one call at a time. ``final_answer(x)`` ends the program with an answer.
+* **limits per step**: ``wall_s`` of the program's own time (time spent inside tools is not counted),
+  ``step_s`` for the whole step, tools included, and ``cpu_s`` of CPU: the child sets a soft
+  ``RLIMIT_CPU`` before each step under a hard limit for the whole session (``session_cpu_s``), which
+  nothing in the child can raise; the wall clock is the parent's. At most ``max_calls`` tool calls per step.
+
+:meth:`SandboxSession.run` is a generator: it yields :class:`CallStarted` / :class:`CallFinished` as
+each tool call happens and returns the :class:`StepResult`. A cancel event (the run's Stop), or
+:meth:`SandboxSession.close` from another thread, ends a step within ~50 ms and kills the process.
+A tool call under way then is abandoned like a timed-out one (its thread ends with the tool's timeout).
+"""
+
+from __future__ import annotations
+
+import builtins
+import concurrent.futures
+import keyword
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import replace
+from pathlib import Path
+
+from tools.registry import ToolRegistry, ToolResult
+from tools.sandbox import CHILD_SOURCE, CODEC_MODULES, LAZY_DEPS, _drop_uid, harden_parent_process
+from tools.sandbox_channel import ProtocolError, check_call, check_done
+from tools.sandbox_io import ChildIO
+from tools.sandbox_policy import ALLOWED_MODULES, ALLOWED_SUBMODULES, BLOCKED_ATTRS, BLOCKED_NAMES, check_code
+from tools.sandbox_step import (
+    CallFinished,
+    CallRecord,
+    CallStarted,
+    Clock,
+    SessionLimits,
+    StepResult,
+    exit_reason,
+)
+
+__all__ = ["CallFinished", "CallRecord", "CallStarted", "SandboxSession", "SessionLimits", "StepResult", "callable_tools"]
+
+SESSION_SOURCE = CHILD_SOURCE + "\n\n" + Path(__file__).with_name("_sandbox_session_child.py").read_text("utf-8")
+POLL_S = 0.05
+MAX_TO_CHILD = 1_000_000  # a program is at most 50,000 characters, ~6 bytes each once escaped
+RESERVED = frozenset({"final_answer", "ToolError"})
+NOT_CALLABLE = frozenset({"python_repl"})  # the program is Python already: a second sandbox adds nothing
+STOPPED = "Stopped."
+DEFAULT_LIMITS = SessionLimits()
+
+
+def callable_tools(registry: ToolRegistry) -> ToolRegistry:
+    """The tools a sandboxed program may call: the run's tools whose names are plain, free Python names
+    (not a keyword, a builtin, ``final_answer``), except ``python_repl``."""
+    names = [t.name for t in registry.tools
+             if t.name.isidentifier() and not t.name.startswith("_") and not keyword.iskeyword(t.name)
+             and not hasattr(builtins, t.name) and t.name not in RESERVED | NOT_CALLABLE]
+    return registry.subset(names)
+
+
+class SandboxSession:
+    """One CodeAct run's sandbox process. ``run(code)`` per step; ``close()`` always (or use ``with``).
+
+    ``check_policy=False`` / ``restrict=False`` switch off the policy / the restricted builtins, as in
+    :func:`tools.sandbox.run_python`: only for tests that attack the layers behind them.
+    """
+
+    def __init__(self, registry: ToolRegistry, limits: SessionLimits = DEFAULT_LIMITS, *,
+                 cancel: threading.Event | None = None, check_policy: bool = True, restrict: bool = True) -> None:
+        self.registry, self.limits, self.cancel = callable_tools(registry), limits, cancel
+        self.check_policy, self.restrict = check_policy, restrict
+        self._child: ChildIO | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._busy = self._closed = False
+        self._starts = self._steps = 0
+
+    def __enter__(self) -> SandboxSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def tools(self) -> list[str]:
+        return self.registry.names
+
+    @property
+    def pid(self) -> int | None:
+        """The sandbox process's id while one runs (tests check it is gone after ``close``)."""
+        child = self._child
+        return child.proc.pid if child is not None else None
+
+    def close(self) -> None:
+        """End the session from any thread: a step under way stops within ~50 ms; the process is killed and its
+        pipes and folder are removed (by the running step, or here when none runs)."""
+        self._stop.set()
+        with self._lock:
+            self._closed = True
+            child = self._child
+            if child is not None:
+                child.kill()
+            if not self._busy:
+                self._discard()
+
+    def run(self, code: str) -> Generator[CallRecord, None, StepResult]:
+        """Run one program in the session: yields its tool calls as they happen, returns its result."""
+        start = time.monotonic()
+        if self.check_policy:
+            report = check_code(code)
+            if not report.ok:
+                return StepResult("refused", error=report.message(), elapsed_s=time.monotonic() - start)
+        with self._lock:
+            if self._closed or self._stopping():
+                return StepResult("stopped", error=STOPPED)
+            self._busy = True
+        finished = False
+        try:
+            restarted = self._child is None and self._starts > 0
+            if self._child is None and (failed := self._start()) is not None:
+                finished = True
+                return failed
+            self._steps += 1
+            result = yield from self._step(code, self._steps)
+            finished = True
+            return replace(result, restarted=restarted, elapsed_s=time.monotonic() - start)
+        finally:
+            with self._lock:
+                self._busy = False
+                if not finished or self._closed:  # abandoned mid-step (the caller stopped iterating) or closed
+                    self._discard()
+
+    # -- the process -----------------------------------------------------------------------------------
+
+    def _stopping(self) -> bool:
+        return self._stop.is_set() or (self.cancel is not None and self.cancel.is_set())
+
+    def _start(self) -> StepResult | None:
+        """Start the process and wait for its greeting; a StepResult says why it could not start."""
+        if os.geteuid() != 0 and os.environ.get("SANDBOX_NO_HARDEN") != "1":
+            harden_parent_process()
+        to_child, from_child = os.pipe(), os.pipe()
+        workdir = tempfile.mkdtemp(prefix="codeact-")
+        try:
+            proc = subprocess.Popen(
+                self._argv(to_child[0], from_child[1]), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, cwd=workdir, env={}, start_new_session=True, close_fds=True,
+                pass_fds=(to_child[0], from_child[1]),
+            )
+        except OSError as exc:
+            for fd in (*to_child, *from_child):
+                os.close(fd)
+            shutil.rmtree(workdir, ignore_errors=True)
+            return StepResult("crashed", error=f"Could not start the sandbox: {exc}")
+        os.close(to_child[0])
+        os.close(from_child[1])
+        self._child = ChildIO(proc, from_child[0], to_child[1], workdir, self.limits)
+        self._starts += 1
+        return self._greeting()
+
+    def _argv(self, rfd: int, wfd: int) -> list[str]:
+        import json
+
+        limits = self.limits
+        helpers = {dep for deps in LAZY_DEPS.values() for dep in deps} | set(CODEC_MODULES)
+        cfg = {
+            "cpu_s": limits.cpu_s, "cpu_hard": limits.session_cpu_s, "mem_bytes": limits.memory_mb * 1024 * 1024,
+            "nofile": limits.nofile, "out_chars": limits.output_chars, "answer_chars": limits.answer_chars,
+            "restrict": self.restrict, "drop_uid": _drop_uid(), "preload": ",".join(sorted(ALLOWED_MODULES)),
+            "allowed": sorted(ALLOWED_MODULES), "allowed_sub": sorted(ALLOWED_SUBMODULES),
+            "blocked": sorted(BLOCKED_NAMES), "blocked_attrs": sorted(BLOCKED_ATTRS), "helpers": ",".join(sorted(helpers)),
+            "rfd": rfd, "wfd": wfd, "max_frame": limits.max_frame, "max_in": MAX_TO_CHILD,
+            "tools": [[t.name, t.param_names] for t in self.registry.tools],
+        }  # fmt: skip
+        return [sys.executable, "-I", "-S", "-B", "-c", SESSION_SOURCE, "--session", json.dumps(cfg)]
+
+    def _greeting(self) -> StepResult | None:
+        child = self._child
+        assert child is not None
+        deadline = time.monotonic() + self.limits.start_s
+        try:
+            while (frame := child.next_frame()) is None:
+                if self._stopping():
+                    return self._end("stopped", STOPPED)
+                if child.eof or time.monotonic() > deadline:
+                    err = child.errors() or ("the sandbox did not start in time" if not child.eof else "")
+                    return self._end("crashed", f"The sandbox could not be set up. {err}".strip())
+                child.pump(POLL_S)
+        except ProtocolError as exc:
+            return self._end("crashed", f"The sandbox could not be set up: it sent {exc}.")
+        if frame.get("op") != "ready":
+            return self._end("crashed", "The sandbox could not be set up: it did not greet.")
+        return None
+
+    def _discard(self) -> None:
+        """Kill the process (if any) and free its pipes and folder. Called with the lock held."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.close()
+
+    def _end(self, status: str, error: str, clock: Clock | None = None, calls: int = 0) -> StepResult:
+        """End the step by ending the process: what it printed so far stays in the result."""
+        child = self._child
+        output = child.output() if child is not None else ""
+        if child is not None:
+            child.kill()
+        with self._lock:
+            self._discard()
+        elapsed, tool_s = (clock.elapsed(), clock.tool_s) if clock else (0.0, 0.0)
+        return StepResult(status, output, error, None, elapsed, tool_s, calls)
+
+    # -- one step ----------------------------------------------------------------------------------------
+
+    def _step(self, code: str, n: int) -> Generator[CallRecord, None, StepResult]:
+        child, limits, clock = self._child, self.limits, Clock(self.limits)
+        assert child is not None
+        calls = 0
+        try:
+            child.begin_step()
+            child.send({"op": "run", "step": n, "code": code})
+            while True:
+                if (ended := self._over(clock, calls)) is not None:
+                    return ended
+                child.pump(min(POLL_S, max(0.0, clock.child_left())))
+                frame = child.next_frame()
+                if frame is None:
+                    if child.eof:
+                        return self._died(clock, calls)
+                    continue
+                if frame["op"] == "done":
+                    return self._done(frame, n, clock, calls)
+                if frame["op"] != "call":
+                    raise ProtocolError("a second greeting")
+                calls += 1
+                if calls > limits.max_calls + 1:
+                    return self._end("error", f"Stopped: the program went on calling tools after the limit of "
+                                              f"{limits.max_calls} calls in one step.", clock, calls)
+                reply = yield from self._call(frame, calls, clock)
+                if isinstance(reply, StepResult):
+                    return reply
+                child.send(reply)
+        except ProtocolError as exc:
+            return self._end("crashed", f"The program broke the tool channel's protocol ({exc}); it was stopped.",
+                             clock, calls)
+
+    def _over(self, clock: Clock, calls: int) -> StepResult | None:
+        """The step's end when Stop was pressed or a clock ran out, else None."""
+        if self._stopping():
+            return self._end("stopped", STOPPED, clock, calls)
+        if clock.child_left() <= 0:
+            return self._end("timeout", f"Timed out after {self.limits.wall_s:g} s (wall-clock limit; time spent in "
+                                        "tools is not counted). The program was stopped.", clock, calls)
+        if clock.total_left() <= 0:
+            return self._end("timeout", f"Timed out after {self.limits.step_s:g} s in all (tools included). The "
+                                        "program was stopped.", clock, calls)
+        return None
+
+    def _call(self, frame: dict, index: int, clock: Clock) -> Generator[CallRecord, None, dict | StepResult]:
+        """One call: checked, reported as it starts, run through the registry, reported as it ends."""
+        call = check_call(frame, self.registry.names, index, self.limits.max_calls)
+        yield CallStarted(index, call.tool, call.args)
+        clock.pause()
+        result = (ToolResult(call.refusal, is_error=True) if call.refusal
+                  else self._run_tool(call.tool, call.args, clock, index))
+        clock.resume()
+        if isinstance(result, StepResult):
+            yield CallFinished(index, call.tool, call.args, "(abandoned: the step ended while the tool ran)", True,
+                               clock.tool_s)
+            return result
+        yield CallFinished(index, call.tool, call.args, result.output, result.is_error, result.elapsed_s, result.cached)
+        key = "error" if result.is_error else "output"
+        return {"op": "reply", "ok": not result.is_error, key: result.output}
+
+    def _run_tool(self, name: str, args: dict, clock: Clock, index: int) -> ToolResult | StepResult:
+        """The registry's call, waited for in slices so that Stop and the step's clock still end it."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def target() -> None:
+            try:
+                future.set_result(self.registry.call(name, args))
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                future.set_exception(exc)
+
+        threading.Thread(target=target, name=f"codeact-{name}", daemon=True).start()
+        while True:
+            try:
+                return future.result(timeout=POLL_S)
+            except concurrent.futures.TimeoutError:
+                if (ended := self._over(clock, index)) is not None:
+                    return ended
+            except Exception as exc:  # noqa: BLE001 - registry.call never raises; a bug here is the call's error
+                return ToolResult(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+    def _done(self, frame: dict, n: int, clock: Clock, calls: int) -> StepResult:
+        child = self._child
+        assert child is not None
+        status, error, final = check_done(frame, n, self.limits.answer_chars + 4000)
+        child.drain()
+        if status == "memory":  # the namespace may hold what filled the memory: start afresh next time
+            return self._end("memory", f"Memory limit exceeded ({self.limits.memory_mb} MB).", clock, calls)
+        return StepResult(status, child.output(), error, final, clock.elapsed(), clock.tool_s, calls)
+
+    def _died(self, clock: Clock, calls: int) -> StepResult:
+        """The process ended by itself mid-step: which limit (or crash) ended it."""
+        child = self._child
+        assert child is not None
+        if self._stopping():  # close() from another thread killed it
+            return self._end("stopped", STOPPED, clock, calls)
+        rc = child.wait_exit(2.0)
+        child.drain()
+        status, error = exit_reason(rc, child.errors(), self.limits)
+        return self._end(status, error, clock, calls)
