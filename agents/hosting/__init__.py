@@ -53,7 +53,7 @@ def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registr
                    options=dict(options or {}), model_factory=model_factory)
     for mode in spec.modes:
         get_mode(mode)  # a clear ValueError naming the known modes
-    return HostedRun(_placed(spec, registry), _host_for(spec))
+    return _hosted(spec, registry)
 
 
 def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, registry: ToolRegistry,
@@ -65,26 +65,21 @@ def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, reg
     prepare_fork(trace, step_index, text, registry, config)  # the one-line refusal, here and now
     spec = RunSpec(trace.question, (trace.mode,), settings, _config_fields(config), model_factory=model_factory,
                    fork={"trace": trace.to_dict(), "step": step_index, "text": text})
-    return HostedRun(_placed(spec, registry), _host_for(spec))
+    return _hosted(spec, registry)
 
 
 def _config_fields(config: RunConfig) -> dict[str, Any]:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in ("cancel", "stepper")}
 
 
-def _placed(spec: RunSpec, registry: ToolRegistry) -> RunSpec:
-    """The spec with its tools as import references when every tool has one, else with the registry itself."""
+def _hosted(spec: RunSpec, registry: ToolRegistry) -> HostedRun:
+    """In a worker when the run can travel there (its tools as import references, no injected model) and no
+    setting keeps it here; else in this process, with the registry itself."""
     refs = [tool_ref(t) for t in registry.tools]
-    if spec.model_factory is None and all(refs):
-        return dataclasses.replace(spec, tools=tuple(refs), max_output_chars=registry.max_output_chars)  # type: ignore[arg-type]
-    return dataclasses.replace(spec, registry=registry)
-
-
-def _host_for(spec: RunSpec) -> Host:
-    travels = spec.registry is None and spec.model_factory is None
-    if travels and not spec.settings.max_concurrent and workers_from_env() > 0:
-        return default_host()
-    return local_host()
+    if spec.model_factory is None and all(refs) and not spec.settings.max_concurrent and workers_from_env() > 0:
+        placed = dataclasses.replace(spec, tools=tuple(refs), max_output_chars=registry.max_output_chars)  # type: ignore[arg-type]
+        return HostedRun(placed, default_host())
+    return HostedRun(dataclasses.replace(spec, registry=registry), local_host())
 
 
 _hosts: dict[str, Host] = {}

@@ -77,9 +77,12 @@ class HostedRun:
             return bool(waiting) and all(m in waiting or m in self._ended for m in self.modes)
 
     def step(self) -> None:
-        """One more step for every paused mode. Asked once per pause: until the modes pause again,
-        :attr:`waiting_for_step` is False, so a double click never grants two steps."""
+        """One more step for every paused mode, once per pause: until the modes pause again this does
+        nothing, so a double click never grants two steps."""
         with self._state_lock:
+            waiting = self._pausing - self._ended
+            if not waiting or not all(m in waiting or m in self._ended for m in self.modes):
+                return
             self._pausing.clear()
         self.host.command(self, "step")
 

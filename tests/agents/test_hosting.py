@@ -1,8 +1,9 @@
-"""Live runs in a worker process (agents/run_host.py) behave like in-process ComparisonRuns.
+"""Hosted live runs (agents/hosting/) behave like ComparisonRuns, in a worker process and in the app's process.
 
-The same behaviour cases run against both kinds: the real InferenceClient in the worker, talking
-to the stub server on 127.0.0.1 over real HTTP. Plus what only a worker can do: die (its runs end
-with one clear line, a new worker takes the next run) and outlive nothing (no stray processes).
+The same behaviour cases run against the three ways: a plain ComparisonRun, a run hosted in this process
+(LocalHost) and one in a worker process (ProcessHost), each with the real InferenceClient talking to the stub
+server on 127.0.0.1 over real HTTP. Plus what only a worker can do: die (its runs end with one clear line, a
+new worker takes the next run) and outlive nothing (no stray processes).
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from agents import run_host
+from agents import hosting
 from agents.comparison import RETRY_NOTE, ComparisonRun
 from agents.events import Action, LLMError, Retry, TokenDelta, event_to_dict
+from agents.hosting import WORKER_DIED, HostedRun, make_fork, make_run
+from agents.hosting.host import LocalHost
+from agents.hosting.processes import ProcessHost
+from agents.hosting.worker import CLOSED, RunSpec, coalesce
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
 from agents.prompts import system_prompt
-from agents.run_host import WORKER_DIED, ProcessRun, RunHost, make_run
-from agents.run_worker import merged
 from agents.settings import SettingError
 from agents.trace import Trace
 from tools.calculator import calculate
@@ -34,26 +37,31 @@ from tools.registry import ToolRegistry, tool
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "What is 17 * 23 + 5?"
-REGISTRY = ToolRegistry([calculate])  # the default registry's own calculator: a worker can rebuild it by name
-KINDS = ["thread", "process"]
+REGISTRY = ToolRegistry([calculate])  # the default registry's own calculator: a worker imports it by reference
+KINDS = ["thread", "local", "process"]
 
 
 @pytest.fixture(scope="module")
 def host():
-    pool = RunHost(1).start()
+    pool = ProcessHost(1).start()
     yield pool
     pool.stop()
+
+
+def spec(s: LLMSettings, modes=("think", "act", "react"), config=None, **kw) -> RunSpec:
+    fields = {k: v for k, v in vars(config or RunConfig()).items() if k not in ("cancel", "stepper")}
+    return RunSpec(QUESTION, tuple(modes), s, fields, tools=(("tools.calculator", "calculate"),), **kw)
 
 
 def settings(srv: StubLLMServer, **kw) -> LLMSettings:
     return LLMSettings(base_url=srv.url, model="stub", timeout_s=kw.pop("timeout_s", 10), **kw)
 
 
-def new_run(kind: str, host: RunHost, s: LLMSettings, modes=("think", "act", "react"), config=None):
+def new_run(kind: str, host: ProcessHost, s: LLMSettings, modes=("think", "act", "react"), config=None):
     if kind == "thread":
         return ComparisonRun(QUESTION, modes, model_factory=lambda: HFInferenceModel(s), registry=REGISTRY,
                              config=config)
-    return ProcessRun(QUESTION, modes, settings=s, tools=REGISTRY.names, config=config, host=host)
+    return HostedRun(spec(s, modes, config), host if kind == "process" else LocalHost())
 
 
 def run_to_end(run, timeout: float = 30.0) -> dict[str, Trace]:
@@ -99,9 +107,9 @@ def test_close_from_another_thread_ends_a_hung_servers_requests_within_a_second(
         closer.start()
         closer.join(5)
         assert time.perf_counter() - start < 1.0
-        if kind == "process":
+        if kind != "thread":
             assert run.closed_in_worker  # the worker joined the run's threads: their reads were aborted
-        else:
+        if kind != "process":
             assert not [t for t in threading.enumerate() if t.name.startswith("mode-")]
 
 
@@ -152,11 +160,11 @@ def test_an_interrupted_mode_runs_again_once_the_others_finish(kind, host):
 
 
 def test_a_worker_that_dies_ends_its_runs_with_one_clear_line_and_is_replaced():
-    pool = RunHost(1).start()
+    pool = ProcessHost(1).start()
     try:
         with StubLLMServer(token_delay=0.05) as srv:
             srv.responder = lambda body: StubReply(text="Thought: " + "slow words " * 200)
-            run = ProcessRun(QUESTION, settings=settings(srv), tools=["calculate"], host=pool).start()
+            run = HostedRun(spec(settings(srv)), pool).start()
             assert run.poll(timeout=10) is not None  # streaming
             [pid] = pool.pids()
             os.kill(pid, signal.SIGKILL)
@@ -171,7 +179,7 @@ def test_a_worker_that_dies_ends_its_runs_with_one_clear_line_and_is_replaced():
             assert all(e.message == WORKER_DIED for _, e in errors)
             run.close()  # nothing left to close: returns at once
             srv.responder = toy_policy
-            traces = run_to_end(ProcessRun(QUESTION, settings=settings(srv), tools=["calculate"], host=pool))
+            traces = run_to_end(HostedRun(spec(settings(srv)), pool))
             assert all(t.answer for t in traces.values())
             assert pool.pids() and pool.pids()[0] != pid
     finally:
@@ -180,7 +188,7 @@ def test_a_worker_that_dies_ends_its_runs_with_one_clear_line_and_is_replaced():
 
 def test_stopping_the_pool_leaves_no_process_or_thread():
     before = set(threading.enumerate())
-    pool = RunHost(2).start()
+    pool = ProcessHost(2).start()
     pids = pool.pids()
     assert len(pids) == 2
     pool.stop()
@@ -192,8 +200,8 @@ def test_stopping_the_pool_leaves_no_process_or_thread():
 
 def test_the_worker_exits_when_the_app_process_dies():
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-            "from agents.run_host import RunHost\n"
-            "print(RunHost(1).start().pids()[0], flush=True)\n"
+            "from agents.hosting.processes import ProcessHost\n"
+            "print(ProcessHost(1).start().pids()[0], flush=True)\n"
             "import os; os._exit(0)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     pid = int(out.stdout.strip())
@@ -211,43 +219,47 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_make_run_uses_a_worker_only_for_runs_built_from_defaults(monkeypatch):
+def test_make_run_sends_to_a_worker_every_run_that_can_travel(monkeypatch):
     s = LLMSettings(base_url="http://127.0.0.1:9/v1", model="stub")
 
     @tool
     def fake(x: str) -> str:
-        """A test's own tool."""
+        """A test's own tool, made inside a function: no other process can import it."""
         return x
 
-    monkeypatch.setenv(run_host.ENV, "1")
-    assert isinstance(make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()), ProcessRun)
-    assert isinstance(make_run(QUESTION, ["think"], s, ToolRegistry([calculate, fake]), RunConfig()), ComparisonRun)
-    assert isinstance(make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), HFInferenceModel), ComparisonRun)
-    stepping = make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), stepping=True)  # step control is in-process
-    assert isinstance(stepping, ComparisonRun) and stepping._gates["think"].allowed == 1
-    monkeypatch.setenv(run_host.ENV, "0")
-    assert isinstance(make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()), ComparisonRun)
+    monkeypatch.setenv(hosting.ENV, "1")
+    process, local = hosting.default_host(), hosting.local_host()
+    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()).host is process
+    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), stepping=True).host is process
+    assert make_run(QUESTION, ["think"], s, ToolRegistry([calculate, fake]), RunConfig()).host is local
+    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), HFInferenceModel).host is local
+    gated = LLMSettings(base_url="http://127.0.0.1:9/v1", model="stub", max_concurrent=1)
+    assert make_run(QUESTION, ["think"], gated, REGISTRY, RunConfig()).host is local  # one gate in this process
+    monkeypatch.setenv(hosting.ENV, "0")
+    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()).host is local
+    with pytest.raises(ValueError, match="unknown mode"):
+        make_run(QUESTION, ["nope"], s, REGISTRY, RunConfig())
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("", run_host.DEFAULT_WORKERS), ("0", 0), ("1", 1), ("2", 2), ("8", 8)])
+@pytest.mark.parametrize(("raw", "expected"), [("", hosting.DEFAULT_WORKERS), ("0", 0), ("1", 1), ("2", 2), ("8", 8)])
 def test_workers_from_env(raw, expected):
-    assert run_host.workers_from_env({run_host.ENV: raw}) == expected
+    assert hosting.workers_from_env({hosting.ENV: raw}) == expected
 
 
 @pytest.mark.parametrize("raw", ["99", "-1", "many"])
 def test_a_bad_worker_count_is_one_line(raw):
     with pytest.raises(SettingError, match=r"^APP_RUN_WORKERS must be an integer from 0 to 8, got"):
-        run_host.workers_from_env({run_host.ENV: raw})
+        hosting.workers_from_env({hosting.ENV: raw})
 
 
-def test_merged_joins_consecutive_tokens_of_one_mode_and_channel_only():
+def test_coalesce_joins_the_tokens_of_one_mode_and_channel_keeping_each_modes_order():
     a = Action("calculate", "1+1")
     batch = [(1, "think", TokenDelta("a")), (1, "think", TokenDelta("b")), (1, "act", TokenDelta("c")),
              (1, "think", TokenDelta("d")), (1, "think", TokenDelta("e", "answer")), (2, "think", TokenDelta("f")),
              (1, "act", a), (1, "act", TokenDelta("g")), (1, "act", None)]
-    assert merged(batch) == [(1, "think", TokenDelta("ab")), (1, "act", TokenDelta("c")), (1, "think", TokenDelta("d")),
-                             (1, "think", TokenDelta("e", "answer")), (2, "think", TokenDelta("f")), (1, "act", a),
-                             (1, "act", TokenDelta("g")), (1, "act", None)]
+    assert coalesce(batch) == [(1, "think", TokenDelta("abd")), (1, "act", TokenDelta("c")),
+                               (1, "think", TokenDelta("e", "answer")), (2, "think", TokenDelta("f")), (1, "act", a),
+                               (1, "act", TokenDelta("g")), (1, "act", None)]
 
 
 def test_event_to_dict_copies_containers():
@@ -259,7 +271,7 @@ def test_event_to_dict_copies_containers():
 
 
 def test_a_run_closed_before_it_started_never_reaches_the_worker(host):
-    run = ProcessRun(QUESTION, settings=LLMSettings(base_url="http://127.0.0.1:9/v1"), tools=["calculate"], host=host)
+    run = HostedRun(spec(LLMSettings(base_url="http://127.0.0.1:9/v1")), host)
     run.close()
     run.start()
     assert run.poll(timeout=1) is None and run.done and host.active_runs() == 0
@@ -286,13 +298,57 @@ def test_a_thread_that_finds_the_abortable_client_installed_really_gets_it(monke
     first.join()
 
 
-def test_a_close_acknowledged_in_a_later_batch_than_the_runs_end_is_not_lost(host):
+def test_a_close_acknowledged_in_a_later_batch_than_the_runs_end_is_not_lost():
     """The modes' ends and the worker's "closed" may arrive in two batches: close() must not wait 3 s for it."""
-    from types import SimpleNamespace
+    host = LocalHost()
+    run = HostedRun(spec(LLMSettings(base_url="http://127.0.0.1:9/v1"), ("think",)), host)
+    host._register(run, None)
+    host.route([(run.run_id, "think", None)])
+    host.route([(run.run_id, "", CLOSED)])
+    assert run.closed_in_worker and host.active_runs() == 0
 
-    run = ProcessRun(QUESTION, ["think"], settings=LLMSettings(base_url="http://127.0.0.1:9/v1"), host=host)
-    run.run_id = 999_999
-    worker = SimpleNamespace(lock=threading.Lock(), runs={run.run_id: run})
-    run_host._Worker._route(worker, run.run_id, [("think", None)])  # type: ignore[arg-type]
-    run_host._Worker._route(worker, run.run_id, [("", run_host.CLOSED)])  # type: ignore[arg-type]
-    assert run.closed_in_worker and worker.runs == {}
+
+@pytest.mark.parametrize("kind", ["local", "process"])
+def test_a_stepping_run_pauses_in_its_host_and_one_step_is_granted_per_pause(kind, host):
+    with StubLLMServer() as srv:
+        srv.script(*(f"Thought: once more.\nAction: calculate\nAction Input: {n} + 1" for n in (1, 2)))
+        run = HostedRun(spec(settings(srv), ("react",), stepping=True), host if kind == "process" else LocalHost())
+        run.start()
+        seen: list = []
+
+        def until_waiting() -> None:
+            deadline = time.monotonic() + 10
+            while not run.waiting_for_step and time.monotonic() < deadline:
+                if (item := run.poll(timeout=0.05)) is not None:
+                    seen.append(item[1])
+            assert run.waiting_for_step and run.paused == ["react"]
+
+        until_waiting()
+        requests = len(srv.requests)
+        run.step()
+        run.step()  # a double click: the second finds no pause to end
+        assert not run.waiting_for_step
+        until_waiting()  # paused again: the double click did not grant a second step
+        assert len(srv.requests) == requests + 1  # one more model call, not two
+        run.resume()
+        while not run.done:
+            if (item := run.poll(timeout=1)) is not None:
+                seen.append(item[1])
+        run.close()
+    trace = Trace("react", QUESTION)
+    for event in seen:
+        trace.add(event)
+    assert [s.observation for s in trace.steps] == ["2", "3"] and trace.answer == "3"  # the toy answers its last result
+    assert [e.kind for e in seen].count("paused") == 2 and len(srv.requests) == 3
+
+
+def test_a_fork_runs_in_a_worker_from_the_original_trace(host, monkeypatch):
+    monkeypatch.setenv(hosting.ENV, "1")
+    with StubLLMServer() as srv:
+        original = run_to_end(new_run("thread", host, settings(srv), modes=("react",)))["react"]
+        fork = make_fork(original, 0, "400", settings(srv), REGISTRY, RunConfig())
+        assert fork.host is hosting.default_host()
+        traces = run_to_end(fork)
+    assert traces["react"].steps[0].observation == "400" and "400" in (traces["react"].answer or "")
+    with pytest.raises(ValueError, match="no observation 9"):
+        make_fork(original, 8, "x", settings(srv), REGISTRY, RunConfig())
