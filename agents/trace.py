@@ -72,6 +72,11 @@ class Trace:
     elapsed_s: float = 0.0
     _t0: float = field(default_factory=time.perf_counter, repr=False, compare=False)
     _paused_s: float = field(default=0.0, repr=False, compare=False)  # time spent waiting for "next step"
+    # every event but the streamed tokens: what the metrics read, so a live panel's numbers cost per step, not token
+    _steps: list[Event] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._steps = [e for _, e in self.events if not isinstance(e, TokenDelta)]
 
     def add(self, event: Event, t: float | None = None) -> Event:
         """Record an event now (or at offset ``t``) and return it, so loops can ``yield trace.add(e)``.
@@ -83,6 +88,8 @@ class Trace:
             self._paused_s += event.waited_s
         offset = self._now() if t is None else t
         self.events.append((offset, event))
+        if not isinstance(event, TokenDelta):
+            self._steps.append(event)
         self.elapsed_s = max(self.elapsed_s, offset)
         return event
 
@@ -94,7 +101,9 @@ class Trace:
         self.elapsed_s = max(self.elapsed_s, self._now())
 
     def of(self, kind: type) -> list[Any]:
-        return [e for _, e in self.events if isinstance(e, kind)]
+        if kind is TokenDelta:
+            return [e for _, e in self.events if isinstance(e, kind)]
+        return [e for e in self._steps if isinstance(e, kind)]
 
     @property
     def answer(self) -> str | None:
@@ -109,7 +118,7 @@ class Trace:
     def error(self) -> str | None:
         """The last model error of the last attempt: a mode run again after an error (``Retry``) may succeed."""
         error = None
-        for _, event in self.events:
+        for event in self._steps:
             if isinstance(event, LLMError):
                 error = event.message
             elif isinstance(event, Retry):
@@ -134,7 +143,7 @@ class Trace:
         """Calls of the tool registry: every Observation, except that of a program (CodeAct), whose calls are
         its nested Observations; the program itself is a step, not a tool call."""
         calls, code = 0, False
-        for _, event in self.events:
+        for event in self._steps:
             if isinstance(event, Action) and not event.nested:
                 code = event.code
             elif isinstance(event, Observation):
@@ -163,7 +172,7 @@ class Trace:
         is left out. Nested pairs (the tool calls of a CodeAct program) go into their program's step, not the list."""
         steps: list[Step] = []
         thought, pending, call, calls = "", None, None, []
-        for _, event in self.events:
+        for event in self._steps:
             if isinstance(event, Thought):
                 thought = event.text
             elif isinstance(event, Action) and event.nested:
@@ -191,7 +200,7 @@ class Trace:
         calls count every trial, the evaluator's and the reflections' calls included.
         """
         trials: list[dict[str, Any]] = []
-        for _, event in self.events:
+        for event in self._steps:
             if isinstance(event, Trial):
                 trials.append({"n": event.n, "answer": None, "correct": None, "by": None, "reason": None,
                                "reflection": None})
@@ -235,7 +244,7 @@ class Trace:
         """Rebuild a trace saved by :meth:`to_dict` (the ``summary`` is derived again, not trusted)."""
         trace = cls(mode=str(data.get("mode", "")), question=str(data.get("question", "")))
         for item in data.get("events", []):
-            trace.events.append((float(item.get("t", 0.0)), event_from_dict(item)))
+            trace.add(event_from_dict(item), float(item.get("t", 0.0)))
         trace.elapsed_s = float(data.get("elapsed_s", trace.events[-1][0] if trace.events else 0.0))
         return trace
 

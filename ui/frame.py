@@ -22,6 +22,8 @@ from ui import render, verdicts
 from ui.render import MODES, Panel
 from ui.table import metrics_markdown
 
+WAITING = render.to_wire(render.waiting())  # a running panel before its first text (the same every frame)
+
 
 @dataclass(frozen=True)
 class Outputs:
@@ -68,11 +70,14 @@ def prepared(components: list, values: Iterable[Any]) -> list:
     """Values as the browser receives them: each component's own ``postprocess``, serialised.
 
     Streamed events use ``postprocess=False``: the components' own postprocess runs here, inline,
-    instead of once per output per frame on Gradio's thread pool (8× the CPU, and a thread hop each:
-    under load those hops, not the model, were what delayed the first token).
+    instead of on Gradio's thread pool (a thread hop per output per frame). A panel already in the
+    browser's form (:meth:`render.Panel.wire`, a list of dicts) goes as it is.
     """
     out = []
     for component, value in zip(components, values, strict=True):
+        if isinstance(component, gr.Chatbot) and isinstance(value, list) and (not value or isinstance(value[0], dict)):
+            out.append(value)
+            continue
         value = component.postprocess(value)
         out.append(value.model_dump() if hasattr(value, "model_dump") else value)
     return out
@@ -144,7 +149,7 @@ class PanelsView:
         panels, metrics = [], []
         for m in (self.slots.get(m, m) for m in MODES):
             if m in self.panels:
-                panels.append(self.panels[m].value() or render.waiting())
+                panels.append(self.panels[m].wire() or WAITING)
                 line = self.metrics(m, running=not final and not self.finished(m))
                 shown_in_place = m in self.slots.values()  # a fork in its mode's own panel says so under it
                 metrics.append(f"**✎ {render.plain(mode_title(m))}** · {line}" if shown_in_place else line)
@@ -154,6 +159,6 @@ class PanelsView:
         frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
         hybrid = next((m for m in self.modes if m not in MODES and m not in self.slots.values()), None)
         if hybrid is not None:
-            frame.fourth = self.panels[hybrid].value() or render.waiting()
+            frame.fourth = self.panels[hybrid].wire() or WAITING
             frame.fourth_metrics = self.metrics(hybrid, running=not final and not self.finished(hybrid))
         return frame

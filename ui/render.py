@@ -135,6 +135,7 @@ class Panel:
     _reasoning_stale: bool = False
     _error: gr.ChatMessage | None = None  # the last model error, until a retry makes it history
     _pause: gr.ChatMessage | None = None  # the "paused after step N" marker, until the mode resumes
+    _wire: dict[int, tuple] = field(default_factory=dict, repr=False)  # id(message) → (message, key, browser form)
 
     @property
     def title(self) -> str:
@@ -228,6 +229,21 @@ class Panel:
     def value(self) -> list[gr.ChatMessage]:
         self._render_live()
         return list(self.messages)
+
+    def wire(self) -> list[dict]:
+        """The messages as the browser receives them; only a message that changed since the last call is
+        converted again (a frame's work follows what changed, not the length of the trace)."""
+        self._render_live()
+        out, kept = [], {}
+        for message in self.messages:
+            key = (message.content, tuple(message.metadata.items()))
+            cached = self._wire.get(id(message))
+            if cached is None or cached[0] is not message or cached[1] != key:
+                cached = (message, key, to_wire([message])[0])
+            kept[id(message)] = cached
+            out.append(cached[2])
+        self._wire = kept
+        return out
 
     def _render_live(self) -> None:
         """Streamed text is rendered when shown, not per token (a frame carries many tokens)."""
@@ -336,6 +352,18 @@ class Panel:
             msg.metadata["log"] = flags
         if len(event.output) > SHORT_OBSERVATION:
             msg.metadata["status"] = "done"  # long web text starts collapsed; short results stay open
+
+
+_converter: gr.Chatbot | None = None
+
+
+def to_wire(messages: list[gr.ChatMessage]) -> list[dict]:
+    """Messages in the browser's form: the Chatbot's own ``postprocess``, serialised (every panel's Chatbot
+    converts text messages alike)."""
+    global _converter
+    if _converter is None:
+        _converter = gr.Chatbot(render=False)
+    return _converter.postprocess(messages).model_dump()
 
 
 def _is_terminal(msg: gr.ChatMessage) -> bool:

@@ -1,15 +1,15 @@
 """One stream adapter: a run → the throttled frames a tab shows, for Compare and Benchmark alike.
 
 A *run* is anything with ``start()``, ``poll(timeout)`` (the next item or None), ``done`` and a
-``close()`` that works from any thread (:class:`agents.comparison.ComparisonRun`,
+``close()`` that works from any thread (:class:`agents.hosting.HostedRun`,
 :class:`agents.evaluation.runner.EvalRun`). A *view* turns the run's items into what the tab shows
 (:class:`StreamView`). :func:`stream` starts the run off the event loop, collects its items every
 :data:`POLL_S`, and yields a frame when there is news — at once for the first text of a panel, else
-at most every :func:`frame_interval` (longer when many runs share the server), and every
+at most every :func:`frame_interval` (ten a second, fewer when many runs stream at once), and every
 :data:`TICK_S` while nothing happens (a live clock, and Gradio's chance to notice a closed tab).
 
-Polling, not a thread per run waking the loop: on 2 cores with 50 runs, those extra threads and their
-hand-offs (each a GIL acquisition) delayed every visitor's frames; a poll costs microseconds.
+A frame costs the same whatever number of tokens it carries, so frames are paced by time, not by
+tokens; polling, not a thread per run waking the loop, keeps the event loop's wake-ups per run fixed.
 
 Stop is a :class:`StopSignal` the tab's Stop button sets for the visitor's session (:class:`Stops`;
 the same table lets Next step / Continue find the session's stepping run):
@@ -33,10 +33,10 @@ from ui.launcher import launcher
 
 log = logging.getLogger(__name__)
 
-THROTTLE_S = 0.05
-FRAME_BUDGET_PER_S = 80  # frames/s for all live runs together (each costs Gradio ~3 ms of CPU) before runs refresh less often
+THROTTLE_S = 0.1  # at most ten frames a second per run
+FRAME_BUDGET_PER_S = 200  # frames a second for all live runs together; past it, each run's frames are rarer
 TICK_S = 1.0  # refresh the live seconds counter this often while nothing happens
-POLL_S = 0.02  # how often a live run's new items are collected
+POLL_S = 0.1  # how often a live run's new items are collected
 _live = 0  # runs and replays streaming right now, in this process
 _live_lock = threading.Lock()
 

@@ -25,6 +25,7 @@ from agents.stepping import StepGate, Stopped
 from tools.registry import ToolRegistry, normalize_name, truncate
 
 STOP = ["Observation:"]
+_LABEL_REACH = 40  # an Observation label ends this many characters into its line at most (agents/parsing._OBS_RE)
 _FINAL = re.compile(r"final\s*answer\s*\**\s*:", re.I)
 
 
@@ -161,6 +162,8 @@ class _Call:
     deltas: list[ToolCallDelta] = field(default_factory=list)
     usage: tuple[int | None, int | None] = (None, None)
     finish: str | None = None
+    line: int = 0  # where the line being written starts: every earlier line was checked for an Observation
+    settled: bool = False  # the line being written is too long to start an Observation any more
 
     @property
     def output(self) -> str:
@@ -171,26 +174,41 @@ class _Call:
         return time.perf_counter() - self.start
 
     def add_text(self, piece: str, stop: list[str] | None) -> Generator[Event, None, bool]:
-        """Show new text as a token event; True when an ``Observation`` line ends the reply here."""
+        """Show new text as a token event; True when an ``Observation`` line ends the reply here.
+
+        Only the line being written is looked at (a line cannot start an Observation once it is
+        long), so a token costs the same early in a reply and late in a long one."""
+        start = len(self.text)
         self.text += piece
-        done = visible = self.text
+        end, cut = len(self.text), None
         if stop:
-            # Break only on a whole "Observation" line; a trailing "Obs" may yet become "Obsidian",
-            # so it is held back from the screen but does not end the stream. Earlier lines were
-            # checked already: scan from the start of the line this chunk extends, not the whole reply.
-            base = self.text.rfind("\n", 0, len(self.text) - len(piece)) + 1
-            tail = cut_observation(self.text[base:], partial=False)
-            done, visible = self.text[:base] + tail, self.text[:base] + cut_observation(tail)
-        if len(visible) > self.shown:
+            cut = self._observation_at(start)
+            if cut is not None:
+                self.text, end = self.text[:cut], cut
+            elif not self.settled:  # a trailing "Obs" may yet become "Obsidian": held back, not an end
+                end = self.line + len(cut_observation(self.text[self.line :]))
+        if end > self.shown:
             # Once the answer began it stays the answer; before that only new text (and a short
             # overlap for a label split across chunks) can hold "Final Answer:".
-            self.answer_only = self.answer_only or bool(_FINAL.search(visible, max(0, self.shown - 64)))
-            yield TokenDelta(visible[self.shown:], "answer" if self.answer_only else "thought")
-            self.shown = len(visible)
-        if len(done) < len(self.text):
-            self.text = done
-            return True
-        return False
+            self.answer_only = self.answer_only or bool(_FINAL.search(self.text, max(0, self.shown - 64), end))
+            yield TokenDelta(self.text[self.shown : end], "answer" if self.answer_only else "thought")
+            self.shown = end
+        return cut is not None
+
+    def _observation_at(self, start: int) -> int | None:
+        """Where a line that begins an Observation starts, if the text from ``start`` on made one; else None."""
+        text = self.text
+        while True:
+            newline = text.find("\n", max(start, self.line))
+            end = len(text) if newline < 0 else newline + 1
+            if not self.settled:
+                line = text[self.line : end]
+                if len(cut_observation(line, partial=False)) < len(line):
+                    return self.line
+                self.settled = len(line.lstrip(" \t-+>#*_")) > _LABEL_REACH
+            if newline < 0:
+                return None
+            self.line, self.settled = newline + 1, False
 
 
 def _usage(usage: tuple[int | None, int | None], messages: list[Message], output: str, elapsed: float) -> Usage:

@@ -112,4 +112,4 @@ def observation_text(result: StepResult) -> str:
 
 
 CODEACT = register(ModeSpec("codeact", "CodeAct", codeact, kind="hybrid", prompt="codeact", uses_tools=True,
-                            order=30))
+                            order=40))

@@ -211,4 +211,4 @@ def _cut(text: str, limit: int) -> str:
 
 REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, kind="hybrid", table_title="ReAct + Reflexion",
                               paper_row="ReAct + Reflexion", uses_tools=True, options=("trials", "expected"),
-                              order=30))
+                              order=50))

@@ -67,6 +67,8 @@ async def collect(gen) -> list:
 def text_of(panel) -> str:
     panel = panel.get("value", panel) if isinstance(panel, dict) else panel
     messages = [m if isinstance(m, dict) else {"content": m.content, "metadata": m.metadata} for m in panel]
+    messages = [{**m, "content": "".join(p.get("text", "") for p in m["content"])} if isinstance(m.get("content"), list)
+                else m for m in messages]  # a live panel's messages are in the browser's form
     return " ".join(str(m.get("content")) + str((m.get("metadata") or {}).get("title", "")) for m in messages)
 
 

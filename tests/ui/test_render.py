@@ -285,6 +285,13 @@ def collect(agen) -> list:
     return asyncio.run(run())
 
 
+def content(message) -> str:
+    """A panel message's text, whether a ChatMessage or already in the browser's form (a live panel's)."""
+    if hasattr(message, "content"):
+        return str(message.content)
+    return "".join(part.get("text", "") for part in message["content"])
+
+
 def test_replay_plays_back_with_pacing():
     rec = load_recording(json.dumps({"question": "q", "traces": {"react": react_trace().to_dict()}}))
     start = time.perf_counter()
@@ -293,10 +300,10 @@ def test_replay_plays_back_with_pacing():
     assert 0.7 / 4 <= took < 0.7  # events span 0.7 s; 4× faster
     assert frames[0].question == "q"
     last = frames[-1]
-    assert "Final answer" in last.panels[2][-1].content and "not run" in last.panels[0][0].content
+    assert "Final answer" in content(last.panels[2][-1]) and "not run" in content(last.panels[0][0])
     assert "ReAct" in last.table and last.metrics[2].startswith("1 step")
     instant = collect(replay(rec, "instant"))
-    assert len(instant) == 2 and instant[-1].panels[2][-1].content == last.panels[2][-1].content
+    assert len(instant) == 2 and content(instant[-1].panels[2][-1]) == content(last.panels[2][-1])
 
 
 # -- live runs (no HTTP: a fake model) ---------------------------------------------------------
@@ -328,8 +335,8 @@ def test_live_run_error_stays_in_its_panel(registry):
     frames = collect(live_run("What is 2+2?", "All", MODES, settings, registry, make_config("text", 5, 0.2),
                               model_factory=FakeModel, export=False))
     think, act, react = frames[-1].panels
-    assert "Model error" in think[-1].content and "HTTP 500" in think[-1].content
-    assert "Final answer" in act[-1].content and "Final answer" in react[-1].content
+    assert "Model error" in content(think[-1]) and "HTTP 500" in content(think[-1])
+    assert "Final answer" in content(act[-1]) and "Final answer" in content(react[-1])
     assert "Done" in frames[-1].status and "Agrees with" in frames[-1].table
 
 
@@ -338,7 +345,7 @@ def test_live_run_refuses_without_calling_the_model(registry):
     frames = collect(live_run("What is 2+2?", "All", MODES, LLMSettings(), registry, make_config("text", 5, 0.2),
                               model_factory=FakeModel))
     assert len(frames) == 1 and NOT_CONFIGURED[:30] in frames[0].status
-    assert "No model is configured" in frames[0].panels[1][0].content
+    assert "No model is configured" in content(frames[0].panels[1][0])
     assert FakeModel.calls == []
 
 
