@@ -8,7 +8,6 @@ Layout and wiring only: the Compare handlers live in ``ui/compare_tab.py``, the 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -21,13 +20,15 @@ from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
+from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
+from patches.gradio_inputs import OptionalTrailingInputs
 from tools.registry import ToolRegistry
-from ui import bench_open, fork_tab, mcp_tool, page_cache, serving, sessions, tabs
+from ui import bench_open, fork_tab, mcp_tool, tabs
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
 from ui.frame import Outputs
-from ui.inputs import OptionalTrailingInputs, lenient
+from ui.inputs import lenient
 from ui.launcher import launcher
 from ui.recording import MAX_REPLAY_BYTES
 from ui.render import HYBRIDS, MODE_CHOICES, MODES
@@ -41,15 +42,15 @@ from ui.verdicts import MAX_EXPECTED_CHARS
 MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
+BURST = 32  # submissions that may arrive between two looks of Gradio's queue for new events (patches/gradio_queue.py)
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
 class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
-    """``gr.Blocks`` whose server, once launched, checks logins on the event loop (see ui/serving.py),
-    answers the page and its static files from memory (ui/page_cache.py), sets its start-up heap aside from
-    garbage collection (agents/gc_tuning.py),
-    serves MCP with one tool unless ``APP_MCP=0`` (ui/mcp_tool.py), and lets REST callers of ``/compare``
-    omit its last input (``expected``, added later)."""
+    """``gr.Blocks`` with this app's framework patches (``patches/``): MCP with one tool unless ``APP_MCP=0``,
+    REST callers of ``/compare`` may omit its last input (``expected``, added later), and once launched the
+    page and its static files come from memory; a launch that serves until stopped sets its start-up heap
+    aside from garbage collection (agents/gc_tuning.py) and starts the run workers."""
 
     optional_tail = {"compare": 1, "compare_step": 1}
 
@@ -57,8 +58,6 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
         block = not kwargs.get("prevent_thread_lock", False)
         kwargs["prevent_thread_lock"] = True
         result = super().launch(*args, **kwargs)
-        serving.async_login_check(self.server_app, self)
-        serving.resolve_annotations(self)  # Gradio reads every handler's type hints at every event
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
         launcher.call(hosting.start_default_host)  # the live runs' worker processes, off the event loop
         if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
@@ -67,21 +66,12 @@ class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
         return result
 
 
-def skip_matplotlib_probe() -> None:
-    """Gradio tries ``import matplotlib`` twice per handler call (every streamed frame) to switch its
-    backend. Without matplotlib installed each try scans ``sys.path`` again — a dozen ``stat``
-    calls on the event loop, each a chance to lose the GIL to the run threads: under a 300-run
-    flood, most of the loop's time. A ``None`` in ``sys.modules`` makes the failing import instant."""
-    if "matplotlib" not in sys.modules and importlib.util.find_spec("matplotlib") is None:
-        sys.modules["matplotlib"] = None  # type: ignore[assignment]
-
-
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
                model_factory: ModelBuilder | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
-    sessions.install()  # per-visitor state: cheap to make, given back when idle
-    skip_matplotlib_probe()
+    gradio_sessions.install(app_settings().session_ttl_s)  # per-visitor state: cheap to make, given back when idle
+    matplotlib_probe.install()
     if registry is None:
         from tools import default_registry
 
@@ -127,8 +117,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     # its limit is a backstop against floods, above our line so that visitors see our message first.
     # status_update_rate: Gradio's "auto" sends every queued event an estimate each time any event starts
     # (O(n²) messages): 300 submissions at once then waited ~10 s for their first word, ~2 s with this.
-    demo.queue(default_concurrency_limit=limits.concurrency, max_size=2 * (limits.concurrency + limits.queue_size),
-               status_update_rate=1.0)
+    demo.queue(default_concurrency_limit=limits.concurrency,
+               max_size=2 * (limits.concurrency + limits.queue_size) + BURST, status_update_rate=1.0)
+    gradio_queue.install(demo)  # the queue's idle polling, slowed down (patches/gradio_queue.py)
     return demo
 
 

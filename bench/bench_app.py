@@ -167,6 +167,11 @@ def errors_of(visits: list[Visit]) -> list[str]:
     return out
 
 
+def app_env(args: argparse.Namespace) -> dict[str, str]:
+    """The app process's environment beyond the machine's: framework patches turned off (``--patches-off``)."""
+    return {"APP_PATCHES_OFF": ",".join(args.patches_off)} if args.patches_off else {}
+
+
 def measured_crowd(stack: Stack, n: int, *, stagger: float = 0.0) -> dict:
     """``n`` visitors at once (fresh questions), measured: wall, errors, first text and last frame against the
     stand-in's own times, and the CPU of the app's processes per streamed token."""
@@ -201,7 +206,7 @@ def scale(args: argparse.Namespace) -> dict:
     """One visitor alone, then each crowd: wall(N)/wall(1), errors, first text, last frame, CPU per token."""
     out: dict = {"latency_s": args.latency, "tokens_per_s": round(1 / args.token_delay), "words": args.words,
                  "runs": {}}
-    with Stack(args.latency, args.token_delay, stub=args.stub, words=args.words) as stack:
+    with Stack(args.latency, args.token_delay, stub=args.stub, words=args.words, env=app_env(args)) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up: imports, first connections
         out["alone"] = alone = measured_crowd(stack, 1)
         out["wall1_s"] = alone["wall_s"]
@@ -216,7 +221,7 @@ def scale(args: argparse.Namespace) -> dict:
 def fast(args: argparse.Namespace) -> dict:
     """One visitor, All, each mode's reply streamed at ``--fast-rate`` tokens a second (long replies): how long
     after the stand-in's last token the visitor's last frame arrives, and the CPU per token."""
-    with Stack(args.latency, 1 / args.fast_rate, stub=args.stub, words=max(args.words, 300)) as stack:
+    with Stack(args.latency, 1 / args.fast_rate, stub=args.stub, words=max(args.words, 300), env=app_env(args)) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])
         run = measured_crowd(stack, 1)
     return {"tokens_per_s": args.fast_rate, **run}
@@ -224,7 +229,7 @@ def fast(args: argparse.Namespace) -> dict:
 
 def memory(args: argparse.Namespace) -> dict:
     """RSS of the app before and after ``--runs`` runs, each from a new session, ``--parallel`` at a time."""
-    with Stack(0.05, 0.002, stub=args.stub) as stack:
+    with Stack(0.05, 0.002, stub=args.stub, env=app_env(args)) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(args.parallel)])  # warm-up
         for _ in range(2):  # two warm rounds: lazy imports, caches and pools reach their steady size
             crowd(stack.url, [question(8000 + k) for k in range(args.parallel)])
@@ -278,7 +283,7 @@ def get_text(url: str, path: str) -> str:
 
 def flood(args: argparse.Namespace) -> dict:
     """``--flood`` runs submitted at once: what each visitor hears first, and how the page loads meanwhile."""
-    with Stack(args.latency, args.token_delay, stub=args.stub) as stack:
+    with Stack(args.latency, args.token_delay, stub=args.stub, env=app_env(args)) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up
         quiet: list[float] = []
         stop = threading.Event()
@@ -335,6 +340,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fast-rate", type=float, default=1000.0, help="fast: tokens a second in each stream")
     parser.add_argument("--stub", choices=["async", "thread"], default="async",
                         help="the stand-in model: asyncio (default; paces like a server on its own hardware) or the tests' thread stub")
+    parser.add_argument("--patches-off", nargs="+", default=[], metavar="NAME",
+                        help="run the app without these framework patches (patches/: APP_PATCHES_OFF), or 'all'")
     parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
     args = parser.parse_args(argv)
     result: dict = {"cores": os.cpu_count(), "loadavg": os.getloadavg()[0]}

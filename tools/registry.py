@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib
-import importlib.util
 import inspect
 import json
 import logging
@@ -110,18 +109,13 @@ ToolRef = tuple[str, str]  # (module, attribute): where another process imports 
 
 
 def tool_ref(t: Tool) -> ToolRef | None:
-    """Where ``t`` can be imported from by another process (the module-level name of its declaration), or None
-    when it cannot: a tool built inside a function, or in a module loaded by path."""
+    """The module-level name ``t`` is declared under, ``(module, attribute)``, or None for a tool built inside a
+    function (whether another process can import that module is for the caller to judge)."""
     module = getattr(t.fn, "__module__", None)
     name = getattr(t.fn, "__name__", "")
-    loaded = sys.modules.get(module or "")
-    if module in (None, "__main__") or getattr(loaded, name, None) is not t:
+    if module in (None, "__main__") or getattr(sys.modules.get(module or ""), name, None) is not t:
         return None
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        found = False
-    return (module, name) if found else None
+    return module, name
 
 
 def tool_from_ref(ref: ToolRef) -> Tool:

@@ -7,7 +7,6 @@ The picker lists the items (those where the modes disagree first, by default onl
 as a replayed export (``ui/share_tab.run_on_screen``), so a class can look at why ReAct missed item 17.
 """
 
-from __future__ import annotations
 
 import asyncio
 import itertools

@@ -7,7 +7,6 @@ ends in-flight streams at once; the pairs already finished are kept and shown. T
 ``concurrency_id`` so a long benchmark never holds up the Compare tab, and only a few benchmarks run at a time.
 """
 
-from __future__ import annotations
 
 import asyncio
 import contextlib

@@ -6,7 +6,6 @@ They live here, not in closures inside ``build_demo``, so tests call them withou
 Every request is checked once, by :func:`check_request`, before anything runs.
 """
 
-from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass

@@ -13,7 +13,6 @@ item) or the replayed file (``ui/forking.py``); a paused stepping run is read fr
 stopped when the fork starts, so two streams never write the same panels.
 """
 
-from __future__ import annotations
 
 import asyncio
 import logging

@@ -133,21 +133,3 @@ def lenient(slider: gr.Slider) -> gr.Slider:
 
     slider.preprocess = preprocess  # type: ignore[method-assign]
     return slider
-
-
-class OptionalTrailingInputs:
-    """Mixin for ``gr.Blocks``: a raw REST call that omits an endpoint's last, optional inputs gets None for them.
-
-    Gradio refuses a call with fewer inputs than the endpoint has ("didn't receive enough input
-    values"), so appending an optional input (``/compare``'s ``expected``) would break every REST
-    client written before it; gradio_client callers fill it from the endpoint's defaults anyway.
-    ``optional_tail`` maps an api_name to how many trailing inputs may be left out.
-    """
-
-    optional_tail: dict[str, int] = {}
-
-    def validate_inputs(self, block_fn: Any, inputs: list[Any]) -> None:
-        missing = len(block_fn.inputs) - len(inputs)
-        if 0 < missing <= self.optional_tail.get(str(block_fn.api_name), 0):
-            inputs.extend([None] * missing)
-        super().validate_inputs(block_fn, inputs)  # type: ignore[misc]

@@ -1,13 +1,9 @@
 """The app as an MCP server with exactly one tool, ``compare_reasoning_modes``.
 
-Gradio's built-in MCP server (``launch(mcp_server=True)``, served at ``/gradio_api/mcp/``) turns
-*every* public API endpoint into a tool, named after its Python function (gradio/mcp.py,
-``GradioMCPServer.get_tool_to_endpoint``; ``list_tools`` and ``call_tool`` both read that map).
-Here that would expose ``/compare``, ``/replay``, ``/prompts`` and the Benchmark tab's endpoints,
-which must stay public API endpoints (they are contracts). So :class:`OneToolMCP` narrows the map
-to our one tool the moment Gradio creates the server, before it serves anything; the tool
-registry's own tools (search, Python sandbox, ...) are never endpoints, so no MCP caller gets an
-open proxy to them.
+Gradio's built-in MCP server (``launch(mcp_server=True)``, served at ``/gradio_api/mcp/``) would make
+*every* public API endpoint a tool; :class:`OneToolMCP` serves this one only, or no MCP at all
+(``patches/gradio_mcp.py``). The tool registry's own tools (search, Python sandbox, ...) are never
+endpoints, so no MCP caller gets an open proxy to them.
 
 The tool runs on the engine (:class:`agents.comparison.ComparisonRun` → one :class:`Trace` per
 mode → :func:`agents.correctness.judge`), with the app's settings and defaults, the same input
@@ -15,26 +11,25 @@ checks as Compare, and the same line (``ui/admission.py``): an MCP call waits fo
 any visitor. ``APP_MCP=0`` turns the MCP server off.
 """
 
-from __future__ import annotations
 
 import contextlib
 import importlib.util
 import io
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
-from agents.comparison import ComparisonRun, validate_question
+from agents.comparison import validate_question
 from agents.correctness import clean_expected, judge
-from agents.llm.base import ChatModel, ModelBuilder
-from agents.llm.hf import HFInferenceModel
+from agents.hosting import make_run
+from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_title
 from agents.trace import Trace
+from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
 from ui.admission import Admission, Full
 from ui.inputs import make_config
@@ -61,22 +56,11 @@ def mcp_enabled() -> bool:
     return True
 
 
-def restrict(server: Any) -> None:
-    """Leave ``compare_reasoning_modes`` as the server's only tool (none at all if it is missing).
+class OneToolMCP(OneTool):
+    """Mixin for ``gr.Blocks``: MCP on unless ``APP_MCP=0``, serving :data:`TOOL_NAME` only
+    (``patches/gradio_mcp.py``)."""
 
-    No Space-name prefix either: the tool has the same name on a Space and on a laptop.
-    """
-    endpoint = "/" + TOOL_NAME
-    found = endpoint in server.tool_to_endpoint.values()
-    if not found:
-        log.error("MCP: the %s endpoint was not found; the MCP server offers no tool", endpoint)
-    server.tool_prefix = ""
-    server.tool_to_endpoint = {TOOL_NAME: endpoint} if found else {}
-
-
-class OneToolMCP:
-    """Mixin for ``gr.Blocks``: MCP on unless ``APP_MCP=0``, and whenever Gradio creates its MCP server,
-    :func:`restrict` it at once."""
+    one_tool = TOOL_NAME
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("mcp_server", mcp_enabled())
@@ -86,16 +70,6 @@ class OneToolMCP:
             with contextlib.redirect_stdout(io.StringIO()):
                 return super().launch(*args, **kwargs)  # type: ignore[misc]
         return super().launch(*args, **kwargs)  # type: ignore[misc]
-
-    @property
-    def mcp_server_obj(self) -> Any:
-        return self.__dict__.get("_one_tool_mcp")
-
-    @mcp_server_obj.setter
-    def mcp_server_obj(self, server: Any) -> None:
-        if server is not None:
-            restrict(server)
-        self.__dict__["_one_tool_mcp"] = server
 
 
 def parse_modes(modes: Any) -> tuple[str, ...] | str:
@@ -159,11 +133,13 @@ class _Collect:
         return outcome
 
 
-async def run_traces(question: str, modes: tuple[str, ...], make_model: Callable[[], ChatModel],
-                     registry: ToolRegistry, config: RunConfig) -> dict[str, Trace]:
-    """Run the modes to the end on the engine through the one stream adapter (``ui/stream.py``: started off
-    the event loop, polled, closed however it ends — a cancelled call stops every mode)."""
-    run = ComparisonRun(question, modes, model_factory=make_model, registry=registry, config=config)
+async def run_traces(question: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
+                     config: RunConfig, model_factory: ModelBuilder | None = None,
+                     expected: str | None = None) -> dict[str, Trace]:
+    """Run the modes to the end, hosted like a Compare run (``agents/hosting``), through the one stream adapter
+    (``ui/stream.py``: started off the event loop, polled, closed however it ends — a cancelled call stops
+    every mode)."""
+    run = make_run(question, modes, settings, registry, config, model_factory, options={"expected": expected})
     view = _Collect(question, modes)
     outcome = [o async for o in stream(run, view)][-1]  # the view shows nothing while running: only its end
     if outcome.failure is not None:
@@ -174,7 +150,6 @@ async def run_traces(question: str, modes: tuple[str, ...], make_model: Callable
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
              model_factory: ModelBuilder | None = None) -> None:
     """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
-    make = model_factory or HFInferenceModel
 
     async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
                                       expected: str | None = None) -> str:
@@ -201,7 +176,8 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
             async for _place in ticket.wait():
                 pass
             config = make_config("text", 5, 0.2, settings.max_tokens)  # the Compare tab's defaults
-            traces = await run_traces(question, chosen, lambda: make(settings), registry, config)
+            traces = await run_traces(question, chosen, settings, registry, config, model_factory,
+                                      clean_expected(expected))
         finally:
             ticket.release()
         return json.dumps(result(question, clean_expected(expected), traces), ensure_ascii=False)

@@ -5,7 +5,6 @@ the same path as the Replay button (``ui/replay.open_recording`` + ``ui/playback
 run shows exactly what its export would.
 """
 
-from __future__ import annotations
 
 import asyncio
 import logging

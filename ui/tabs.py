@@ -3,7 +3,6 @@
 A new tab is ``with gr.Tab("Name"): build_something(...)`` in ``app.py``.
 """
 
-from __future__ import annotations
 
 import json
 from collections.abc import Mapping

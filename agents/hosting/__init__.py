@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import importlib.machinery
+import sys
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from agents.hosting.host import Host, HostedRun, LocalHost
-from agents.hosting.processes import WORKER_DIED, ProcessHost
+from agents.hosting.processes import ROOT, WORKER_DIED, ProcessHost
 from agents.hosting.worker import RunSpec
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
@@ -68,6 +71,16 @@ def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, reg
     return _hosted(spec, registry)
 
 
+def importable(module: str) -> bool:
+    """Whether a worker process can import ``module``: from the project's root or an installed package — not
+    from a folder only this process has on its path (a test runner's), nor a module loaded by file path."""
+    paths = [str(ROOT)] + [p for p in sys.path if p and not Path(p).resolve().is_relative_to(ROOT)]
+    try:
+        return importlib.machinery.PathFinder.find_spec(module.partition(".")[0], paths) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _config_fields(config: RunConfig) -> dict[str, Any]:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in ("cancel", "stepper")}
 
@@ -76,7 +89,8 @@ def _hosted(spec: RunSpec, registry: ToolRegistry) -> HostedRun:
     """In a worker when the run can travel there (its tools as import references, no injected model) and no
     setting keeps it here; else in this process, with the registry itself."""
     refs = [tool_ref(t) for t in registry.tools]
-    if spec.model_factory is None and all(refs) and not spec.settings.max_concurrent and workers_from_env() > 0:
+    travels = spec.model_factory is None and all(ref is not None and importable(ref[0]) for ref in refs)
+    if travels and not spec.settings.max_concurrent and workers_from_env() > 0:
         placed = dataclasses.replace(spec, tools=tuple(refs), max_output_chars=registry.max_output_chars)  # type: ignore[arg-type]
         return HostedRun(placed, default_host())
     return HostedRun(dataclasses.replace(spec, registry=registry), local_host())

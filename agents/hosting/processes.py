@@ -1,5 +1,5 @@
 """Worker processes for live runs (``APP_RUN_WORKERS`` of them): :class:`ProcessHost` and one :class:`_Worker` per
-process — its command pipe, and one reader thread routing its batches (``python -m agents.hosting.worker``)."""
+process — its command pipe, and one reader thread routing its batches (``python -m agents.hosting``)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "agents.hosting.worker", str(cmd_r), str(evt_w)],
+            self.proc = subprocess.Popen([sys.executable, "-m", "agents.hosting", str(cmd_r), str(evt_w)],
                                          pass_fds=(cmd_r, evt_w), stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
         finally:
             os.close(cmd_r)

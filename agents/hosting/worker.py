@@ -1,6 +1,6 @@
 """Where live runs run: a :class:`RunWorker` starts runs from their specs and sends their events in batches.
 
-The app's runs are hosted (:mod:`agents.hosting`): in a worker process (``python -m agents.hosting.worker CMD_FD
+The app's runs are hosted (:mod:`agents.hosting`): in a worker process (``python -m agents.hosting CMD_FD
 EVENT_FD``, so the modes' HTTP streams use another core than the app's event loop), or, with the same code,
 in the app's own process. Commands come in by run id (``start``, ``close``, ``step``, ``resume``, ``pause``);
 each run is an ordinary :class:`~agents.comparison.ComparisonRun` whose sink is the worker's :class:`Outbox`.
@@ -203,7 +203,8 @@ class RunWorker:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m agents.hosting.worker CMD_FD EVENT_FD``: serve runs until the app closes the command pipe."""
+    """The worker process (``python -m agents.hosting CMD_FD EVENT_FD``): serve runs until the app closes the
+    command pipe."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="run-worker: %(levelname)s %(name)s: %(message)s")
     commands = Connection(int(argv[0]), writable=False)
     events = Connection(int(argv[1]), readable=False)
@@ -232,6 +233,3 @@ def main(argv: list[str]) -> None:
     worker.close_all()
     os._exit(0)  # daemon threads (streams being cancelled) must not keep the worker alive
 
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -10,12 +10,12 @@ thread is reading or writing right now. :func:`abort_thread` shuts down exactly 
 socket: the Stop button then ends a waiting request at once instead of at ``LLM_TIMEOUT``,
 and no other visitor's connection is touched.
 
-Two hooks, both kept in this module: huggingface_hub's public ``set_client_factory`` (its only way
-to configure the client ``InferenceClient`` uses: 2.4 has no per-client HTTP client, every request
-goes through the process-wide ``get_session()``, so this cannot be scoped to our clients alone; for
-any other caller the backend only records sockets, and nothing but our own threads is ever aborted),
-and one private attribute of httpx2, set in :func:`attach_backend` and nowhere else.
-``tests/agents/test_llm_abort.py`` fails with a clear message when either moves.
+It is installed through huggingface_hub's public ``set_client_factory`` (its only way to configure
+the client ``InferenceClient`` uses: 2.4 has no per-client HTTP client, every request goes through
+the process-wide ``get_session()``, so this cannot be scoped to our clients alone; for any other
+caller the backend only records sockets, and nothing but our own threads is ever aborted). Putting
+the backend under the client's pool needs one private attribute of httpx2: that is a patch, in
+``patches/httpx_backend.py``.
 """
 
 from __future__ import annotations
@@ -25,19 +25,19 @@ import logging
 import socket
 import ssl
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
 from huggingface_hub.utils import _http as hf_http
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 
+from patches.httpx_backend import attach_backend
+
 # Every run streams one reply per mode through the one shared client: 50 visitors running All
 # are 150 streams at once, over httpx's default cap of 100 connections (the rest wait for a free
 # connection, i.e. for someone else's reply to end) and 20 kept alive (the rest reconnect per call).
 POOL_LIMITS = httpx.Limits(max_connections=1024, max_keepalive_connections=256)
-HOOK_MISSING = ("httpx2's transport no longer has _pool._network_backend: Stop will end a request still waiting "
-                "for headers only at LLM_TIMEOUT (update agents/llm/abort.py.attach_backend)")
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,8 @@ _lock = threading.Lock()
 _installed = False
 
 
-@contextlib.contextmanager
-def _using(stream: httpcore2.NetworkStream) -> Iterator[None]:
-    sock = stream.get_extra_info("socket")
+def _enter(sock: socket.socket) -> int:
+    """Note that this thread now blocks on ``sock`` (shut it down at once if an abort came first)."""
     tid = threading.get_ident()
     with _lock:
         _active[tid] = sock
@@ -57,27 +56,36 @@ def _using(stream: httpcore2.NetworkStream) -> Iterator[None]:
     if stop:  # close() came first: fail this read at once rather than wait for the server
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-    try:
-        yield
-    finally:
-        with _lock:
-            if _active.get(tid) is sock:
-                del _active[tid]
+    return tid
+
+
+def _leave(tid: int, sock: socket.socket) -> None:
+    with _lock:
+        if _active.get(tid) is sock:
+            del _active[tid]
 
 
 class _Stream(httpcore2.NetworkStream):
-    """Delegates to the real stream, registering the socket while this thread blocks on it."""
+    """Delegates to the real stream, registering the socket while this thread blocks on it (every read of
+    every streamed chunk passes here: plain calls, no context manager)."""
 
     def __init__(self, inner: httpcore2.NetworkStream) -> None:
         self._inner = inner
+        self._sock = inner.get_extra_info("socket")
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        with _using(self._inner):
+        tid = _enter(self._sock)
+        try:
             return self._inner.read(max_bytes, timeout)
+        finally:
+            _leave(tid, self._sock)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        with _using(self._inner):
+        tid = _enter(self._sock)
+        try:
             self._inner.write(buffer, timeout)
+        finally:
+            _leave(tid, self._sock)
 
     def close(self) -> None:
         self._inner.close()
@@ -85,8 +93,11 @@ class _Stream(httpcore2.NetworkStream):
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore2.NetworkStream:
-        with _using(self._inner):
+        tid = _enter(self._sock)
+        try:
             return _Stream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+        finally:
+            _leave(tid, self._sock)
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
@@ -111,31 +122,18 @@ class _Backend(httpcore2.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def attach_backend(client: httpx.Client, backend: httpcore2.NetworkBackend) -> bool:
-    """Put ``backend`` under ``client``'s connection pool; False when httpx2 no longer has the attribute.
-
-    The one private hook of this app: httpx has no public way to choose the network backend.
-    """
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    if pool is None or not hasattr(pool, "_network_backend"):
-        return False
-    pool._network_backend = backend
-    return True
-
-
 def _client_factory() -> Any:
     """huggingface_hub's default client with :data:`POOL_LIMITS`, and our backend under its transport.
 
     The hooks, redirects and timeout are copied from huggingface_hub's own factory, which has no
-    parameter for the limits. If :func:`attach_backend` fails we keep the client, say so in the
-    log, and only lose early aborts.
+    parameter for the limits. Putting the backend there is a patch (``patches/httpx_backend.py``): if it
+    cannot be done we keep the client, the log says so, and only early aborts are lost.
     """
     default = hf_http.default_client_factory()
     client = httpx.Client(event_hooks=default.event_hooks, follow_redirects=default.follow_redirects,
                           timeout=default.timeout, headers=default.headers, limits=POOL_LIMITS)
     default.close()
-    if not attach_backend(client, _Backend()):
-        log.warning(HOOK_MISSING)
+    attach_backend(client, _Backend())  # else: one log line, and a request waiting for headers ends at LLM_TIMEOUT
     return client
 
 

@@ -1,5 +1,6 @@
-"""The two hooks agents/llm/abort.py relies on, checked so that an upgrade of huggingface_hub or httpx2 fails
-here with a clear message instead of silently making Stop wait for LLM_TIMEOUT; and the client's failure log."""
+"""The two hooks agents/llm/abort.py relies on (huggingface_hub's set_client_factory, and the httpx2 patch in
+patches/httpx_backend.py), checked so that an upgrade fails here with a clear message instead of silently
+making Stop wait for LLM_TIMEOUT; and the client's failure log."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from huggingface_hub.utils import _http as hf_http
 from huggingface_hub.utils import httpx
 
 from agents.llm import abort
+from patches import httpx_backend
 
 
 def test_httpx2_still_lets_us_choose_the_network_backend():
     client = httpx.Client()
     backend = abort._Backend()
     try:
-        assert abort.attach_backend(client, backend), (
-            "httpx2 moved Client._transport._pool._network_backend: update agents/llm/abort.py.attach_backend, "
+        assert httpx_backend.attach_backend(client, backend), (
+            "httpx2 moved Client._transport._pool._network_backend: update patches/httpx_backend.py, "
             "or Stop will end a request still waiting for headers only at LLM_TIMEOUT")
         assert client._transport._pool._network_backend is backend
     finally:
@@ -35,11 +37,12 @@ def test_inference_client_still_uses_huggingface_hub_s_shared_session():
 
 
 def test_a_missing_attribute_is_said_in_the_log_and_the_client_still_works(caplog, monkeypatch):
-    monkeypatch.setattr(abort, "attach_backend", lambda client, backend: False)
-    with caplog.at_level(logging.WARNING, logger="agents.llm.abort"):
+    monkeypatch.setattr(httpx_backend, "problem", lambda client: "no _pool._network_backend any more")
+    with caplog.at_level(logging.WARNING, logger="patches"):
         client = abort._client_factory()
     client.close()
-    assert abort.HOOK_MISSING in caplog.text and isinstance(client, httpx.Client)
+    assert "patch httpx_network_backend is off: no _pool._network_backend" in caplog.text
+    assert isinstance(client, httpx.Client) and not isinstance(client._transport._pool._network_backend, abort._Backend)
 
 
 def test_the_backend_wraps_httpcore2_s_sync_backend():

@@ -8,9 +8,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.pop("SPACE_ID", None)  # never build the Space variant (login button) by accident
 
 import contextlib
-import importlib.util
+import importlib
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,14 +96,9 @@ def panel_text(panel: list) -> str:
 
 
 def _load_fault_kit():
-    """tests/app/fault_kit.py as a module (test modules here are not a package, so it is loaded by path)."""
-    name = "app_fault_kit"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("fault_kit.py"))
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules[name] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return sys.modules[name]
+    """tests/app/fault_kit.py, imported by its package name (``tests`` is a namespace package from the project's
+    root), so a run worker process imports its tools too and the fault tests take the production path."""
+    return importlib.import_module("tests.app.fault_kit")
 
 
 class AppKit:

@@ -135,8 +135,9 @@ def test_max_tokens_is_the_last_compare_input_and_reaches_the_model(client, stub
 
 
 def test_prompts_view(client):
-    think, act, react = client.predict(protocol="tools", max_steps=3, tools=["calculate"], api_name="/prompts")
+    think, act, react, *others = client.predict(protocol="tools", max_steps=3, tools=["calculate"], api_name="/prompts")
     assert "calculate" in act and "[tools" in act and "at most 3" not in think
+    assert len(others) == 1 and "calculate(" in others[0]  # CodeAct: the tools as Python functions
     assert "[system]" in react and "<question>" in react
 
 

@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 import app
 import ui.settings as ui_settings
 from agents.llm.stub_server import StubLLMServer, StubReply
+from patches import gradio_mcp
 from ui import mcp_tool
 
 QUESTION = "What is 17 * 23 + 5?"
@@ -111,19 +112,37 @@ def test_gradio_schema_route_lists_only_the_tool(url):
     assert [t["name"] for t in schema] == ["compare_reasoning_modes"]
 
 
-def test_restrict_keeps_one_tool_and_fails_closed():
-    class Server:  # what gradio.mcp.GradioMCPServer builds: every public endpoint, named after its function
-        tool_prefix = "space_"
-        tool_to_endpoint = {"space_compare": "/compare", "space_play": "/replay",
-                            "space_compare_reasoning_modes": "/compare_reasoning_modes"}
+class FakeServer:
+    """What gradio.mcp.GradioMCPServer builds (6.31): every public endpoint a tool, named after its function."""
 
-    server = Server()
-    mcp_tool.restrict(server)
-    assert server.tool_to_endpoint == {"compare_reasoning_modes": "/compare_reasoning_modes"}
-    assert server.tool_prefix == ""
-    server.tool_to_endpoint = {"space_compare": "/compare"}
-    mcp_tool.restrict(server)
-    assert server.tool_to_endpoint == {}
+    def __init__(self, endpoints: list[str]) -> None:
+        self.tool_prefix = "space_"
+        self.api_info = {"named_endpoints": {e: {"parameters": []} for e in endpoints}, "unnamed_endpoints": {}}
+        self.tool_to_endpoint = self.get_tool_to_endpoint()
+
+    def get_tool_to_endpoint(self) -> dict[str, str]:
+        return {self.tool_prefix + e.lstrip("/"): e for e in self.api_info["named_endpoints"]}
+
+
+def test_narrowing_keeps_one_tool_or_refuses_the_server():
+    server = FakeServer(["/compare", "/replay", "/compare_reasoning_modes"])
+    assert gradio_mcp.narrow(server, "compare_reasoning_modes") is None
+    assert server.tool_to_endpoint == server.get_tool_to_endpoint() == {"compare_reasoning_modes": "/compare_reasoning_modes"}
+    assert "not among" in gradio_mcp.narrow(FakeServer(["/compare"]), "compare_reasoning_modes")
+    stale = FakeServer(["/compare", "/compare_reasoning_modes"])
+    stale.get_tool_to_endpoint = lambda: {"compare": "/compare"}  # a Gradio that derives its tools elsewhere
+    assert "would still offer" in gradio_mcp.narrow(stale, "compare_reasoning_modes")
+    del stale.api_info
+    assert "not built as expected" in gradio_mcp.narrow(stale, "compare_reasoning_modes")
+
+
+def test_without_the_patch_the_app_serves_no_mcp_at_all(kit, monkeypatch):
+    monkeypatch.setenv("APP_PATCHES_OFF", "gradio_mcp_one_tool")
+    demo = app.build_demo(settings=kit.settings(StubLLMServer()), registry=kit.registry())
+    with kit.launched(demo) as base:
+        assert httpx.get(base.rstrip("/") + "/gradio_api/mcp/schema", timeout=10).status_code == 404
+        assert httpx.get(base + "config", timeout=10).status_code == 200  # the rest of the app is there
+    assert demo.mcp_server is False and "patch is turned off" in demo.mcp_error
 
 
 def test_the_tool_waits_in_the_same_line_as_compare(kit, monkeypatch):

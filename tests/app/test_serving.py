@@ -1,5 +1,5 @@
 """What keeps one app process responsive for a classroom: no thread starts or sys.path scans on the
-event loop, and an HTTP pool big enough for every stream."""
+event loop, handlers whose type hints cost nothing to read, and an HTTP pool big enough for every stream."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import importlib.util
 import sys
 import threading
 
-import gradio as gr
 import pytest
 
 import app
@@ -30,8 +29,10 @@ def test_the_launcher_runs_targets_in_their_own_named_threads():
 
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed here")
 def test_gradio_s_matplotlib_probe_fails_fast_when_matplotlib_is_absent(monkeypatch):
+    from patches import matplotlib_probe
+
     monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
-    app.skip_matplotlib_probe()
+    assert matplotlib_probe.install()
     assert sys.modules["matplotlib"] is None
     with pytest.raises(ImportError):
         import matplotlib  # noqa: F401 - Gradio does exactly this on every handler call
@@ -54,8 +55,7 @@ def test_the_shared_model_client_has_room_for_fifty_visitors_streams():
         client.close()
 
 
-def test_login_checks_run_on_the_event_loop_and_still_refuse_strangers(kit):
-    import inspect
+def test_gradio_s_own_login_check_refuses_strangers(kit):
     import json
     import urllib.error
     import urllib.request
@@ -64,14 +64,6 @@ def test_login_checks_run_on_the_event_loop_and_still_refuse_strangers(kit):
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, auth=("teacher", "secret"),
                 **app.launch_kwargs())
     try:
-        from ui import serving
-
-        assert serving._login_check_of(demo.server_app) is None  # no route calls the sync check any more
-        checks = [d.dependency for r in serving._routes(list(demo.server_app.routes))
-                  for d in getattr(r, "dependencies", None) or [] if getattr(d.dependency, "__name__", "") == "login_check"]
-        assert checks and all(inspect.iscoroutinefunction(c) for c in checks)
-        # not through dependency_overrides: with any set, FastAPI re-derives every dependency on every request
-        assert demo.server_app.dependency_overrides == {}
         body = json.dumps({"data": ["What is 2 + 2?", "Think"]}).encode()
         request = urllib.request.Request(f"{demo.local_url}gradio_api/call/compare", data=body,
                                          headers={"Content-Type": "application/json"})
@@ -92,11 +84,11 @@ def test_live_runs_stream_from_the_worker_process_and_stop_reaches_it(kit, monke
 
     from gradio_client import Client
 
-    from agents import run_host
+    from agents import hosting
     from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 
-    monkeypatch.setenv(run_host.ENV, "1")
-    host = run_host.default_host()
+    monkeypatch.setenv(hosting.ENV, "1")
+    host = hosting.default_host()
     with StubLLMServer(responder=toy_policy) as stub:
         demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
         with kit.launched(demo) as url:
@@ -118,44 +110,13 @@ def test_live_runs_stream_from_the_worker_process_and_stop_reaches_it(kit, monke
             assert host.active_runs() == 0 and time.monotonic() - stopped < 2.0  # Stop, not LLM_TIMEOUT
 
 
-def test_handlers_type_hints_are_evaluated_once_not_at_every_event(kit):
-    """Gradio calls ``typing.get_type_hints`` on the handler at every event; string annotations (``from __future__
-    import annotations``, as in this module) were compiled again each time. After launch they are values, and mean
-    the same."""
-    import typing
-
-    from ui import serving
-
-    def handler(question: str, request: gr.Request | None = None) -> str:
-        return question
-
-    with gr.Blocks() as blocks:
-        box = gr.Textbox()
-        box.submit(handler, box, box)
-    assert handler.__annotations__["request"] == "gr.Request | None"  # as written
-    before = typing.get_type_hints(handler)
-    assert serving.resolve_annotations(blocks) == 1
-    assert handler.__annotations__["request"] == gr.Request | None
-    assert typing.get_type_hints(handler) == before
-    assert serving.resolve_annotations(blocks) == 0  # nothing left to do
-
+def test_no_handler_has_string_annotations(kit):
+    """Gradio calls ``typing.get_type_hints`` on the handler at every event: string annotations (``from __future__
+    import annotations``) would be compiled again each time, so the modules that define handlers do without it."""
     demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
-    serving.resolve_annotations(demo)  # what launch() does: every handler of the app, bound methods too
     for block_fn in demo.fns.values():
         target = getattr(block_fn.fn, "__func__", block_fn.fn)
         assert not any(isinstance(v, str) for v in getattr(target, "__annotations__", {}).values()), target
-
-
-def test_a_handler_whose_hints_do_not_evaluate_is_left_as_it_is():
-    from types import SimpleNamespace
-
-    from ui import serving
-
-    def handler(x: NoSuchName) -> str:  # noqa: F821 - the point of the test (a string: this module has future annotations)
-        return x
-
-    blocks = SimpleNamespace(fns={0: SimpleNamespace(fn=handler)})
-    assert serving.resolve_annotations(blocks) == 0 and handler.__annotations__["x"] == "NoSuchName"
 
 
 def test_the_launched_app_serves_its_page_and_assets_from_memory(kit):
@@ -165,7 +126,7 @@ def test_the_launched_app_serves_its_page_and_assets_from_memory(kit):
 
     import brotli
 
-    from ui.page_cache import PageCache
+    from patches.page_cache import PageCache
 
     def load(url: str, **headers: str) -> tuple[bytes, dict]:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as response:

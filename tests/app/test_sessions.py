@@ -15,8 +15,9 @@ from gradio.state_holder import SessionState
 
 import app
 from agents.llm.stub_server import StubLLMServer
-from ui import sessions, settings
-from ui.sessions import ExpiringStateHolder, LeanSessionState
+from patches import gradio_sessions as sessions
+from patches.gradio_sessions import ExpiringStateHolder, LeanSessionState
+from ui import settings
 from ui.settings import app_settings
 
 

@@ -32,6 +32,9 @@ import brotli
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from patches import Patch
+
+PATCH = Patch("page_cache", "starlette", "1.10.0")
 STATIC_PREFIXES = ("/assets/", "/static/")
 STATIC_PATHS = ("/theme.css", "/favicon.ico")
 ROOT_HEADERS = ("host", "x-forwarded-host", "x-forwarded-proto", "x-gradio-server")
@@ -173,11 +176,20 @@ class Recorder:
         return Entry(headers=headers.raw, body=body, etag=headers.get("etag"))
 
 
-def install(app: Any) -> PageCache:
-    """Put a :class:`PageCache` in front of a running Starlette/FastAPI ``app`` (Gradio's server app).
+def problem(app: Any) -> str | None:
+    if not hasattr(app, "middleware_stack") or not callable(getattr(app, "build_middleware_stack", None)):
+        return "the server app has no middleware_stack / build_middleware_stack (Starlette) any more"
+    return None
+
+
+def install(app: Any) -> PageCache | None:
+    """Put a :class:`PageCache` in front of a running Starlette/FastAPI ``app`` (Gradio's server app); None when
+    the patch is off.
 
     Starlette builds its middleware stack on the first request and ``add_middleware`` refuses after
     that, so the built stack is wrapped instead."""
+    if not PATCH.usable(problem(app)):
+        return None
     stack = app.middleware_stack or app.build_middleware_stack()
     if isinstance(stack, PageCache):
         return stack

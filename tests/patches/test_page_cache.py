@@ -1,4 +1,4 @@
-"""The page and its static files from memory (ui/page_cache.py): the same bytes a visitor would get from Gradio,
+"""The page and its static files from memory (patches/page_cache.py): the same bytes a visitor would get from Gradio,
 without Gradio's per-load work, and never one visitor's page for another."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from ui.page_cache import PageCache, install
+from patches.page_cache import PageCache, install
 
 
 class Counting:

@@ -30,8 +30,9 @@ from typing import Any
 from gradio import routes
 from gradio.state_holder import SessionState, StateHolder
 
-from ui.settings import app_settings
+from patches import Patch
 
+PATCH = Patch("gradio_sessions", "gradio", "6.31.0")
 CLOSED_TTL_S = 60.0  # a closed tab's session, after this (a reload within a minute keeps it)
 SWEEP_EVERY_S = 10.0
 
@@ -69,6 +70,8 @@ class LeanSessionState(SessionState):
 class ExpiringStateHolder(StateHolder):
     """``StateHolder`` that also forgets idle sessions (see the module docstring)."""
 
+    ttl_s = 900.0  # an idle session's life (APP_SESSION_TTL, set by install)
+
     def __init__(self) -> None:
         super().__init__()
         self._last_sweep = datetime.datetime.now()
@@ -93,7 +96,7 @@ class ExpiringStateHolder(StateHolder):
         dropped = 0
         for session_id, session in list(self.session_data.items()):
             idle = (now - self.time_last_used.get(session_id, now)).total_seconds()
-            ttl = CLOSED_TTL_S if session.is_closed else app_settings().session_ttl_s
+            ttl = CLOSED_TTL_S if session.is_closed else self.ttl_s
             if idle < ttl or pending.get(session_id):
                 continue
             self.delete_state(session_id)  # gr.State values first: their delete_callback runs
@@ -107,6 +110,24 @@ class ExpiringStateHolder(StateHolder):
         return dropped
 
 
-def install() -> None:
-    """Make Gradio build new apps with :class:`ExpiringStateHolder` (idempotent)."""
+def problem() -> str | None:
+    """Does Gradio still build its apps' session holder from ``gradio.routes.StateHolder``, and does
+    ``SessionState.__init__`` touch nothing :class:`LeanSessionState` does not (besides the config it skips)?"""
+    if not isinstance(getattr(routes, "StateHolder", None), type) or not issubclass(routes.StateHolder, StateHolder):
+        return "gradio.routes.StateHolder is not the class apps are built with any more"
+    theirs = set(SessionState.__init__.__code__.co_names) - _SKIPPED
+    if new := sorted(theirs - set(LeanSessionState.__init__.__code__.co_names)):
+        return f"SessionState.__init__ now also uses {new}"
+    return None
+
+
+_SKIPPED = {"blocks", "items"}  # what 6.31's SessionState.__init__ uses to render every block's config up front
+
+
+def install(ttl_s: float) -> bool:
+    """Make Gradio build new apps with :class:`ExpiringStateHolder` (idempotent); True when applied."""
+    if not PATCH.usable(problem()):
+        return False
+    ExpiringStateHolder.ttl_s = ttl_s
     routes.StateHolder = ExpiringStateHolder  # type: ignore[misc]
+    return True

@@ -1,0 +1,55 @@
+"""Every place this app changes a library's internals, one module each, so none is hidden anywhere else.
+
+A patch is a last resort: it names the version it was written for, checks at start-up that what it touches
+is still there and switches itself off with one log line when it is not (the app then runs without it:
+slower, never wrong), and where failing open would widen access it fails closed. ARCHITECTURE.md lists
+them with the gain each was measured to bring. ``APP_PATCHES_OFF`` (names, comma-separated) turns patches
+off, so a benchmark can measure what each brings (``python bench/bench_app.py --patches-off NAME``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+
+log = logging.getLogger(__name__)
+
+ENV = "APP_PATCHES_OFF"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """What a patch touches: its name (for ``APP_PATCHES_OFF``), the library and the version it was written for."""
+
+    name: str
+    library: str
+    written_for: str
+
+    def wanted(self) -> bool:
+        """Not turned off by ``APP_PATCHES_OFF``."""
+        off = {n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()}
+        return self.name not in off and "all" not in off
+
+    def usable(self, problem: str | None) -> bool:
+        """True when the patch may be applied; otherwise one log line says why it is off.
+
+        ``problem`` is the patch's own check of the internal it touches (None: as expected)."""
+        if not self.wanted():
+            log.info("patch %s is off (%s)", self.name, ENV)
+            return False
+        if problem is not None:
+            log.warning("patch %s is off: %s (written for %s %s, found %s)", self.name, problem, self.library,
+                        self.written_for, self.installed())
+            return False
+        if self.installed() != self.written_for:
+            log.warning("patch %s was written for %s %s, found %s: what it touches checks out, so it stays on",
+                        self.name, self.library, self.written_for, self.installed())
+        return True
+
+    def installed(self) -> str:
+        try:
+            return version(self.library)
+        except PackageNotFoundError:
+            return "none"

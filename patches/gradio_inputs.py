@@ -1,0 +1,48 @@
+"""A REST call may leave out an endpoint's last, optional inputs (``/compare``'s ``expected``, added later).
+
+Gradio refuses a call with fewer inputs than the endpoint has ("didn't receive enough input values"), so
+appending an optional input would break every REST client written before it (gradio_client callers fill
+it from the endpoint's defaults anyway). :class:`OptionalTrailingInputs` pads the missing ones with None in
+``Blocks.validate_inputs`` (6.31: ``validate_inputs(block_fn, inputs)``, called before the inputs are
+processed). Without the patch such a call is refused, as Gradio does by itself: nothing is widened.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from patches import Patch
+
+PATCH = Patch("gradio_optional_inputs", "gradio", "6.31.0")
+
+
+def problem() -> str | None:
+    import gradio
+
+    method = getattr(gradio.Blocks, "validate_inputs", None)
+    if method is None or list(inspect.signature(method).parameters)[1:] != ["block_fn", "inputs"]:
+        return "Blocks.validate_inputs(block_fn, inputs) is not there any more"
+    return None
+
+
+_checked: list[bool] = []
+
+
+def _usable() -> bool:
+    """Checked once, on the first call that needs it (the log says so then if the patch is off)."""
+    if not _checked:
+        _checked.append(PATCH.usable(problem()))
+    return _checked[0]
+
+
+class OptionalTrailingInputs:
+    """Mixin for ``gr.Blocks``: ``optional_tail`` maps an api_name to how many trailing inputs may be left out."""
+
+    optional_tail: dict[str, int] = {}
+
+    def validate_inputs(self, block_fn: Any, inputs: list[Any]) -> None:
+        missing = len(block_fn.inputs) - len(inputs)
+        if 0 < missing <= self.optional_tail.get(str(block_fn.api_name), 0) and _usable():
+            inputs.extend([None] * missing)
+        super().validate_inputs(block_fn, inputs)  # type: ignore[misc]
