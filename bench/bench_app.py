@@ -168,8 +168,10 @@ def errors_of(visits: list[Visit]) -> list[str]:
 
 
 def app_env(args: argparse.Namespace) -> dict[str, str]:
-    """The app process's environment beyond the machine's: framework patches turned off (``--patches-off``)."""
-    return {"APP_PATCHES_OFF": ",".join(args.patches_off)} if args.patches_off else {}
+    """The app process's environment beyond the machine's: settings (``--app-env``) and framework patches
+    turned off (``--patches-off``)."""
+    env = dict(pair.split("=", 1) for pair in args.app_env)
+    return {**env, "APP_PATCHES_OFF": ",".join(args.patches_off)} if args.patches_off else env
 
 
 def measured_crowd(stack: Stack, n: int, *, stagger: float = 0.0) -> dict:
@@ -340,6 +342,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fast-rate", type=float, default=1000.0, help="fast: tokens a second in each stream")
     parser.add_argument("--stub", choices=["async", "thread"], default="async",
                         help="the stand-in model: asyncio (default; paces like a server on its own hardware) or the tests' thread stub")
+    parser.add_argument("--app-env", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="settings for the app's process, e.g. APP_RUN_WORKERS=4 (compare two designs)")
     parser.add_argument("--patches-off", nargs="+", default=[], metavar="NAME",
                         help="run the app without these framework patches (patches/: APP_PATCHES_OFF), or 'all'")
     parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
