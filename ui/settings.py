@@ -15,7 +15,7 @@ from agents.settings import env_bool, env_float, env_int, env_text
 
 # variable → (field, default, low, high); floats are seconds
 _INTS = {
-    "APP_CONCURRENCY": ("concurrency", 128, 1, 1000),  # Compare runs at once
+    "APP_CONCURRENCY": ("concurrency", 64, 1, 1000),  # Compare runs at once
     "APP_QUEUE_SIZE": ("queue_size", 200, 0, 10_000),  # runs waiting in line; past it: "full, try again"
     "BENCH_MAX_N": ("bench_max_n", 200, 1, 100_000),  # items per benchmark run
     "BENCH_VISITOR_MAX_N": ("bench_visitor_max_n", 20, 1, 100_000),  # for Space visitors not signed in

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import functools
 import importlib.machinery
 import sys
 import threading
@@ -73,6 +74,7 @@ def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, reg
     return _hosted(spec, registry)
 
 
+@functools.lru_cache(maxsize=256)
 def importable(module: str) -> bool:
     """Whether a worker process can import ``module``: from the project's root or an installed package — not
     from a folder only this process has on its path (a test runner's), nor a module loaded by file path."""

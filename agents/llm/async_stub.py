@@ -51,7 +51,7 @@ class AsyncStubServer:
         self._sock.bind(("127.0.0.1", 0))
         app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
                                 Route("/v1/models", self._models, methods=["GET"])])
-        config = uvicorn.Config(app, loop="auto", http="auto", lifespan="off", log_level="warning",
+        config = uvicorn.Config(app, loop="asyncio", http="h11", lifespan="off", log_level="warning",
                                 access_log=False, backlog=backlog, timeout_keep_alive=30)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
