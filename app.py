@@ -15,6 +15,7 @@ from typing import Any
 
 import gradio as gr
 
+import patches
 from agents import gc_tuning, hosting
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
@@ -333,6 +334,8 @@ def main() -> int:
         settings = LLMSettings.from_env()
         app_settings()
         hosting.workers_from_env()
+        if (problem := patches.env_problem()) is not None:
+            raise SettingError(problem)
     except SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

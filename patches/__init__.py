@@ -17,6 +17,17 @@ from importlib.metadata import PackageNotFoundError, version
 log = logging.getLogger(__name__)
 
 ENV = "APP_PATCHES_OFF"
+NAMES = ("gradio_queue_poll", "gradio_sessions", "page_cache", "matplotlib_probe", "gradio_mcp_one_tool",
+         "gradio_optional_inputs", "httpx_network_backend")
+
+
+def env_problem(environ: dict[str, str] | None = None) -> str | None:
+    """One line when ``APP_PATCHES_OFF`` names a patch that does not exist (checked at start-up), else None."""
+    raw = (os.environ if environ is None else environ).get(ENV, "")
+    unknown = [n for n in (n.strip() for n in raw.split(",")) if n and n not in (*NAMES, "all")]
+    if unknown:
+        return f"{ENV} must name patches among {', '.join(NAMES)} (or all), got {', '.join(unknown)}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Choose the network backend under an httpx2 client (agents/llm/abort.py's abortable sockets).
 
 httpx has no public way to give a client's connection pool a network backend of one's own; the pool of
-``httpx2.HTTPTransport`` (0.28 line, vendored by huggingface_hub 2.4 as ``httpx2``) keeps it in
+``httpx2.HTTPTransport`` (httpx2 2.16, the httpx that huggingface_hub 2.4 uses) keeps it in
 ``_transport._pool._network_backend``. Without the patch Stop still ends a flowing stream at once (closing
 the client does); only a request still waiting for the server's headers ends at ``LLM_TIMEOUT`` instead.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from patches import Patch
 
-PATCH = Patch("httpx_network_backend", "huggingface_hub", "2.4.0")
+PATCH = Patch("httpx_network_backend", "httpx2", "2.16.2")
 
 
 def problem(client: Any) -> str | None:

@@ -1,0 +1,77 @@
+"""Every framework patch (patches/): listed once, checked against the installed library, pinned, and off when asked."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import re
+from pathlib import Path
+
+import patches
+from patches import Patch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def declared() -> dict[str, Patch]:
+    """Each patch module's ``PATCH``, by name."""
+    found = {}
+    for info in pkgutil.iter_modules(patches.__path__, "patches."):
+        module = importlib.import_module(info.name)
+        if isinstance(getattr(module, "PATCH", None), Patch):
+            found[module.PATCH.name] = module.PATCH
+    return found
+
+
+def test_every_patch_module_is_listed_once():
+    assert sorted(declared()) == sorted(patches.NAMES)
+
+
+def test_each_patch_was_written_for_the_pinned_version_of_what_it_touches():
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s#]+)", (ROOT / "requirements.txt").read_text(), re.M))
+    for patch in declared().values():
+        assert pins.get(patch.library) == patch.written_for == patch.installed(), patch
+
+
+def test_the_start_up_checks_pass_on_the_installed_libraries():
+    import gradio as gr
+
+    from patches import gradio_inputs, gradio_queue, gradio_sessions
+
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    demo.queue()
+    assert gradio_queue.problem(demo) is None
+    assert gradio_sessions.problem() is None
+    assert gradio_inputs.problem() is None
+
+
+def test_a_patch_turned_off_says_so_and_an_unknown_name_is_refused(monkeypatch, caplog):
+    patch = declared()["gradio_queue_poll"]
+    monkeypatch.setenv(patches.ENV, "page_cache, gradio_queue_poll")
+    with caplog.at_level(logging.INFO, logger="patches"):
+        assert not patch.usable(None)
+    assert "patch gradio_queue_poll is off (APP_PATCHES_OFF)" in caplog.text
+    assert patches.env_problem() is None
+    assert "got nope" in patches.env_problem({patches.ENV: "nope,page_cache"})
+
+
+def test_a_failed_check_turns_the_patch_off_with_one_line(caplog):
+    patch = declared()["page_cache"]
+    with caplog.at_level(logging.WARNING, logger="patches"):
+        assert not patch.usable("the thing it touches moved")
+    assert caplog.text.count("patch page_cache is off: the thing it touches moved") == 1
+
+
+def test_the_queue_polls_less_often_when_installed():
+    import gradio as gr
+
+    from patches import gradio_queue
+
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    demo.queue()
+    assert gradio_queue.install(demo)
+    assert demo._queue.sleep_when_free == gradio_queue.EVENT_POLL_S
+    assert demo._queue.progress_update_sleep_when_free == gradio_queue.PROGRESS_POLL_S
