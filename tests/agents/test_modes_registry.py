@@ -121,7 +121,7 @@ def test_a_mode_names_its_prompt_and_the_native_variant_is_found_by_file():
 def _copy_repo(dest: Path) -> Path:
     """The app's code in ``dest`` (no tests, no git), so a new module there cannot touch the real tree."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
-    for name in ("agents", "tools", "ui", "prompts", "data"):
+    for name in ("agents", "tools", "ui", "patches", "prompts", "data"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     shutil.copy2(ROOT / "app.py", dest / "app.py")
     return dest

@@ -271,7 +271,7 @@ class AppProcess:
                "LLM_MAX_DURATION": "30", "PYTHONPATH": str(root), "GRADIO_ANALYTICS_ENABLED": "False",
                "FAULT_KIT_THREADS": self.threads_file}
         for key in ("HF_TOKEN", "LLM_API_KEY", "HF_HUB_OFFLINE", "GRADIO_SERVER_PORT", "APP_RUN_WORKERS",
-                    "LLM_MAX_CONCURRENT"):  # the defaults: 2 run workers, no per-process gate (which keeps runs here)
+                    "LLM_MAX_CONCURRENT"):  # the defaults: the run workers, no per-process gate (which keeps runs here)
             env.pop(key, None)
         flags = ["--default-registry"] if default_registry else []  # the app's own tools (see main)
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *flags], env=env, cwd=root,
