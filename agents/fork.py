@@ -36,14 +36,14 @@ from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
-# A mode can be forked when its run function takes one of these options (its ModeSpec says so):
+# A mode can be forked when its run function takes one of these options (ModeSpec.forkable says so):
 REASONING = "reasoning"  # one chain of thought, no observations (Think-only): the edited text is its reply
 RUNNER = "runner"  # a tool loop: the recorded observations are replayed through the mode's own loop
 
 
 def forkable_modes() -> tuple[ModeSpec, ...]:
     """The registered modes a fork can continue (the hybrids combine several runs: no single conversation)."""
-    return tuple(s for s in list_modes() if {REASONING, RUNNER} & set(s.options))
+    return tuple(s for s in list_modes() if s.forkable)
 
 
 class ForkMismatch(ValueError):

@@ -36,6 +36,7 @@ Kind = Literal["base", "hybrid", "benchmark"]
 KINDS: tuple[Kind, ...] = ("base", "hybrid", "benchmark")
 ModeFn = Callable[..., Iterator[Event]]  # (question, model, registry, config, **options) -> events
 RESERVED_IDS = ("all", "none")  # "all" is a CLI choice, "None" the empty fourth panel
+FORK_OPTIONS = frozenset({"runner", "reasoning"})  # what makes a mode forkable (ModeSpec.forkable)
 _ID = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -61,6 +62,12 @@ class ModeSpec:
     uses_tools: bool = False  # sees the tool list (and, natively, the tool schemas)
     options: tuple[str, ...] = ()  # keyword options ``run`` accepts
     order: int = 100  # position among the modes of its kind (registration order breaks ties)
+
+    @property
+    def forkable(self) -> bool:
+        """A fork can continue it: its run takes a recorded ``runner`` (a tool loop) or ``reasoning`` (one chain of
+        thought), so its conversation can be rebuilt from a trace (``agents/fork.py``)."""
+        return bool(FORK_OPTIONS & set(self.options))
 
     def __post_init__(self) -> None:
         if not _ID.fullmatch(self.id) or self.id in RESERVED_IDS:
@@ -151,9 +158,12 @@ def fork_id(mode_id: str, step_index: int) -> str:
 
 
 def forked_mode(panel_id: str) -> tuple[str, int] | None:
-    """``react@2`` → ("react", 2) (the mode and the 1-based step it forked at); None for any other id."""
+    """``react@2`` → ("react", 2) (the mode and the 1-based step it forked at); None for any other id — also for
+    a mode no fork can continue, so what :func:`agents.fork.forkable_modes` offers is exactly what replays."""
+    discover()
     match = _FORK_ID.match(panel_id) if isinstance(panel_id, str) else None
-    if match is None or match.group(1) not in mode_ids("base"):
+    spec = _specs.get(match.group(1)) if match is not None else None
+    if spec is None or not spec.forkable:
         return None
     return match.group(1), int(match.group(2))
 

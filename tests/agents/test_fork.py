@@ -232,3 +232,13 @@ def test_over_http_the_answer_follows_the_edited_observation(protocol):
     assert "400" in forked.answer and forked.error is None and forked.of(Forked)[0].original == "396"
     assert sent[-1]["content"] in ("Observation: 400", "400")
     assert forked.llm_calls == original.llm_calls  # the replayed call keeps its recorded usage; one live call
+
+
+def test_every_mode_a_fork_is_offered_for_replays_under_its_fork_id():
+    """forkable_modes() and forked_mode() read the same rule (ModeSpec.forkable): an offered fork always replays."""
+    from agents.fork import forkable_modes
+    from agents.modes.registry import fork_id, forked_mode, list_modes
+
+    for spec in list_modes():
+        assert (forked_mode(fork_id(spec.id, 1)) == (spec.id, 2)) == spec.forkable, spec.id
+    assert {s.id for s in forkable_modes()} == {s.id for s in list_modes() if s.forkable} >= {"think", "act", "react"}
