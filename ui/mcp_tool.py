@@ -27,7 +27,7 @@ from agents.hosting import make_run
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.modes.registry import list_modes, mode_title
+from agents.modes.registry import list_modes, mode_ids, mode_title
 from agents.trace import Trace
 from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME = "compare_reasoning_modes"
 # What a caller may name a base mode by: its id, title, label or paper row ("cot", "Think-only", …).
-_ALIASES = {name.lower(): spec.id for spec in list_modes("base")
+COMPARED = mode_ids("base", "hybrid")  # every mode a panel can show: the base three and the extra panel's choices
+_ALIASES = {name.lower(): spec.id for spec in list_modes("base", "hybrid")
             for name in (spec.id, spec.title, spec.label, spec.paper_row) if name}
 
 
@@ -74,21 +75,38 @@ class OneToolMCP(OneTool):
 
 def parse_modes(modes: Any) -> tuple[str, ...] | str:
     """Mode names from the tool's argument (a list, or text such as "All" or "think, react") → mode ids,
-    or a one-line reason to refuse them."""
+    or a one-line reason to refuse them. Nothing (or "all") is the three base modes; any mode a panel can show
+    (:data:`COMPARED`) may be named, by id, title, label or paper row."""
     if modes is None or modes == "" or modes == []:
         return MODES
     if isinstance(modes, str):
         modes = [m for m in modes.replace(",", " ").split()]
     if not isinstance(modes, list | tuple) or not all(isinstance(m, str) for m in modes):
-        return f"modes must be a list of mode names: {', '.join(MODES)} (or \"all\")."
+        return f"modes must be a list of mode names: {', '.join(COMPARED)} (or \"all\")."
     if [m.lower() for m in modes] == ["all"]:
         return MODES
     unknown = [m for m in modes if m.strip().lower() not in _ALIASES]
     if unknown:
         return (f"Unknown mode(s) {', '.join(repr(m) for m in unknown[:5])}: "
-                f"choose from {', '.join(MODES)} (or \"all\").")
+                f"choose from {', '.join(COMPARED)} (or \"all\").")
     chosen = {_ALIASES[m.strip().lower()] for m in modes}
-    return tuple(m for m in MODES if m in chosen)
+    return tuple(m for m in COMPARED if m in chosen)
+
+
+def description() -> str:
+    """The tool's description (its docstring, which Gradio sends to MCP clients), built from the mode registry."""
+    base = ", ".join(mode_title(m) for m in MODES)
+    quoted = ", ".join(f'"{m}"' for m in MODES)
+    others = "; ".join(f'"{s.id}" ({s.title})' for s in list_modes("hybrid"))
+    return (f"Run one question through reasoning modes of a language model side by side ({base} by default, as "
+            "in Yao et al., ReAct) and compare them: each mode's answer, whether it is right, its steps, tokens, "
+            "seconds and full trace. Returns JSON text.\n\n"
+            "Args:\n"
+            "    question: The question to answer (at most 2,000 characters).\n"
+            f"    modes: Which modes to run: any of {quoted}"
+            f"{'; or the others: ' + others if others else ''}; empty or \"all\" for the three base modes.\n"
+            "    expected: Optional expected answer; each mode is then marked ✓ or ✗ by the ReAct paper's scoring "
+            "(normalised exact match, numbers by value) with its F1.\n")
 
 
 def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dict[str, Any]:
@@ -153,15 +171,6 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
 
     async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
                                       expected: str | None = None) -> str:
-        """Run one question through the Think-only, Act-only and ReAct reasoning modes of a language model side by
-        side (Yao et al., ReAct) and compare them: each mode's answer, whether it is right, its steps, tokens,
-        seconds and full trace. Returns JSON text.
-
-        Args:
-            question: The question to answer (at most 2,000 characters).
-            modes: Which modes to run: any of "think", "act", "react"; empty or "all" for all three.
-            expected: Optional expected answer; each mode is then marked ✓ or ✗ by the ReAct paper's scoring (normalised exact match, numbers by value) with its F1.
-        """
         chosen = parse_modes(modes)
         problem = validate_question(question) or (chosen if isinstance(chosen, str) else None) \
             or expected_problem(expected) or (str(settings.problem()) if settings.problem() else None)
@@ -182,4 +191,5 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
             ticket.release()
         return json.dumps(result(question, clean_expected(expected), traces), ensure_ascii=False)
 
+    compare_reasoning_modes.__doc__ = description()  # the modes as the registry has them today
     gr.api(compare_reasoning_modes, api_name=TOOL_NAME, concurrency_limit=None, concurrency_id="compare")

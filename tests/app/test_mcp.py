@@ -175,3 +175,18 @@ def test_an_unconfigured_app_says_why_in_one_line(kit):
     with kit.launched(demo) as base:
         res = mcp(base + "gradio_api/mcp/", lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION}))
     assert res.isError and "HF_TOKEN" in res.content[0].text and "Traceback" not in res.content[0].text
+
+
+def test_the_tool_runs_any_mode_a_panel_shows_and_says_so(url):
+    tools = mcp(url, lambda s: s.list_tools()).tools
+    said = tools[0].inputSchema["properties"]["modes"].get("description", "")
+    assert all(f'"{m}"' in said for m in ("think", "codeact", "reflexion", "react_cot_sc")), said
+    res = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", {
+        "question": QUESTION, "modes": ["ReAct", "codeact", "Reflexion"], "expected": "396"}))
+    assert not res.isError, res.content
+    modes = json.loads(res.content[0].text)["modes"]
+    assert list(modes) == ["react", "codeact", "reflexion"]
+    assert all(m["mark"] == "✓" and "396" in m["answer"] for m in modes.values()), modes
+    assert "graded against the expected answer" in modes["reflexion"]["trace"]  # the expected answer reached it
+    refused = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION, "modes": ["nope"]}))
+    assert refused.isError and "codeact" in refused.content[0].text
