@@ -31,9 +31,9 @@ MAX_DEPTH = 32  # nesting inside a tool input or the settings block
 MAX_GAP_S = 5.0  # at 1×, a pause in a recording lasts at most this long
 WORKER_TIMEOUT_S = 60.0
 WORKERS_AT_ONCE = 2  # parsers running at once (each may take a core for a second)
-_STR = frozenset({"text", "tool", "thought", "output", "message"})
-_BOOL = frozenset({"is_error", "cached", "forced", "estimated"})
-_NUM = frozenset({"elapsed_s", "prompt_tokens", "completion_tokens"})
+_STR = frozenset({"text", "tool", "thought", "output", "message", "reason", "by"})
+_BOOL = frozenset({"is_error", "cached", "forced", "estimated", "code", "nested", "correct"})
+_NUM = frozenset({"elapsed_s", "prompt_tokens", "completion_tokens", "n", "of"})
 _CHANNELS = ("thought", "answer", "reasoning")
 _workers: asyncio.Semaphore | None = None
 log = logging.getLogger(__name__)
@@ -113,6 +113,7 @@ def _check_event(event: Any, where: str) -> None:
         ok = (isinstance(value, str) if name in _STR else isinstance(value, bool) if name in _BOOL
               else _number(value) if name in _NUM else value in _CHANNELS if name == "channel"
               else isinstance(value, str) or (isinstance(value, dict) and _shallow(value)) if name == "input"
+              else value is None or isinstance(value, str) if name == "answer"
               else True)
         if not ok:
             raise ReplayError(f"{where}: {name!r} has the wrong type or is nested too deeply.")

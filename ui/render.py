@@ -17,6 +17,7 @@ import gradio as gr
 
 from agents.events import (
     Action,
+    Evaluation,
     Event,
     FinalAnswer,
     Forked,
@@ -24,10 +25,12 @@ from agents.events import (
     Observation,
     ParseError,
     Paused,
+    Reflection,
     Resumed,
     Retry,
     Thought,
     TokenDelta,
+    Trial,
     Truncated,
     Usage,
     Waiting,
@@ -135,6 +138,8 @@ class Panel:
     _reasoning_stale: bool = False
     _error: gr.ChatMessage | None = None  # the last model error, until a retry makes it history
     _pause: gr.ChatMessage | None = None  # the "paused after step N" marker, until the mode resumes
+    _calls: int = 0  # tool calls made by the current CodeAct program
+    _call_pending: gr.ChatMessage | None = None  # the result of the program's call under way
     _wire: dict[int, tuple] = field(default_factory=dict, repr=False)  # id(message) → (message, key, browser form)
 
     @property
@@ -172,14 +177,11 @@ class Panel:
             self._drop_draft()
             self._append(safe_markdown(event.text), title="✎ Thought")
         elif isinstance(event, Action):
-            self._drop_draft()
-            self.actions += 1
-            n = self.actions
-            self._append(format_input(event.input), title=f"⚙ Action {n}: {plain(event.tool)}")
-            self._pending = self._append("", title=f"↳ Observation {n} · {plain(event.tool)} · running…",
-                                         status="pending")
+            self._action(event)
         elif isinstance(event, Observation):
             self._observation(event)
+        elif isinstance(event, Trial | Evaluation | Reflection):
+            self._reflexion(event)
         elif isinstance(event, ParseError):
             self._drop_draft()
             body = safe_markdown(event.message)
@@ -324,10 +326,11 @@ class Panel:
             self._drop_draft()
 
     def _close_pending(self) -> None:
-        if self._pending is not None:
-            self._pending.metadata["status"] = "done"
-            self._pending.metadata["title"] = self._pending.metadata["title"].replace(" · running…", " · no result")
-            self._pending = None
+        for pending in (self._call_pending, self._pending):
+            if pending is not None:
+                pending.metadata["status"] = "done"
+                pending.metadata["title"] = pending.metadata["title"].replace(" · running…", " · no result")
+        self._pending = self._call_pending = None
 
     def _forked(self, event: Forked) -> None:
         """The teacher's edit, original beside edited, so the class sees what was changed (ui/fork_tab.py)."""
@@ -337,12 +340,51 @@ class Panel:
                      "_The mode continues live from the edited text._",
                      title=f"✎ {what} edited by the teacher — forked here", status="done" if long else None)
 
-    def _observation(self, event: Observation) -> None:
+    def _action(self, event: Action) -> None:
+        """A step's action; a CodeAct program is one too, and the tool calls it makes come as nested actions
+        numbered under it ("Call 2.1"), each with its own result, while the program's output waits below them."""
+        self._drop_draft()
+        if event.nested:
+            self._calls += 1
+            n = f"{self.actions}.{self._calls}"
+            if self._pending is not None:  # the program's output stays last, below its calls
+                self._drop(self._pending)
+            self._append(format_input(event.input), title=f"⚙ Call {n}: {plain(event.tool)}")
+            self._call_pending = self._append("", title=f"↳ Result {n} · {plain(event.tool)} · running…",
+                                              status="pending")
+            if self._pending is not None:
+                self.messages.append(self._pending)
+            return
+        self.actions, self._calls = self.actions + 1, 0
         n = self.actions
+        if event.code:
+            self._append(fenced(str(event.input), "python"), title=f"⚙ Program {n}")
+        else:
+            self._append(format_input(event.input), title=f"⚙ Action {n}: {plain(event.tool)}")
+        self._pending = self._append("", title=f"↳ Observation {n} · {plain(event.tool)} · running…",
+                                     status="pending")
+
+    def _reflexion(self, event: Trial | Evaluation | Reflection) -> None:
+        """Reflexion's trials, the verdict on each (and who gave it) and the reflection on a failed one."""
+        self._drop_draft()  # the check and the reflection are model calls: their draft gives way to the result
+        if isinstance(event, Trial):
+            self._append(f"**Trial {event.n} of {event.of}**")
+        elif isinstance(event, Evaluation):
+            mark = "✓ Right" if event.correct else "✗ Wrong"
+            why = f": {safe_markdown(event.reason)}" if event.reason else ""
+            self._append(f"**{mark}** — {event.label}{why}", title=f"⚖ Trial verdict ({event.label})", status="done")
+        else:
+            self._append(safe_markdown(event.text), title="💭 Reflection for the next trial", status="done")
+
+    def _observation(self, event: Observation) -> None:
+        n = f"{self.actions}.{self._calls}" if event.nested else str(self.actions)
         flags = ", ".join(f for f, on in (("error", event.is_error), ("cached", event.cached)) if on)
-        title = f"{'✗' if event.is_error else '↳'} Observation {n} · {plain(event.tool)}"
-        msg = self._pending
-        self._pending = None
+        what = "Result" if event.nested else "Observation"
+        title = f"{'✗' if event.is_error else '↳'} {what} {n} · {plain(event.tool)}"
+        if event.nested:
+            msg, self._call_pending = self._call_pending, None
+        else:
+            msg, self._pending = self._pending, None
         if msg is None:
             msg = self._append("")
         msg.content = fenced(event.output)

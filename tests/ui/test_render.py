@@ -400,3 +400,37 @@ def test_a_panel_ends_with_one_warning_line_after_a_failed_retry():
     panel.finish()
     warnings = [m.content for m in panel.value() if str(m.content).startswith("⚠")]
     assert warnings == ["⚠ **Model error:** the provider is unavailable (HTTP 503) after 3 tries"]
+
+
+def test_a_codeact_program_shows_its_calls_under_it_and_its_output_after_them():
+    from agents.events import Action, Observation
+
+    panel = Panel("codeact")
+    for event in [Thought("compute"), Action("python", "x = calculate('2+2')\nprint(x)", code=True),
+                  Action("calculate", {"expression": "2+2"}, nested=True),
+                  Observation("calculate", "4", nested=True), Observation("python", "4"),
+                  Action("python", "final_answer('4')", code=True), Observation("python", "(final_answer was called.)"),
+                  FinalAnswer("4")]:
+        panel.add(event)
+    titles = [m.metadata.get("title", "") for m in panel.value()]
+    assert titles == ["✎ Thought", "⚙ Program 1", "⚙ Call 1.1: calculate", "↳ Result 1.1 · calculate",
+                      "↳ Observation 1 · python", "⚙ Program 2", "↳ Observation 2 · python", ""]
+    assert panel.value()[1].content.startswith("```python\nx = calculate")
+    assert panel.value()[3].content == "```text\n4\n```" and panel.value()[4].content == "```text\n4\n```"
+
+
+def test_reflexion_shows_each_trial_its_verdict_and_the_reflection():
+    from agents.events import Evaluation, Reflection, Trial
+
+    panel = Panel("reflexion")
+    for event in [Trial(1, 3), TokenDelta("Thought: x"), Evaluation(False, "expected", "not the expected answer", "3"),
+                  TokenDelta("It went wrong"), Reflection("Use the calculator next time."), Trial(2, 3),
+                  Evaluation(True, "self", "the check said yes", "4"), FinalAnswer("4")]:
+        panel.add(event)
+    texts = [m.content for m in panel.value()]
+    titles = [m.metadata.get("title", "") for m in panel.value()]
+    assert texts[0] == "**Trial 1 of 3**" and texts[3] == "**Trial 2 of 3**"
+    assert titles[1] == "⚖ Trial verdict (graded against the expected answer)" and texts[1].startswith("**✗ Wrong**")
+    assert titles[2] == "💭 Reflection for the next trial" and "calculator" in texts[2]
+    assert "the model's own judgement" in titles[4] and texts[4].startswith("**✓ Right**")
+    assert not any("Writing" in t for t in titles)  # the check's and the reflection's drafts gave way
