@@ -46,6 +46,11 @@ class HostedRun:
     def done(self) -> bool:
         return self._remaining == 0
 
+    @property
+    def closed(self) -> bool:
+        """``close()`` was called (perhaps while the run was being submitted: the host then closes it itself)."""
+        return self._closed
+
     def poll(self, timeout: float | None = None) -> tuple[str, Event] | None:
         """The next ``(mode, event)``, or None if none came within ``timeout`` or all modes are done."""
         while not self.done:
@@ -196,7 +201,7 @@ class LocalHost(Host):
     def submit(self, run: HostedRun) -> None:
         self._register(run, self.worker)
         self.worker.handle(("start", run.run_id, run.spec))
-        if run._closed:  # closed while it was being submitted: close() found nothing to cancel
+        if run.closed:  # closed while it was being submitted: close() found nothing to cancel
             self.cancel(run)
 
     def _send(self, worker: Any, message: tuple) -> bool:

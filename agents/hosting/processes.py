@@ -125,7 +125,7 @@ class ProcessHost(Host):
             worker = self._worker(index)
             self._register(run, worker)
             if worker.send(("start", run.run_id, run.spec)):
-                if run._closed:  # closed while it was being submitted: close() found nothing to cancel
+                if run.closed:  # closed while it was being submitted: close() found nothing to cancel
                     worker.send(("close", run.run_id))
                 return
             with self._lock:
