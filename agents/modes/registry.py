@@ -17,6 +17,7 @@ This module imports nothing of the modes themselves, so any module may import it
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import re
@@ -94,6 +95,17 @@ def register(spec: ModeSpec) -> ModeSpec:
             raise ValueError(f"mode {spec.id!r} is registered twice ({_where(old)} and {_where(spec)})")
         _specs[spec.id] = spec
     return spec
+
+
+@contextlib.contextmanager
+def registered(spec: ModeSpec) -> Iterator[ModeSpec]:
+    """``spec`` registered for the block's duration only (a test's own mode), removed again afterwards."""
+    register(spec)
+    try:
+        yield spec
+    finally:
+        with _lock:
+            _specs.pop(spec.id, None)
 
 
 def _where(spec: ModeSpec) -> str:

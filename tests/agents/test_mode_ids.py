@@ -12,8 +12,7 @@ from agents.events import FinalAnswer, Forked, Observation
 from agents.fork import fork, forkable_modes
 from agents.llm.scripted import ScriptedModel, ScriptedReply
 from agents.modes import RunConfig, react
-from agents.modes import registry as mode_registry
-from agents.modes.registry import ModeSpec, mode_ids, register
+from agents.modes.registry import ModeSpec, mode_ids, registered
 from agents.modes.text_protocol import text_loop
 from agents.modes.tool_protocol import tools_loop
 from agents.trace import Trace
@@ -50,10 +49,8 @@ def toy_tool_mode():
     def toy(question, model, registry, config, *, runner=None):
         return react(question, model, registry, config, runner=runner)
 
-    spec = register(ModeSpec("toy_fork", "Toy fork", toy, prompt="react", uses_tools=True, options=("runner",)))
-    yield spec
-    with mode_registry._lock:
-        mode_registry._specs.pop(spec.id, None)
+    with registered(ModeSpec("toy_fork", "Toy fork", toy, prompt="react", uses_tools=True, options=("runner",))) as spec:
+        yield spec
 
 
 @pytest.mark.parametrize("protocol", ["text", "tools"])

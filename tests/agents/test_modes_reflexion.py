@@ -12,9 +12,8 @@ from agents.fork import fork, forkable_modes
 from agents.llm.base import LLMFailure
 from agents.llm.scripted import Request, ScriptedModel, ScriptedReply
 from agents.modes import RunConfig, react
-from agents.modes import registry as mode_registry
 from agents.modes.reflexion import MEMORY, memory_note, read_check, reflexion
-from agents.modes.registry import ModeSpec, get_mode, register, run_mode
+from agents.modes.registry import ModeSpec, get_mode, registered, run_mode
 from agents.modes.text_protocol import text_loop
 from agents.modes.tool_protocol import tools_loop
 from agents.trace import Trace
@@ -232,10 +231,9 @@ def noted_mode():
     def noted(question, model, registry, config, *, runner=None):
         return react(question, model, registry, config, runner=runner, notes=["Use the calculator for sums."])
 
-    spec = register(ModeSpec("noted_toy", "Noted toy", noted, prompt="react", uses_tools=True, options=("runner",)))
-    yield spec
-    with mode_registry._lock:
-        mode_registry._specs.pop(spec.id, None)
+    with registered(ModeSpec("noted_toy", "Noted toy", noted, prompt="react", uses_tools=True,
+                             options=("runner",))) as spec:
+        yield spec
 
 
 @pytest.mark.parametrize("protocol", ["text", "tools"])
