@@ -5,6 +5,13 @@ by live runs and replays. Model text and tool output are untrusted: HTML in them
 (model text) or fenced as code (tool output) before it reaches the Chatbot, so a page or a
 model that writes ``<script>`` shows the tag instead of running it. The Chatbot's own
 sanitizer stays on as a second layer.
+
+Untrusted text also never makes the page fetch anything (an image would tell a third party who
+views the run, and when): Markdown images (``![x](url)``, ``![x][ref]``) become a ``!`` and a plain
+link the viewer may follow, and code — which Gradio's Markdown sometimes pastes into the page as
+HTML (its ``$$`` LaTeX and mermaid blocks take raw text) — keeps no tag and no mermaid block
+either (:func:`inert`: a zero-width space after ``<``, inside ``![`` and before ``mermaid``, so it
+looks the same but is only text).
 """
 
 from __future__ import annotations
@@ -68,30 +75,49 @@ _CODE = re.compile(
 )
 
 
+ZWSP = "\u200b"  # zero-width space: breaks a tag, an image or a mermaid block without changing what is shown
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_MERMAID = re.compile(r"(?<=[`~])([ \t]*)(?=mermaid)", re.IGNORECASE)
+
+
+def no_fetch(text: str) -> str:
+    """Markdown images (inline or by reference) as a ``!`` and a plain link, and no mermaid diagram: nothing in
+    it is fetched or drawn by itself (the link is the viewer's to follow)."""
+    return _MERMAID.sub(r"\1" + ZWSP, text.replace("![", "!" + ZWSP + "["))
+
+
+def inert(text: str) -> str:
+    """Text shown verbatim (code) that no renderer can turn into an element: no tag (``<`` + a zero-width
+    space when a tag name would follow), no image, no mermaid diagram. It reads the same."""
+    return _TAG.sub("<" + ZWSP, no_fetch(text))
+
+
 def escape_html(text: str) -> str:
-    """Make ``<`` and ``&`` literal so no tag or entity trick survives; Markdown still renders."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
+    """Make ``<`` and ``&`` literal so no tag or entity trick survives, images plain links; Markdown still
+    renders."""
+    return no_fetch(text.replace("&", "&amp;").replace("<", "&lt;"))
 
 
 def safe_markdown(text: str) -> str:
-    """Untrusted text as Markdown that shows HTML instead of running it (code is left verbatim)."""
+    """Untrusted text as Markdown that shows HTML instead of running it (code is left as written, but inert)."""
+    text = no_fetch(text or "")  # wherever the code is: its bounds are a guess
     out, pos = [], 0
-    for m in _CODE.finditer(text or ""):
+    for m in _CODE.finditer(text):
         out.append(escape_html(text[pos : m.start()]))
-        out.append(m.group(0))
+        out.append(inert(m.group(0)))
         pos = m.end()
-    out.append(escape_html((text or "")[pos:]))
+    out.append(escape_html(text[pos:]))
     return "".join(out)
 
 
 def fenced(text: str, lang: str = "text") -> str:
-    """A code block that no backtick run inside ``text`` can close early."""
+    """A code block that no backtick run inside ``text`` can close early (its text inert)."""
     longest = max((len(run) for run in re.findall(r"`+", text or "")), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
+    return f"{fence}{lang}\n{inert(text or '')}\n{fence}"
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~$])")  # $: no "$$", whose LaTeX block takes raw text
 
 
 def plain(text: str) -> str:
@@ -204,15 +230,16 @@ class Panel:
             flag = " _(forced: the model did not finish on its own)_" if event.forced else ""
             self._append(f"### ✔ Final answer{flag}\n\n{safe_markdown(event.text) or '_(empty)_'}")
 
-    def finish(self, stopped: bool = False) -> None:
-        """Close spinners; a run that ended without an answer or an error says so."""
+    def finish(self, stopped: bool = False, reason: str = "") -> None:
+        """Close spinners; a run that ended without an answer or an error says so (and ``reason``, when it was
+        not the visitor who stopped it)."""
         if self._waiting is not None:
             self._drop(self._waiting)
             self._waiting = None
         self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
         self._close_pending()
         if self._pause is not None:
-            self._pause.content, self._pause = "Stopped while paused.", None
+            self._pause.content, self._pause = (safe_markdown(reason) if reason else "Stopped while paused."), None
         self._render_live()
         if self._reasoning is not None:
             self._reasoning.metadata["status"] = "done"
@@ -223,7 +250,7 @@ class Panel:
         ended = any(_is_terminal(m) for m in self.messages)
         if not ended:
             note = "■ **Stopped** before an answer." if stopped else "⚠ Ended without an answer."
-            self._append(note)
+            self._append(f"■ **Ended** before an answer. {safe_markdown(reason)}" if stopped and reason else note)
         self.done = True
 
     def value(self) -> list[gr.ChatMessage]:

@@ -137,7 +137,7 @@ def test_share_then_open_fills_panels_table_and_question(tmp_path):
     values = asyncio.run(handlers.open(SimpleNamespace(query_params={"run": run_id})))
     assert values[-3:-1] == ["What is 17 * 23?", "391"]
     assert "391" in json.dumps(values[2], default=str) and "ReAct" in values[TABLE] and "Shared run" in values[STATUS]
-    assert values[FILES][0].endswith(".json")
+    assert values[FILES][0]["path"].endswith(".json")  # as the browser receives it (the event does not postprocess)
 
 
 def test_share_uses_the_replayed_file_when_there_is_no_export(tmp_path):
