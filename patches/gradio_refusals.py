@@ -60,17 +60,20 @@ class ReadableRefusals:
 
             if isinstance(exc, Error) or not _usable():
                 raise
-            raise Error(refusal_line(block_fn, inputs, exc), print_exception=False) from exc
+            optional = getattr(self, "optional_tail", {}).get(str(getattr(block_fn, "api_name", "")), 0)
+            raise Error(refusal_line(block_fn, inputs, exc, optional), print_exception=False) from exc
 
 
-def refusal_line(block_fn: Any, inputs: list[Any], exc: Exception) -> str:
-    """What was wrong with the call, in one line: which input, and what it accepts."""
+def refusal_line(block_fn: Any, inputs: list[Any], exc: Exception, optional: int = 0) -> str:
+    """What was wrong with the call, in one line: which input, and what it accepts (``optional``: how many last
+    inputs a call may leave out, ``patches/gradio_inputs.py``)."""
     from gradio.exceptions import InvalidPathError
 
     blocks = list(getattr(block_fn, "inputs", []))
     name = f"/{block_fn.api_name}" if getattr(block_fn, "api_name", None) else "This event"
     if len(inputs) < len(blocks):
-        return (f"{name} takes {len(blocks)} input values ({', '.join(_label(b) for b in blocks)}); "
+        may = f", the last {optional} may be left out" if optional else ""
+        return (f"{name} takes {len(blocks)} input values ({', '.join(_label(b) for b in blocks)}{may}); "
                 f"this call sent {len(inputs)}.")
     if isinstance(exc, InvalidPathError):
         return ("A file input names a file that was not uploaded to this app: upload it first "
