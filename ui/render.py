@@ -6,18 +6,12 @@ by live runs and replays. Model text and tool output are untrusted: HTML in them
 model that writes ``<script>`` shows the tag instead of running it. The Chatbot's own
 sanitizer stays on as a second layer.
 
-Untrusted text also never makes the page fetch anything (an image would tell a third party who
-views the run, and when): Markdown images (``![x](url)``, ``![x][ref]``) become a ``!`` and a plain
-link the viewer may follow, and code — which Gradio's Markdown sometimes pastes into the page as
-HTML (its ``$$`` LaTeX and mermaid blocks take raw text) — keeps no tag and no mermaid block
-either (:func:`inert`: a zero-width space after ``<``, inside ``![`` and before ``mermaid``, so it
-looks the same but is only text).
+How untrusted text is made safe (and fetches nothing) is :mod:`ui.safe_text`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
 import gradio as gr
@@ -40,6 +34,7 @@ from agents.events import (
     Waiting,
 )
 from agents.modes.registry import list_modes, mode_ids, mode_title, panel_ids
+from ui.safe_text import fenced, plain, safe_markdown
 
 # All read from the mode registry (agents/modes/registry.py): the base modes are the fixed panels.
 MODES = mode_ids("base")
@@ -60,70 +55,6 @@ def hybrid_mode(choice: str | None) -> str | None:
     raise ValueError(f"Unknown fourth panel {choice!r}: choose one of {', '.join(HYBRIDS)}.")
 SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
 INCOMPLETE = "⚠ Incomplete reply — cut off, not used as an answer"
-
-# ---------------------------------------------------------------------------------------------
-# Safe text
-# ---------------------------------------------------------------------------------------------
-
-# Closed fenced blocks (``` or ~~~ at a line start, closed by a fence at least as long) and inline
-# code spans (single backtick run, one line, not escaped). Markdown renders code literally, so
-# only text outside code needs escaping; if a span is misjudged the Chatbot sanitizer still applies.
-_CODE = re.compile(
-    r"(?P<fence>^[ ]{0,3}(?P<tick>`{3,}|~{3,})[^\n]*\n.*?^[ ]{0,3}(?P=tick)[`~]*[ \t]*$)"
-    r"|(?P<span>(?<!\\)(?P<bt>`+)(?!`)[^`\n]+?(?<!`)(?P=bt)(?!`))",
-    re.MULTILINE | re.DOTALL,
-)
-
-
-ZWSP = "\u200b"  # zero-width space: breaks a tag, an image or a mermaid block without changing what is shown
-_TAG = re.compile(r"<(?=[A-Za-z/!?])")
-_MERMAID = re.compile(r"(?<=[`~])([ \t]*)(?=mermaid)", re.IGNORECASE)
-
-
-def no_fetch(text: str) -> str:
-    """Markdown images (inline or by reference) as a ``!`` and a plain link, and no mermaid diagram: nothing in
-    it is fetched or drawn by itself (the link is the viewer's to follow)."""
-    return _MERMAID.sub(r"\1" + ZWSP, text.replace("![", "!" + ZWSP + "["))
-
-
-def inert(text: str) -> str:
-    """Text shown verbatim (code) that no renderer can turn into an element: no tag (``<`` + a zero-width
-    space when a tag name would follow), no image, no mermaid diagram. It reads the same."""
-    return _TAG.sub("<" + ZWSP, no_fetch(text))
-
-
-def escape_html(text: str) -> str:
-    """Make ``<`` and ``&`` literal so no tag or entity trick survives, images plain links; Markdown still
-    renders."""
-    return no_fetch(text.replace("&", "&amp;").replace("<", "&lt;"))
-
-
-def safe_markdown(text: str) -> str:
-    """Untrusted text as Markdown that shows HTML instead of running it (code is left as written, but inert)."""
-    text = no_fetch(text or "")  # wherever the code is: its bounds are a guess
-    out, pos = [], 0
-    for m in _CODE.finditer(text):
-        out.append(escape_html(text[pos : m.start()]))
-        out.append(inert(m.group(0)))
-        pos = m.end()
-    out.append(escape_html(text[pos:]))
-    return "".join(out)
-
-
-def fenced(text: str, lang: str = "text") -> str:
-    """A code block that no backtick run inside ``text`` can close early (its text inert)."""
-    longest = max((len(run) for run in re.findall(r"`+", text or "")), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{inert(text or '')}\n{fence}"
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~$])")  # $: no "$$", whose LaTeX block takes raw text
-
-
-def plain(text: str) -> str:
-    """Untrusted one-liner (a tool name, a title) with every Markdown/HTML character made literal."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
-
 
 def format_input(value: str | dict) -> str:
     text = json.dumps(value, ensure_ascii=False, indent=1) if isinstance(value, dict) else str(value)

@@ -19,7 +19,7 @@ from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 from ui.examples import by_category
 from ui.inputs import number_problem, protocol_value, shown, tools_problem
-from ui.render import escape_html, plain
+from ui.safe_text import escape_html, plain
 
 CSS_PATH = Path(__file__).with_name("theme.css")
 TITLE = "Think · Act · ReAct"

@@ -14,7 +14,7 @@ from agents.events import Action, FinalAnswer, LLMError, Observation, ParseError
 from agents.llm.base import Chunk, LLMFailure
 from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.trace import Trace
-from ui import render
+from ui import render, safe_text
 from ui.examples import CATEGORIES, EXAMPLES, by_category
 from ui.export import export_dict, export_markdown, run_settings, write_exports
 from ui.inputs import make_config
@@ -60,7 +60,7 @@ def test_safe_markdown_keeps_code_verbatim():
     text = "Use `x < 5` here\n\n```python\nif a < b:\n    print('<b>')\n```\nand <b>bold</b>"
     out = safe_markdown(text)
     assert "`x < 5`" in out
-    assert "if a < b:\n    print('<b>')" in out.replace(render.ZWSP, "")
+    assert "if a < b:\n    print('<b>')" in out.replace(safe_text.ZWSP, "")
     assert "<b>" not in out
     assert out.endswith("and &lt;b>bold&lt;/b>")
 
@@ -78,17 +78,17 @@ FETCHING = [
 
 @pytest.mark.parametrize("text", FETCHING)
 def test_untrusted_text_keeps_no_image_tag_or_diagram(text):
-    for out in (safe_markdown(text), render.fenced(text), render.escape_html(text)):
+    for out in (safe_markdown(text), render.fenced(text), safe_text.escape_html(text)):
         assert "![" not in out and "<img" not in out and "```mermaid" not in out
-        assert out.replace(render.ZWSP, "").replace("&lt;", "<").count("http://127.0.0.1:9/") == 1  # still shown
-    one_line = render.plain(text)  # every Markdown character escaped, and no "$$" LaTeX block
+        assert out.replace(safe_text.ZWSP, "").replace("&lt;", "<").count("http://127.0.0.1:9/") == 1  # still shown
+    one_line = safe_text.plain(text)  # every Markdown character escaped, and no "$$" LaTeX block
     assert "$$" not in one_line and re.search(r"(?<!\\)[<!\[`]", one_line) is None
 
 
 def test_a_link_stays_a_link_and_text_reads_the_same():
     assert safe_markdown("see [the page](http://example.org) or <http://example.org>") == \
         "see [the page](http://example.org) or &lt;http://example.org>"
-    assert safe_markdown("![cat](http://x/c.png)") == "!" + render.ZWSP + "[cat](http://x/c.png)"
+    assert safe_markdown("![cat](http://x/c.png)") == "!" + safe_text.ZWSP + "[cat](http://x/c.png)"
 
 
 def test_safe_markdown_unclosed_fence_is_escaped():
@@ -151,7 +151,7 @@ def test_tool_output_html_is_fenced_not_rendered():
     panel.add(Action("search", "x"))
     panel.add(Observation("search", XSS))
     content = panel.value()[1].content
-    assert content.startswith("```text\n") and XSS in content.replace(render.ZWSP, "")  # in a code block: shown
+    assert content.startswith("```text\n") and XSS in content.replace(safe_text.ZWSP, "")  # in a code block: shown
     assert "<img" not in content and "<script" not in content  # ... and never a tag, wherever Gradio pastes it
 
 
