@@ -79,8 +79,9 @@ def one_app(kit, monkeypatch):
 
 def test_66_unread_paused_runs_leave_room_for_a_normal_run_which_finishes(one_app):
     url = one_app
-    with ThreadPoolExecutor(16) as pool:  # the attack: 66 stepping runs, a new session each, never read
-        ids = list(pool.map(lambda k: post(url, "compare_step", ASK, f"attacker-{k}"), range(66)))
+    with ThreadPoolExecutor(16) as pool:  # the attack: 66 stepping runs, a new session and X-Forwarded-For each
+        ids = list(pool.map(lambda k: post(url, "compare_step", ASK, f"attacker-{k}",  # ... and never read
+                                           {"X-Forwarded-For": f"198.51.100.{k}"}), range(66)))
     started = time.monotonic()
     normal = frames(url, "compare", post(url, "compare", ASK, "teacher"), timeout=30)
     assert normal[-1][STATUS].startswith("✔ Done") and "396" in json.dumps(normal[-1][2])
