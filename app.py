@@ -8,6 +8,7 @@ Layout and wiring only: the Compare handlers live in ``ui/compare_tab.py``, the 
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -23,8 +24,9 @@ from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
+from patches.gradio_refusals import ReadableRefusals
 from tools.registry import ToolRegistry
-from ui import bench_open, fork_tab, mcp_tool, tabs
+from ui import bench_open, fork_tab, mcp_tool, tabs, visitors
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
@@ -36,10 +38,11 @@ from ui.render import HYBRIDS, MODE_CHOICES, MODES
 from ui.replay import DEFAULT_SPEED, SPEEDS
 from ui.settings import app_settings
 from ui.share_tab import ShareHandlers
-from ui.stepping import is_paused
+from ui.stepping import PauseBook, is_paused
 from ui.stream import Stops
 from ui.verdicts import MAX_EXPECTED_CHARS
 
+log = logging.getLogger(__name__)
 MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
 PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
@@ -47,18 +50,23 @@ BURST = 32  # submissions that may arrive between two looks of Gradio's queue fo
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
-class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, gr.Blocks):
+class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blocks):
     """``gr.Blocks`` with this app's framework patches (``patches/``): MCP with one tool unless ``APP_MCP=0``,
-    REST callers of ``/compare`` may omit its last input (``expected``, added later), and once launched the
-    page and its static files come from memory; a launch that serves until stopped sets its start-up heap
-    aside from garbage collection (agents/gc_tuning.py) and starts the run workers."""
+    REST callers of ``/compare`` may omit its last input (``expected``, added later), an input Gradio refuses
+    is one readable line, and once launched the page and its static files come from memory; the server never
+    takes a client's address from a forwarded header (``ui/visitors.py`` decides who a visitor is); a launch
+    that serves until stopped sets its start-up heap aside from garbage collection (agents/gc_tuning.py) and
+    starts the run workers."""
 
     optional_tail = {"compare": 1, "compare_step": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
         kwargs["prevent_thread_lock"] = True
+        visitors.pin_peer_address()  # read by uvicorn when Gradio starts it, below
         result = super().launch(*args, **kwargs)
+        if not visitors.peer_address_pinned(getattr(self, "server", None)):
+            log.warning("the server may take client addresses from X-Forwarded-For: per-visitor limits trust them")
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
         launcher.call(hosting.start_default_host)  # the live runs' worker processes, off the event loop
         if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
@@ -100,7 +108,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             tabs.about_tab()
         admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
         handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
-                              admission=admission)
+                              admission=admission,
+                              pauses=PauseBook(limits.paused_per_visitor, limits.paused_max, limits.pause_ttl_s))
         wire_compare(handlers, page, knobs)
         wire_share(ShareHandlers(page.outputs), page, demo)
         bench_open.wire(bench_open.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
@@ -273,8 +282,10 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
     page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], **tabs.PAGE_EVENT)
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit], lambda: "",
           outputs=page.share_link, **tabs.PAGE_EVENT)
-    # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue)
-    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col], **tabs.PAGE_EVENT)
+    # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue);
+    # with one, the handler bounds opens itself (a few at a time, a rate per visitor) and sends a stored view as is
+    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col], postprocess=False,
+              **tabs.PAGE_EVENT)
 
 
 def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:

@@ -7,6 +7,7 @@ Every request is checked once, by :func:`check_request`, before anything runs.
 """
 
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,9 +25,10 @@ from ui.playback import replay
 from ui.render import MODE_CHOICES, hybrid_mode
 from ui.replay import DEFAULT_SPEED, ReplayError, hybrid_in_file, open_recording
 from ui.session import live_run
-from ui.stepping import continue_runs, next_step
+from ui.stepping import PauseBook, PauseRefused, continue_runs, next_step
 from ui.stream import session_of
 from ui.verdicts import expected_problem
+from ui.visitors import visitor_of
 
 TAB = "compare"  # the Stop button's key in :class:`~ui.stream.Stops` (runs and replays alike)
 
@@ -62,7 +64,12 @@ def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps
 
 
 class CompareTab(TabHandlers):
-    """The Compare tab's event handlers, bound to one app's backend and output components."""
+    """The Compare tab's event handlers, bound to one app's backend and output components; ``pauses`` bounds the
+    stepping runs (per visitor, in all, and how long one stays paused: ``ui/stepping.PauseBook``)."""
+
+    def __init__(self, *args: Any, pauses: PauseBook | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pauses = pauses
 
     async def compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                       max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
@@ -109,12 +116,20 @@ class CompareTab(TabHandlers):
             return
         run_settings = self.settings.with_overrides(model=model or None,
                                                     token=oauth_token.token if oauth_token else None)
-        with self.stops.signal(session_of(request), TAB) as stop:
-            async for frame in live_run(checked.question, checked.selection, checked.modes, run_settings,
-                                        checked.registry, checked.config, model_factory=self.model_factory,
-                                        admission=self.admission, stop=stop, expected=checked.expected,
-                                        stepping=stepping):
-                yield frame.to_outputs(self.outputs)
+        with contextlib.ExitStack() as held:
+            if stepping and self.pauses is not None:
+                try:  # counted for the stream's whole life: a visitor who leaves gives it back at once
+                    held.enter_context(self.pauses.hold(visitor_of(request)))
+                except PauseRefused as exc:
+                    yield refusal(str(exc), short="⏸ No room for another paused run: see the status line.").to_outputs(
+                        self.outputs)
+                    return
+            with self.stops.signal(session_of(request), TAB) as stop:
+                async for frame in live_run(checked.question, checked.selection, checked.modes, run_settings,
+                                            checked.registry, checked.config, model_factory=self.model_factory,
+                                            admission=self.admission, stop=stop, expected=checked.expected,
+                                            stepping=stepping, pause_ttl_s=self.pauses.ttl_s if self.pauses else None):
+                    yield frame.to_outputs(self.outputs)
 
     async def play(self, path: str | None, speed_label: str = DEFAULT_SPEED,
                    request: gr.Request | None = None) -> AsyncIterator[list]:

@@ -124,10 +124,10 @@ class PanelsView:
             self._ended[mode] = bool(trace.of(FinalAnswer) or trace.error)
         return first and bool(panel.messages)
 
-    def finish(self, *, stopped: bool = False) -> None:
-        """Close every panel's spinners (a stopped one says so)."""
+    def finish(self, *, stopped: bool = False, reason: str = "") -> None:
+        """Close every panel's spinners (a stopped one says so, and why when it was not the visitor's Stop)."""
         for panel in self.panels.values():
-            panel.finish(stopped=stopped and not self.finished(panel.mode))
+            panel.finish(stopped=stopped and not self.finished(panel.mode), reason=reason)
 
     def metrics(self, mode: str, running: bool) -> str:
         """The metrics line, recomputed only after a step or when the shown seconds change."""

@@ -5,12 +5,13 @@ by live runs and replays. Model text and tool output are untrusted: HTML in them
 (model text) or fenced as code (tool output) before it reaches the Chatbot, so a page or a
 model that writes ``<script>`` shows the tag instead of running it. The Chatbot's own
 sanitizer stays on as a second layer.
+
+How untrusted text is made safe (and fetches nothing) is :mod:`ui.safe_text`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
 import gradio as gr
@@ -36,6 +37,7 @@ from agents.events import (
     Waiting,
 )
 from agents.modes.registry import list_modes, mode_ids, mode_title, panel_ids
+from ui.safe_text import fenced, plain, safe_markdown
 
 # All read from the mode registry (agents/modes/registry.py): the base modes are the fixed panels.
 MODES = mode_ids("base")
@@ -56,51 +58,6 @@ def hybrid_mode(choice: str | None) -> str | None:
     raise ValueError(f"Unknown fourth panel {choice!r}: choose one of {', '.join(HYBRIDS)}.")
 SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
 INCOMPLETE = "⚠ Incomplete reply — cut off, not used as an answer"
-
-# ---------------------------------------------------------------------------------------------
-# Safe text
-# ---------------------------------------------------------------------------------------------
-
-# Closed fenced blocks (``` or ~~~ at a line start, closed by a fence at least as long) and inline
-# code spans (single backtick run, one line, not escaped). Markdown renders code literally, so
-# only text outside code needs escaping; if a span is misjudged the Chatbot sanitizer still applies.
-_CODE = re.compile(
-    r"(?P<fence>^[ ]{0,3}(?P<tick>`{3,}|~{3,})[^\n]*\n.*?^[ ]{0,3}(?P=tick)[`~]*[ \t]*$)"
-    r"|(?P<span>(?<!\\)(?P<bt>`+)(?!`)[^`\n]+?(?<!`)(?P=bt)(?!`))",
-    re.MULTILINE | re.DOTALL,
-)
-
-
-def escape_html(text: str) -> str:
-    """Make ``<`` and ``&`` literal so no tag or entity trick survives; Markdown still renders."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
-
-
-def safe_markdown(text: str) -> str:
-    """Untrusted text as Markdown that shows HTML instead of running it (code is left verbatim)."""
-    out, pos = [], 0
-    for m in _CODE.finditer(text or ""):
-        out.append(escape_html(text[pos : m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(escape_html((text or "")[pos:]))
-    return "".join(out)
-
-
-def fenced(text: str, lang: str = "text") -> str:
-    """A code block that no backtick run inside ``text`` can close early."""
-    longest = max((len(run) for run in re.findall(r"`+", text or "")), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
-
-
-def plain(text: str) -> str:
-    """Untrusted one-liner (a tool name, a title) with every Markdown/HTML character made literal."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
-
 
 def format_input(value: str | dict) -> str:
     text = json.dumps(value, ensure_ascii=False, indent=1) if isinstance(value, dict) else str(value)
@@ -206,15 +163,16 @@ class Panel:
             flag = " _(forced: the model did not finish on its own)_" if event.forced else ""
             self._append(f"### ✔ Final answer{flag}\n\n{safe_markdown(event.text) or '_(empty)_'}")
 
-    def finish(self, stopped: bool = False) -> None:
-        """Close spinners; a run that ended without an answer or an error says so."""
+    def finish(self, stopped: bool = False, reason: str = "") -> None:
+        """Close spinners; a run that ended without an answer or an error says so (and ``reason``, when it was
+        not the visitor who stopped it)."""
         if self._waiting is not None:
             self._drop(self._waiting)
             self._waiting = None
         self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
         self._close_pending()
         if self._pause is not None:
-            self._pause.content, self._pause = "Stopped while paused.", None
+            self._pause.content, self._pause = (safe_markdown(reason) if reason else "Stopped while paused."), None
         self._render_live()
         if self._reasoning is not None:
             self._reasoning.metadata["status"] = "done"
@@ -225,7 +183,7 @@ class Panel:
         ended = any(_is_terminal(m) for m in self.messages)
         if not ended:
             note = "■ **Stopped** before an answer." if stopped else "⚠ Ended without an answer."
-            self._append(note)
+            self._append(f"■ **Ended** before an answer. {safe_markdown(reason)}" if stopped and reason else note)
         self.done = True
 
     def value(self) -> list[gr.ChatMessage]:

@@ -87,11 +87,19 @@ class LiveView:
         return self.panels.frame(STEPPING_STATUS.format(selection=render.plain(self.selection), where=self.where,
                                                         step=self.pauses.step + 1))
 
+    def expired(self, ttl_s: float) -> str | None:
+        """Why a stepping run must end now: paused for ``ttl_s`` without Next step or Continue (else None)."""
+        if self.pauses is None:
+            return None
+        return self.pauses.expired(self.panels.modes, self.panels.finished, ttl_s)
+
     async def end(self, outcome: Outcome) -> Frame:
         """Spinners closed (a stopped mode says so), then the status line, the table and the exports."""
         view = self.panels
-        view.finish(stopped=outcome.stopped)
-        if outcome.stopped:
+        view.finish(stopped=outcome.stopped, reason=outcome.reason)
+        if outcome.stopped and outcome.reason:
+            status = f"⏹ {render.safe_markdown(outcome.reason)}"
+        elif outcome.stopped:
             status = STOPPED
         else:
             status = run_status(view.traces, time.perf_counter() - view.started, self.where, outcome.failure)
@@ -107,10 +115,11 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                    registry: ToolRegistry, config: RunConfig, *, model_factory: ModelBuilder | None = None,
                    throttle: float = THROTTLE_S, export: bool = True, admission: Admission | None = None,
                    stop: StopSignal | None = None, expected: str | None = None,
-                   stepping: bool = False) -> AsyncIterator[Frame]:
+                   stepping: bool = False, pause_ttl_s: float | None = None) -> AsyncIterator[Frame]:
     """Run ``modes`` (already checked) in parallel and yield frames until they finish or ``stop`` is set.
     With ``admission``, first wait for a slot, showing the place in line. A ``stepping`` run pauses after
-    each step and is attached to ``stop``, where Next step / Continue find it (``ui/stepping.py``)."""
+    each step and is attached to ``stop``, where Next step / Continue find it (``ui/stepping.py``); left
+    paused for ``pause_ttl_s`` it ends, and its panels say why."""
     if settings.problem() is not None:
         yield refusal(str(settings.problem()), short=NOT_CONFIGURED_SHORT)
         return
@@ -135,7 +144,8 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                         stepping=stepping)
         if stepping:
             stop.run, stop.view = run, view
-        async for frame in stream(run, view, stop=stop, throttle=throttle):
+        watch = (lambda: view.expired(pause_ttl_s)) if stepping and pause_ttl_s is not None else None
+        async for frame in stream(run, view, stop=stop, throttle=throttle, watch=watch):
             yield frame
     finally:
         if ticket is not None:

@@ -14,7 +14,8 @@ tokens; polling, not a thread per run waking the loop, keeps the event loop's wa
 Stop is a :class:`StopSignal` the tab's Stop button sets for the visitor's session (:class:`Stops`;
 the same table lets Next step / Continue find the session's stepping run):
 the generator sees it at its next poll, leaves the loop, and yields the view's stopped frame from its
-own state. A closed tab cancels the generator instead; either way ``finally`` closes the run (off the
+own state. A ``watch`` (a paused run's time limit) stops it the same way, with the reason the panels show.
+A closed tab cancels the generator instead; either way ``finally`` closes the run (off the
 event loop: closing joins threads).
 """
 
@@ -85,6 +86,7 @@ class Outcome:
 
     stopped: bool = False
     failure: Exception | None = None
+    reason: str = ""  # why it was stopped, when not by the visitor (e.g. a paused run left too long)
 
 
 class StreamView(Protocol[Out]):
@@ -112,11 +114,14 @@ class StopSignal:
 
     def __init__(self) -> None:
         self.stopped = False
+        self.reason = ""  # set when something other than the visitor stopped it
         self.run: Any = None
         self.view: Any = None  # a stepping run's view: a fork of the paused run reads its traces (ui/fork_tab.py)
         self._callbacks: list[Callable[[], None]] = []
 
-    def stop(self) -> None:
+    def stop(self, reason: str = "") -> None:
+        if not self.stopped:
+            self.reason = reason
         self.stopped = True
         for callback in self._callbacks:
             callback()
@@ -213,10 +218,12 @@ class _Drain(Generic[Out]):
 
 
 async def stream(run: Run, view: StreamView[Out], *, stop: StopSignal | None = None,
-                 throttle: float = THROTTLE_S) -> AsyncIterator[Out]:
-    """Start ``run`` and yield ``view``'s frames until the run ends or ``stop`` is set; then its last frame."""
+                 throttle: float = THROTTLE_S, watch: Callable[[], str | None] | None = None) -> AsyncIterator[Out]:
+    """Start ``run`` and yield ``view``'s frames until the run ends or ``stop`` is set; then its last frame.
+    ``watch``, asked at every poll, may end it too: the reason it returns is the stopped outcome's."""
     start_failed: list[Exception] = []
     drain = _Drain(run, view)
+    stop = stop if stop is not None else StopSignal()
     stopped = False
     with counted():
         try:
@@ -230,7 +237,9 @@ async def stream(run: Run, view: StreamView[Out], *, stop: StopSignal | None = N
                 dirty = dirty or news
                 if start_failed:
                     drain.failure, ended = start_failed[0], True
-                if stop is not None and stop.stopped:
+                if watch is not None and not ended and (reason := watch()):
+                    stop.stop(reason)
+                if stop.stopped:
                     stopped = True
                     break
                 if ended:
@@ -244,4 +253,4 @@ async def stream(run: Run, view: StreamView[Out], *, stop: StopSignal | None = N
             # Stop, a closed tab, or the end: cancel the run and close the clients still open (ending
             # their streams at once). close() joins threads, so it runs off the event loop.
             launcher.start(run.close, "run-close")
-    yield await view.end(Outcome(stopped=stopped, failure=drain.failure))
+    yield await view.end(Outcome(stopped=stopped, failure=drain.failure, reason=stop.reason if stopped else ""))

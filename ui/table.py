@@ -10,7 +10,7 @@ import string
 
 from agents.modes.registry import mode_title
 from agents.trace import Trace, metrics_line
-from ui.render import escape_html, plain
+from ui.safe_text import escape_html, plain
 
 
 def metrics_markdown(trace: Trace | None, *, running: bool = False) -> str:

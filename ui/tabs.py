@@ -18,7 +18,8 @@ from agents.prompts import render_prompt
 from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 from ui.examples import by_category
-from ui.render import escape_html, plain
+from ui.inputs import number_problem, protocol_value, shown, tools_problem
+from ui.safe_text import escape_html, plain
 
 CSS_PATH = Path(__file__).with_name("theme.css")
 TITLE = "Think · Act · ReAct"
@@ -38,6 +39,7 @@ ROUTER_MODELS = (
 # An event of the page itself, not a run: no API endpoint, no progress overlay, and answered at once beside the
 # runs instead of waiting in Gradio's queue (showing a panel, Stop, enabling a button).
 PAGE_EVENT: Mapping[str, Any] = MappingProxyType({"api_visibility": "private", "show_progress": "hidden", "queue": False})
+SLIDER_MAX_STEPS = 10  # the Max steps slider's end (app.settings_layout)
 PRESENTATION_JS = "(on) => { document.body.classList.toggle('presentation', !!on); }"
 
 
@@ -117,15 +119,22 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
     codes = [gr.Code(label=s.title, language="markdown", interactive=False, lines=12, max_lines=40,
                      wrap_lines=True, elem_classes="prompt-code") for s in specs]
 
-    def show(protocol: str = "text", max_steps: float = DEFAULT_MAX_STEPS, tools: list[str] | None = None) -> tuple[str, ...]:
+    def show(protocol: str = "text", max_steps: float | str = DEFAULT_MAX_STEPS, tools: list[str] | None = None) -> tuple[str, ...]:
         """The rendered first request of each mode with its own prompt (Think, Act, ReAct) for these settings."""
+        # preprocess=False: values arrive as sent, and a bad one is one line (never Gradio's {"error": null})
+        problem = (None if protocol is None or protocol_value(protocol) else f"Unknown protocol {shown(protocol)}: "
+                   "choose text or tools.") or number_problem(max_steps, "Max steps", 1, SLIDER_MAX_STEPS) \
+            or tools_problem(tools, registry)
+        if problem:
+            raise gr.Error(problem, print_exception=False)
         reg = registry.subset(tools if tools is not None else registry.names)
-        proto = protocol if protocol in ("text", "tools") else "text"
-        return tuple(render_prompt(s.prompt, reg, protocol=proto, max_steps=int(max_steps or 5),  # type: ignore[arg-type]
-                                   uses_tools=s.uses_tools) for s in specs)
+        steps = min(SLIDER_MAX_STEPS, max(1, int(float(max_steps))))  # as /compare clamps it (ui/inputs.make_config)
+        return tuple(render_prompt(s.prompt, reg, protocol=protocol_value(protocol) or "text",  # type: ignore[arg-type]
+                                   max_steps=steps, uses_tools=s.uses_tools) for s in specs)
 
     gr.on([protocol.change, max_steps.change, tools.change, load_event.load], show,
-          inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden")
+          inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden",
+          preprocess=False)
 
 
 def about_tab() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.correctness import Verdict, clean_expected, judge
 from agents.trace import Trace
-from ui.render import escape_html
+from ui.safe_text import escape_html
 from ui.table import comparison_markdown
 
 MAX_EXPECTED_CHARS = 500  # an expected answer is a short answer, not an essay

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Iterator
 
@@ -13,7 +14,7 @@ from agents.events import Action, FinalAnswer, LLMError, Observation, ParseError
 from agents.llm.base import Chunk, LLMFailure
 from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.trace import Trace
-from ui import render
+from ui import render, safe_text
 from ui.examples import CATEGORIES, EXAMPLES, by_category
 from ui.export import export_dict, export_markdown, run_settings, write_exports
 from ui.inputs import make_config
@@ -55,11 +56,39 @@ def test_safe_markdown_escapes_html_outside_code():
 
 
 def test_safe_markdown_keeps_code_verbatim():
+    """Code reads as written; a tag in it gets a zero-width space after its ``<`` (see the next tests)."""
     text = "Use `x < 5` here\n\n```python\nif a < b:\n    print('<b>')\n```\nand <b>bold</b>"
     out = safe_markdown(text)
     assert "`x < 5`" in out
-    assert "if a < b:\n    print('<b>')" in out
+    assert "if a < b:\n    print('<b>')" in out.replace(safe_text.ZWSP, "")
+    assert "<b>" not in out
     assert out.endswith("and &lt;b>bold&lt;/b>")
+
+
+FETCHING = [
+    "![beacon](http://127.0.0.1:9/a.png)",  # an inline image
+    "![beacon][ref]\n\n[ref]: http://127.0.0.1:9/b.png",  # by reference
+    "![ref]\n\n[ref]: http://127.0.0.1:9/c.png",  # the shortcut form
+    "[a](http://x/`)![i](http://127.0.0.1:9/d.png)`",  # code-span bounds that Markdown reads differently
+    "$$ `<img src=http://127.0.0.1:9/e.png>` $$",  # Gradio's LaTeX block pastes its text into the page as HTML
+    "```mermaid\ngraph TD; A[<img src=http://127.0.0.1:9/f.png>]\n```",  # and so does its mermaid block
+    "- item\n   ```\n<img src=http://127.0.0.1:9/g.png>\n   ```",  # a fence that a list item ends early
+]
+
+
+@pytest.mark.parametrize("text", FETCHING)
+def test_untrusted_text_keeps_no_image_tag_or_diagram(text):
+    for out in (safe_markdown(text), render.fenced(text), safe_text.escape_html(text)):
+        assert "![" not in out and "<img" not in out and "```mermaid" not in out
+        assert out.replace(safe_text.ZWSP, "").replace("&lt;", "<").count("http://127.0.0.1:9/") == 1  # still shown
+    one_line = safe_text.plain(text)  # every Markdown character escaped, and no "$$" LaTeX block
+    assert "$$" not in one_line and re.search(r"(?<!\\)[<!\[`]", one_line) is None
+
+
+def test_a_link_stays_a_link_and_text_reads_the_same():
+    assert safe_markdown("see [the page](http://example.org) or <http://example.org>") == \
+        "see [the page](http://example.org) or &lt;http://example.org>"
+    assert safe_markdown("![cat](http://x/c.png)") == "!" + safe_text.ZWSP + "[cat](http://x/c.png)"
 
 
 def test_safe_markdown_unclosed_fence_is_escaped():
@@ -122,7 +151,8 @@ def test_tool_output_html_is_fenced_not_rendered():
     panel.add(Action("search", "x"))
     panel.add(Observation("search", XSS))
     content = panel.value()[1].content
-    assert content.startswith("```text\n") and XSS in content  # inside a code block: shown literally
+    assert content.startswith("```text\n") and XSS in content.replace(safe_text.ZWSP, "")  # in a code block: shown
+    assert "<img" not in content and "<script" not in content  # ... and never a tag, wherever Gradio pastes it
 
 
 def test_parse_error_shows_the_corrective_reprompt():

@@ -137,7 +137,7 @@ def test_share_then_open_fills_panels_table_and_question(tmp_path):
     values = asyncio.run(handlers.open(SimpleNamespace(query_params={"run": run_id})))
     assert values[-3:-1] == ["What is 17 * 23?", "391"]
     assert "391" in json.dumps(values[2], default=str) and "ReAct" in values[TABLE] and "Shared run" in values[STATUS]
-    assert values[FILES][0].endswith(".json")
+    assert values[FILES][0]["path"].endswith(".json")  # as the browser receives it (the event does not postprocess)
 
 
 def test_share_uses_the_replayed_file_when_there_is_no_export(tmp_path):
@@ -148,6 +148,21 @@ def test_share_uses_the_replayed_file_when_there_is_no_export(tmp_path):
     junk.write_text('{"not": "a run"}', encoding="utf-8")
     assert "?run=" not in asyncio.run(handlers.share(None, str(junk), request=None))
     assert len(list((tmp_path / "s").glob("*.json"))) == 1  # only the good one was stored
+
+
+def test_opens_are_limited_per_visitor(tmp_path, monkeypatch):
+    import ui.share_tab
+
+    monkeypatch.setattr(ui.share_tab, "OPENS_PER_MINUTE", 3)
+    handlers = ShareHandlers(outputs(), ShareStore(tmp_path / "s", 10_000_000, 86400))
+    line = asyncio.run(handlers.share([str(export_file(tmp_path))], None, request=None))
+    run_id = line.split("?run=")[1].split("]")[0]
+    visitor = SimpleNamespace(query_params={"run": run_id}, client=SimpleNamespace(host="198.51.100.1"), headers={})
+    statuses = [asyncio.run(handlers.open(visitor))[STATUS] for _ in range(4)]
+    assert ["Shared run" in s for s in statuses] == [True, True, True, False]
+    assert "You opened many shared runs in the last minute" in statuses[3]
+    other = SimpleNamespace(query_params={"run": run_id}, client=SimpleNamespace(host="198.51.100.2"), headers={})
+    assert "Shared run" in asyncio.run(handlers.open(other))[STATUS]
 
 
 def test_open_without_a_run_changes_nothing_and_a_bad_one_is_one_line(tmp_path):

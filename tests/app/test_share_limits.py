@@ -1,0 +1,210 @@
+"""Share links cannot be emptied or multiplied by one visitor, and opening a large shared run costs little (issue 21).
+
+Driven as a browser sends these private events: the Share button through Gradio's queue (``/gradio_api/queue/join``
+and ``/gradio_api/queue/data``), the ``?run=`` page load through ``/gradio_api/run/predict`` (it is not queued).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+import app
+import ui.settings
+from agents.llm.stub_server import StubLLMServer, toy_policy
+from ui.settings import AppSettings
+from ui.share import ShareStore
+
+STATUS = 6
+
+
+def recording(path: Path, tag: str, pad_tokens: int = 0, observation_kb: int = 0) -> Path:
+    """A small valid export (distinct per ``tag``), optionally grown with token events and long observations."""
+    events = [{"t": 0.0, "kind": "thought", "text": f"Run {tag}: multiply."}]
+    events += [{"t": 0.001 * i, "kind": "token", "text": "word ", "channel": "thought"} for i in range(pad_tokens)]
+    if observation_kb:
+        for i in range(20):
+            events += [{"t": 1.0 + i, "kind": "action", "tool": "calculate", "input": f"{i}"},
+                       {"t": 1.5 + i, "kind": "observation", "tool": "calculate", "output": "x" * 1024 * observation_kb}]
+    events.append({"t": 30.0, "kind": "answer", "text": f"391 ({tag})"})
+    data = {"question": f"What is 17 * 23? ({tag})", "selection": "ReAct", "traces": {"react": {"events": events}}}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def dependency(url: str, name: str) -> int:
+    """The id of the app's event whose function is called ``name`` (private events have no API name)."""
+    config = httpx.get(f"{url}config", timeout=30).json()
+    return next(d["id"] for d in config["dependencies"] if d.get("api_name") == name)
+
+
+def upload(url: str, path: Path) -> dict:
+    with path.open("rb") as f:
+        response = httpx.post(f"{url}gradio_api/upload", files={"files": (path.name, f)}, timeout=120)
+    assert response.status_code == 200, response.text
+    return {"path": response.json()[0], "meta": {"_type": "gradio.FileData"}}
+
+
+def share(url: str, fn: int, file: dict, session: str, headers: dict | None = None) -> str:
+    """Press Share with a replayed file on screen, as the browser does: the line it shows."""
+    joined = httpx.post(f"{url}gradio_api/queue/join", timeout=60, headers=headers or {},
+                        json={"data": [None, file], "fn_index": fn, "session_hash": session, "event_data": None,
+                              "trigger_id": None})
+    assert joined.status_code == 200, joined.text
+    with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=120) as s:
+        for line in s.iter_lines():
+            message = json.loads(line[5:]) if line.startswith("data:") else {}
+            if message.get("msg") == "process_completed":
+                output = message.get("output") or {}
+                assert message.get("success"), output
+                return str(output["data"][0])
+    raise AssertionError("the Share event never completed")
+
+
+def open_link(url: str, fn: int, run_id: str, session: str) -> list:
+    """Load the page with ``?run=<id>``: the values its load event returns."""
+    response = httpx.post(f"{url}gradio_api/run/predict", params={"run": run_id}, timeout=120,
+                          json={"data": [], "fn_index": fn, "session_hash": session, "event_data": None})
+    assert response.status_code == 200, response.text
+    return response.json()["data"]
+
+
+def run_id_of(line: str) -> str:
+    assert "?run=" in line, line
+    return line.split("?run=")[1].split("]")[0]
+
+
+@pytest.fixture
+def share_app(kit, monkeypatch, tmp_path) -> Iterator:
+    """The app with its share store in ``tmp_path``; the test sets the limits first (``settings(...)``)."""
+    def launch(**limits):
+        monkeypatch.setattr(ui.settings, "_current", AppSettings(share_dir=str(tmp_path / "store"), **limits))
+        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
+        return kit.launched(demo)
+
+    with StubLLMServer(toy_policy) as stub:
+        yield launch
+
+
+def test_eleven_large_shares_from_one_visitor_evict_nobody_elses_link(share_app, tmp_path):
+    """The issue's scenario at a tenth of the size: a 20 MB store, shares of ~1.9 MB each."""
+    with share_app(share_max_mb=20) as url:  # one visitor: 2 MB an hour (a tenth)
+        others = ShareStore(tmp_path / "store", 20 * 1024 * 1024, 86400)
+        earlier = [others.put(recording(tmp_path / f"other-{k}.json", f"other {k}"), f"203.0.113.{k}")
+                   for k in range(50)]
+        fn = dependency(url, "share")
+        lines = [share(url, fn, upload(url, recording(tmp_path / f"big-{k}.json", f"big {k}", pad_tokens=28_500)),
+                       f"sharer-{k}") for k in range(11)]
+        assert [others.valid_id(r) and (tmp_path / "store" / f"{r}.json").is_file() for r in earlier] == [True] * 50
+        stored = [line for line in lines if "?run=" in line]
+        refused = [line for line in lines if "?run=" not in line]
+        assert len(stored) == 1 and len(refused) == 10
+        assert all(line.startswith("⚠") and line.count("\n") == 0 and "MB one visitor may add an hour" in line
+                   for line in refused), refused
+
+
+def test_a_run_over_the_size_cap_is_refused_in_one_line(share_app, tmp_path):
+    with share_app(share_run_mb=1) as url:
+        line = share(url, dependency(url, "share"),
+                     upload(url, recording(tmp_path / "big.json", "big", pad_tokens=30_000)), "s1")
+        assert line.startswith("⚠ This run is too large to share by link") and "the most is 1 MB" in line
+
+
+def test_both_share_inputs_are_checked_as_recordings(share_app, tmp_path):
+    """The export box may be sent any uploaded file too: it is stored only if it is a recording."""
+    page = tmp_path / "page.json"
+    page.write_text('{"html": "<h1>not a run</h1>"}', encoding="utf-8")
+    with share_app() as url:
+        fn, session = dependency(url, "share"), "exports-forger"
+        joined = httpx.post(f"{url}gradio_api/queue/join", timeout=60,
+                            json={"data": [[upload(url, page)], None], "fn_index": fn, "session_hash": session,
+                                  "event_data": None, "trigger_id": None})
+        assert joined.status_code == 200
+        with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=60) as s:
+            done = next(json.loads(line[5:]) for line in s.iter_lines()
+                        if line.startswith("data:") and '"process_completed"' in line)
+        line = done["output"]["data"][0]
+        assert line.startswith("⚠ No traces found"), line
+        assert not list((tmp_path / "store").glob("*.json"))
+
+
+def test_varying_x_forwarded_for_does_not_multiply_a_visitors_quota(share_app, tmp_path):
+    with share_app(share_per_hour=3) as url:
+        fn = dependency(url, "share")
+        lines = [share(url, fn, upload(url, recording(tmp_path / f"r{k}.json", f"r{k}")), f"xff-{k}",
+                       {"X-Forwarded-For": f"198.51.100.{k}"}) for k in range(5)]
+    assert ["?run=" in line for line in lines] == [True, True, True, False, False]
+    assert "You have made 3 share links in the last hour" in lines[3]
+
+
+def test_behind_a_trusted_proxy_the_visitor_is_the_address_it_appended(share_app, tmp_path):
+    """The proxy appends the address it saw: whatever a client wrote before it is not the visitor."""
+    with share_app(share_per_hour=2, trusted_proxies=("127.0.0.1",)) as url:
+        fn = dependency(url, "share")
+        forged = [share(url, fn, upload(url, recording(tmp_path / f"f{k}.json", f"f{k}")), f"fwd-{k}",
+                        {"X-Forwarded-For": f"10.9.9.{k}, 198.51.100.7"}) for k in range(3)]
+        other = share(url, fn, upload(url, recording(tmp_path / "g.json", "g")), "fwd-other",
+                      {"X-Forwarded-For": "198.51.100.8"})
+    assert ["?run=" in line for line in forged] == [True, True, False] and "?run=" in other
+
+
+def test_ten_concurrent_opens_of_a_large_shared_run_keep_config_fast(share_app, tmp_path):
+    """A run near the size cap, opened ten times at once — and ten opens of an 18 MB run stored by a version
+    without that cap: the page's /config stays fast, every open of the first shows the run (its export to download
+    one copy in Gradio's cache, not one per view), and the second is one line at once."""
+    from ui.share_tab import SHARED_DOWNLOADS
+
+    big = recording(tmp_path / "large.json", "large", pad_tokens=52_000, observation_kb=60)
+    assert 4_000_000 < big.stat().st_size < 5 * 1024 * 1024
+    huge = recording(tmp_path / "huge.json", "huge", pad_tokens=250_000)
+    with share_app() as url:
+        run_id = run_id_of(share(url, dependency(url, "share"), upload(url, big), "sharer"))
+        old_id = ShareStore(tmp_path / "store", 200 * 1024 * 1024, 86400).put(huge)
+        fn = dependency(url, "open")
+        latencies: list[float] = []
+        stop = threading.Event()
+
+        def poll() -> None:
+            with httpx.Client(timeout=60) as client:
+                while not stop.is_set():
+                    started = time.perf_counter()
+                    assert client.get(f"{url}config").status_code == 200
+                    latencies.append(time.perf_counter() - started)
+                    time.sleep(0.05)
+
+        poller = threading.Thread(target=poll)
+        poller.start()
+        try:
+            with ThreadPoolExecutor(20) as pool:
+                opened = list(pool.map(lambda k: open_link(url, fn, run_id if k % 2 else old_id, f"viewer-{k}"),
+                                       range(20)))
+        finally:
+            stop.set()
+            poller.join()
+        copies = [p.stat().st_size for p in (SHARED_DOWNLOADS / run_id).iterdir() if not p.name.startswith(".")]
+    assert latencies and max(latencies) < 0.5, sorted(latencies)[-5:]
+    assert all("Shared run" in values[STATUS] and "391 (large)" in json.dumps(values[2]) for values in opened[1::2])
+    assert all("larger than the 5 MB a link may open" in values[STATUS] for values in opened[::2])
+    assert copies == [big.stat().st_size]
+
+
+def test_an_old_link_to_a_run_over_the_cap_is_one_line_without_parsing(share_app, tmp_path):
+    """A link stored before views existed opens once it has one; one over today's cap is refused at once."""
+    store = tmp_path / "store"
+    with share_app(share_run_mb=1) as url:
+        legacy = ShareStore(store, 100 * 1024 * 1024, 86400)
+        small = legacy.put(recording(tmp_path / "old-small.json", "old small"))
+        large = legacy.put(recording(tmp_path / "old-large.json", "old large", pad_tokens=40_000))
+        fn = dependency(url, "open")
+        assert "391 (old small)" in json.dumps(open_link(url, fn, small, "v1")[2])
+        assert (store / f"{small}.view").is_file()  # made once, kept
+        started = time.perf_counter()
+        refused = open_link(url, fn, large, "v2")
+        assert "larger than the 1 MB a link may open" in refused[STATUS] and time.perf_counter() - started < 2
