@@ -32,6 +32,7 @@ from dataclasses import replace
 
 from agents.events import Event, FinalAnswer, LLMError, Retry, Usage
 from agents.llm.base import ChatModel, LLMFailure, ModelFactory
+from agents.llm.discovery import resolve_model
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
@@ -76,8 +77,9 @@ def validate_question(question: str | None) -> str | None:
 
 
 def default_model_factory(settings: LLMSettings | None = None) -> ModelFactory:
-    """A factory making one fresh :class:`HFInferenceModel` per run (clients are never shared)."""
-    resolved = settings or LLMSettings.from_env()
+    """A factory making one fresh :class:`HFInferenceModel` per run (clients are never shared); settings read
+    here from the environment ask a ``base_url`` server for its model when ``LLM_MODEL`` names none."""
+    resolved = settings or resolve_model(LLMSettings.from_env())
     return lambda: HFInferenceModel(resolved)
 
 

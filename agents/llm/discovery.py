@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 LIST_TIMEOUT_S = 3.0  # a local server answers at once; a start-up must not hang on one that does not
 MAX_MODELS = 100  # a hosted gateway may list thousands: the Settings box and an error line show the first ones
 MAX_ID_CHARS = 200
+SHOW_MODELS = 8  # models named in a "no such model" line; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -78,3 +79,24 @@ def resolve_model(settings: LLMSettings, *, timeout: float = LIST_TIMEOUT_S) -> 
     if listed.ids:
         return replace(settings, model=listed.ids[0], models=listed.ids)
     return replace(settings, models_error=listed.error)
+
+
+def names_missing_model(status: int | None, message: str) -> bool:
+    """A refused call's (lower-cased) message says the server has no such model: Ollama's and vLLM's 404s,
+    OpenAI's ``model_not_found``."""
+    if "model_not_found" in message:
+        return True
+    named = "model" in message and any(s in message for s in ("not found", "does not exist", "not exist"))
+    return status in (400, 404) and named
+
+
+def missing_model_line(settings: LLMSettings) -> str:
+    """One line for a model the server does not have: the model asked for and, when it lists them, the ones it has."""
+    asked, where = settings.model, settings.where()
+    if not settings.base_url:
+        return f"model {asked} was not found on {where} — pick another model"
+    has = settings.models or list_models(settings.base_url, settings.token).ids
+    shown = ", ".join(has[:SHOW_MODELS]) + (f" and {len(has) - SHOW_MODELS} more" if len(has) > SHOW_MODELS else "")
+    offer = (f"; it has {shown} — set LLM_MODEL (or the Model setting) to one of them" if has
+             else " — set LLM_MODEL to a model it serves")
+    return f"the server at {where} has no model {asked!r}{offer}"

@@ -36,7 +36,6 @@ MAX_TRIES = 3
 RETRY_BUDGET_S = 10.0
 ONE_AT_A_TIME = "it may serve one request at a time (llama-cpp-python's server does); set LLM_MAX_CONCURRENT=1"
 INTERRUPTED = f"the server closed this reply when another request arrived — {ONE_AT_A_TIME}"
-SHOW_MODELS = 8  # models named in a "no such model" line; the rest are counted
 
 
 class HFInferenceModel:
@@ -218,8 +217,8 @@ class HFInferenceModel:
         server = self.settings.redact(str(getattr(exc, "server_message", "") or "") or _body_message(exc)).strip()
         low = server.lower()
         model = self.settings.model
-        if _model_missing(status, low):
-            return self._model_missing()
+        if discovery.names_missing_model(status, low):
+            return discovery.missing_model_line(self.settings)
         if status == 429:
             return f"rate-limited by the provider after {attempt} tries — wait a minute or pick another model"
         if status in (401, 403):
@@ -249,17 +248,6 @@ class HFInferenceModel:
 
     def _where(self) -> str:
         return self.settings.where()
-
-    def _model_missing(self) -> str:
-        """The model asked for is not on the server: name it and, when the server lists them, the ones it has."""
-        asked, where = self.settings.model, self._where()
-        if not self.settings.base_url:
-            return f"model {asked} was not found on {where} — pick another model"
-        has = self.settings.models or discovery.list_models(self.settings.base_url, self.settings.token).ids
-        shown = ", ".join(has[:SHOW_MODELS]) + (f" and {len(has) - SHOW_MODELS} more" if len(has) > SHOW_MODELS else "")
-        offer = (f"; it has {shown} — set LLM_MODEL (or the Model setting) to one of them" if has
-                 else " — set LLM_MODEL to a model it serves")
-        return f"the server at {where} has no model {asked!r}{offer}"
 
     def close(self) -> None:
         """End any in-flight stream (or wait for a slot); later calls fail fast with 'the run was stopped'."""
@@ -349,14 +337,6 @@ def _extra(obj: Any, key: str) -> Any:
     except Exception:  # a malformed chunk field reads as absent
         log.warning("could not read %r from a streamed chunk", key, exc_info=True)
         return None
-
-
-def _model_missing(status: int | None, message: str) -> bool:
-    """The server said it has no such model: Ollama's and vLLM's 404s, OpenAI's ``model_not_found``."""
-    if "model_not_found" in message:
-        return True
-    named = "model" in message and any(s in message for s in ("not found", "does not exist", "not exist"))
-    return status in (400, 404) and named
 
 
 def _body_message(exc: HfHubHTTPError) -> str:

@@ -97,9 +97,11 @@ class LLMSettings:
         if not self.configured:
             return NOT_CONFIGURED
         if not self.model:
-            why = f": {self.models_error}" if self.models_error else ""
-            return (f"LLM_MODEL is not set and the server at {self.where()} did not say which models it serves"
-                    f"{why} — set LLM_MODEL to the name of a model it serves (or type it under Settings → Model).")
+            server = f"the server at {self.where()}"
+            if self.models_error:
+                return (f"LLM_MODEL is not set and {server} listed no models ({self.models_error}) — set LLM_MODEL "
+                        "to the name of a model it serves (or type it under Settings → Model).")
+            return f"LLM_MODEL is not set — set LLM_MODEL to the name of a model {server} serves."
         return None
 
     def where(self) -> str:

@@ -121,7 +121,7 @@ def test_a_mode_names_its_prompt_and_the_native_variant_is_found_by_file():
 def _copy_repo(dest: Path) -> Path:
     """The app's code in ``dest`` (no tests, no git), so a new module there cannot touch the real tree."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
-    for name in ("agents", "tools", "ui", "prompts", "data"):
+    for name in ("agents", "tools", "ui", "prompts", "data", "patches"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     shutil.copy2(ROOT / "app.py", dest / "app.py")
     return dest
@@ -223,7 +223,7 @@ IMPORT_ALL = '''
     # the benchmark package and its CLI (agents/evaluate.py, or an eval module of an agents/cli/ package)
     BENCHMARK_FACING = ("agents.evaluation", "agents.evaluate", "agents.cli.eval")
     names = [m.name for m in pkgutil.walk_packages(agents.__path__, "agents.")
-             if not m.name.startswith(BENCHMARK_FACING)]
+             if not m.name.startswith(BENCHMARK_FACING) and not m.name.endswith(".__main__")]  # entry points run
     for name in names:
         importlib.import_module(name)
     from agents.comparison import compare
