@@ -178,9 +178,9 @@ def compare_layout() -> ComparePage:
                                      visible=False),
                            gr.Button("» Continue", elem_id="continue-btn", scale=0, min_width=120, visible=False))
         stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
-    expected = gr.Textbox(show_label=False, container=False, lines=1, max_lines=1, elem_id="expected",
+    expected = gr.Textbox(lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
-                          placeholder="Expected answer (optional): each mode's answer is then marked ✓ / ✗")
+                          placeholder="optional: each mode's answer is then marked ✓ / ✗")
     tabs.examples(question, expected)
     with gr.Row(elem_id="status-row"):
         status = gr.Markdown("", label="Status", elem_id="run-status")

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 MAX_VISITORS = 256  # folders remembered (one per visitor's latest benchmark); each is a path, not traces
 NOTHING = "Run a benchmark first: its items can then be opened here."
+NONE_DISAGREE = "No items where the modes disagree — untick to list all."
+NONE_SAVED = "No item of this benchmark finished, so there is none to open."
 SWITCH_TO_COMPARE = "() => { document.querySelector('button[data-tab-id=\"compare\"]')?.click(); }"
 
 
@@ -143,6 +145,8 @@ class BenchOpen:
         listed = await asyncio.to_thread(item_choices, folder, bool(only_disagreeing))
         info = (f"{len(listed)} item{'s' if len(listed) != 1 else ''}"
                 + (" where the modes disagree" if only_disagreeing else " (disagreeing first)"))
+        if not listed:  # the benchmark ran: say why the list is empty, never to run one
+            info = NONE_DISAGREE if only_disagreeing else NONE_SAVED
         return gr.Dropdown(choices=listed, value=listed[0][1] if listed else None, info=info)
 
     async def open(self, item_id: Any, request: gr.Request | None = None) -> list:
