@@ -31,7 +31,6 @@ from ui.replay import open_recording
 from ui.share_tab import INSTANT, run_on_screen
 from ui.stream import session_of
 from ui.table import answers_agree
-from ui.tabs import PAGE_EVENT
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +185,9 @@ def wire(handlers: BenchOpen, picker: dict[str, gr.Component], bench_event: Any,
     Both refreshes are one event, ``always_last``: a click on the filter as a benchmark ends waits for the
     refresh in flight, then lists with the box as it is. As two events (Chromium showed it), their answers
     could land in either order, and the list could say "where the modes disagree" under an unticked box."""
-    bench_event.then(lambda ran: ran + 1, picker["ended"], picker["ended"], **PAGE_EVENT)
+    # queued: Gradio reports a State's change (which fires .change) only for events that went through its queue
+    bench_event.then(lambda ran: ran + 1, picker["ended"], picker["ended"], api_visibility="private",
+                     show_progress="hidden")
     gr.on([picker["only"].change, picker["ended"].change], handlers.choices, picker["only"], picker["item"],
           trigger_mode="always_last", api_visibility="private", show_progress="hidden")
     picker["open"].click(None, js=SWITCH_TO_COMPARE, queue=False)

@@ -20,6 +20,7 @@ THIS_RUN = "this run"
 RUN_COLOUR = "#4f46e5"  # this run: the page's indigo
 PAPER_COLOURS = ("#94a3b8", "#f59e0b", "#10b981")  # the ReAct paper's figures, then later papers' (Reflexion)
 BAR_PX = 16  # one bar's thickness; a mode's group is one bar per source
+FONT = "ui-sans-serif, system-ui, Segoe UI, Roboto, Helvetica, Arial, sans-serif"  # the page's (ui/tabs.theme)
 
 
 def score_chart(summary: dict[str, Any]) -> PlotData:
@@ -56,9 +57,11 @@ def grouped_bars(rows: list[dict[str, Any]], *, value_title: str,
                       "scale": {"domain": series, "range": colours},
                       "legend": {"orient": "bottom", "direction": "horizontal", "labelFontSize": 12}},
         },
-        "height": {"step": BAR_PX * max(1, len(series)) + 8},
+        "height": {"step": BAR_PX},  # per bar (the offset band): a mode's group is a bar per source
         "width": "container",
         "autosize": {"type": "fit-x", "contains": "padding"},
+        "usermeta": {"embedOptions": {"renderer": "svg"}},  # text a reader (and a test) can select and measure
+        "config": {"font": FONT, "view": {"stroke": None}, "axis": {"labelColor": "#374151", "titleColor": "#374151"}},
     }
     return PlotData(type="altair", plot=json.dumps(spec))
 

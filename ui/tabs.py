@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from agents.llm.settings import THREE_WAYS, TOY, TOY_LIMITS, LLMSettings
+from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
 from agents.modes.registry import list_modes
 from agents.prompts import render_prompt
 from agents.settings import DEFAULT_MAX_STEPS
@@ -55,8 +55,7 @@ def theme() -> gr.themes.Base:
 
 def backend_line(settings: LLMSettings, *, visitor_signed_in: bool | None = None) -> str:
     if settings.toy:
-        return (f"**Backend:** 🧸 {TOY} — a stand-in, not a language model: {TOY_LIMITS}. "
-                "Connect a real model to see the modes reason.")
+        return f"**Backend:** {TOY} (arithmetic only) — see below to connect a real model."
     if visitor_signed_in:
         return f"**Backend:** {plain(settings.model)} via the Hugging Face router — signed in: your account pays for your runs."
     if settings.configured:
@@ -84,8 +83,10 @@ def header(settings: LLMSettings, *, on_space: bool) -> gr.Markdown:
 def setup_banner(settings: LLMSettings) -> str:
     """What to set up, when something is missing: the problem, or (the toy model runs) how to connect a real one."""
     if settings.toy:
-        return (f"⚙ **No model is configured, so the toy model runs.** {escape_html(THREE_WAYS)} "
-                "(`APP_TOY_MODEL=0` turns the toy off.)")
+        return (f"⚙ **No model is configured, so a toy runs:** {TOY_LIMITS}; it is not a language model. "
+                "**To connect a real model**, set `HF_TOKEN` (the Hugging Face router), sign in with Hugging Face "
+                "(on a Space), or set `LLM_BASE_URL` to an OpenAI-compatible server, e.g. "
+                "`http://localhost:11434/v1` (Ollama). `APP_TOY_MODEL=0` turns the toy off.")
     problem = settings.problem()
     return f"⚙ **Setup needed.** {escape_html(problem)}" if problem else ""
 
