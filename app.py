@@ -26,7 +26,7 @@ from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
 from patches.gradio_refusals import ReadableRefusals
 from tools.registry import ToolRegistry
-from ui import bench_open, fork_tab, mcp_tool, tabs, visitors
+from ui import backend, bench_open, fork_tab, mcp_tool, tabs, visitors
 from ui.admission import Admission
 from ui.benchmark_tab import build_benchmark_tab
 from ui.compare_tab import CompareTab
@@ -188,9 +188,9 @@ def compare_layout() -> ComparePage:
                                      visible=False),
                            gr.Button("» Continue", elem_id="continue-btn", scale=0, min_width=120, visible=False))
         stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
-    expected = gr.Textbox(show_label=False, container=False, lines=1, max_lines=1, elem_id="expected",
+    expected = gr.Textbox(lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
-                          placeholder="Expected answer (optional): each mode's answer is then marked ✓ / ✗")
+                          placeholder="optional: each mode's answer is then marked ✓ / ✗")
     tabs.examples(question, expected)
     with gr.Row(elem_id="status-row"):
         status = gr.Markdown("", label="Status", elem_id="run-status")
@@ -232,11 +232,12 @@ def panel_column(key: str, label: str, placeholder: str, *,
 
 def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
     """The Settings accordion under the panels."""
-    models = list(dict.fromkeys([settings.model, *tabs.ROUTER_MODELS]))
+    offered = settings.models if settings.base_url else tabs.ROUTER_MODELS  # a server's own list, or the router's
+    models = [m for m in dict.fromkeys([settings.model, *offered]) if m]
     with gr.Accordion("Settings", open=False, elem_id="settings"):
         with gr.Row():
             model = gr.Dropdown(models, value=settings.model, allow_custom_value=True, label="Model",
-                                info="HF router models with tool calling, or type any model id")
+                                info=tabs.model_info(settings))
             protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
         with gr.Row():
             max_steps = lenient(gr.Slider(1, 10, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
@@ -343,14 +344,17 @@ def main() -> int:
     """``python app.py``: every setting is checked before anything starts; a bad one is one line and exit 2."""
     try:
         settings = LLMSettings.from_env()
-        app_settings()
+        limits = app_settings()
         hosting.workers_from_env()
         if (problem := patches.env_problem()) is not None:
             raise SettingError(problem)
     except SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    build_demo(settings).launch(**launch_kwargs())
+    on_space = bool(os.environ.get("SPACE_ID"))
+    # a named model as is; a server's listed one; or, off a Space with nothing configured, the toy model
+    settings = backend.choose_backend(settings, on_space=on_space, toy=limits.toy_model)
+    build_demo(settings, on_space=on_space).launch(**launch_kwargs())
     return 0
 
 

@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
-from agents.events import Event, FinalAnswer, LLMError, Retry
+from agents.events import Event, FinalAnswer, LLMError, Retry, Usage
 from agents.llm.base import ChatModel, LLMFailure, ModelFactory
+from agents.llm.discovery import resolve_model
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
@@ -76,8 +77,9 @@ def validate_question(question: str | None) -> str | None:
 
 
 def default_model_factory(settings: LLMSettings | None = None) -> ModelFactory:
-    """A factory making one fresh :class:`HFInferenceModel` per run (clients are never shared)."""
-    resolved = settings or LLMSettings.from_env()
+    """A factory making one fresh :class:`HFInferenceModel` per run (clients are never shared); settings read
+    here from the environment ask a ``base_url`` server for its model when ``LLM_MODEL`` names none."""
+    resolved = settings or resolve_model(LLMSettings.from_env())
     return lambda: HFInferenceModel(resolved)
 
 
@@ -121,14 +123,21 @@ def run_one(
     """One mode's run on a fresh model client, as events: a failure ends it with an ``LLMError``,
     a cancel ends it quietly, and the client is closed however it ends (also when the caller
     stops iterating). ``options`` go to the modes that take them (the hybrids' ``sc_n``, ``vote_key``);
-    ``source``, when given, replaces the mode's own loop (a fork: ``agents.fork.prepare_fork``)."""
+    ``source``, when given, replaces the mode's own loop (a fork: ``agents.fork.prepare_fork``). Each call's
+    ``Usage`` names the model that answered when the server said (``HFInferenceModel.answered``)."""
     model = None
     try:
         model = factory()
         models.add(model)
         if not config.cancel.is_set():
-            yield from (source(model, config) if source is not None else
-                        run_mode(mode, question, model, registry, config, **options))
+            events = source(model, config) if source is not None else run_mode(mode, question, model, registry,
+                                                                               config, **options)
+            try:
+                for event in events:
+                    answered = getattr(model, "answered", None) if isinstance(event, Usage) else None
+                    yield replace(event, model=answered) if answered and event.model is None else event
+            finally:  # as `yield from` would: the mode's own clean-up runs before its client is closed
+                getattr(events, "close", lambda: None)()
     except Stopped:
         return
     except LLMFailure as exc:

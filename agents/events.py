@@ -125,6 +125,9 @@ class Usage:
     (text cut at any hallucinated Observation; native calls as ``(id, name, arguments)``), so a
     fork can rebuild the conversation byte for byte. None: the call failed (nothing was sent
     back) or the trace predates forking.
+
+    ``model`` is the model that answered, as the server named it in its reply (None: it did not say, or
+    the trace predates it); written to JSON only when set.
     """
 
     prompt_tokens: int = 0
@@ -133,12 +136,16 @@ class Usage:
     estimated: bool = False
     reply: str | None = None
     tool_calls: tuple[tuple[str, str, str], ...] = ()
+    model: str | None = None
     kind: ClassVar[str] = "usage"
+    optional: ClassVar[tuple[str, ...]] = ("model",)
 
     def __post_init__(self) -> None:
         # JSON turns the tuples into lists; keep the event hashable and from_dict(to_dict()) equal.
         if self.reply is not None and not isinstance(self.reply, str):
             object.__setattr__(self, "reply", str(self.reply))
+        if self.model is not None and not isinstance(self.model, str):
+            object.__setattr__(self, "model", None)  # a file's odd value names no model
         calls = self.tool_calls if isinstance(self.tool_calls, list | tuple) else ()
         object.__setattr__(self, "tool_calls", tuple(tuple(str(x) for x in c) for c in calls if isinstance(c, list | tuple)))
 
@@ -236,7 +243,8 @@ _FIELD_NAMES: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
 def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    """``(name, optional)`` per field; an optional field is one a class lists in ``optional`` (default off)."""
+    """``(name, optional)`` per field; an optional field is one a class lists in ``optional`` (default off:
+    False for a flag, None for a value)."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
         optional = getattr(cls, "optional", ())
@@ -244,13 +252,19 @@ def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
     return names
 
 
+def _optional_value(cls: type, name: str, value: Any) -> Any:
+    """An optional field read from a file: a flag counts only when ``true``; a value is kept as it is."""
+    default = next(f.default for f in dataclasses.fields(cls) if f.name == name)
+    return value is True if isinstance(default, bool) else value
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
     """Serialise an event as ``{"kind": ..., **fields}`` (JSON-safe).
 
     What ``dataclasses.asdict`` gives for these flat events (containers copied), at a seventh of its
     cost: a run's export serialises thousands of token events, on a server shared by every visitor.
-    Optional flags (``Action.code``/``nested``) are written only when set, so other modes' exports keep
-    their shape; :func:`event_from_dict` gives a missing one its default."""
+    Optional fields (``Action.code``/``nested``, ``Usage.model``) are written only when set, so other runs'
+    exports keep their shape; :func:`event_from_dict` gives a missing one its default."""
     out: dict[str, Any] = {"kind": event.kind}
     for name, optional in _fields(type(event)):
         value = getattr(event, name)
@@ -268,4 +282,4 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     if cls is None:
         raise ValueError(f"unknown event kind: {data.get('kind')!r}")
     fields = dict(_fields(cls))
-    return cls(**{k: (v is True if fields[k] else v) for k, v in data.items() if k in fields})
+    return cls(**{k: (_optional_value(cls, k, v) if fields[k] else v) for k, v in data.items() if k in fields})

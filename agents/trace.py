@@ -163,6 +163,11 @@ class Trace:
         return any(u.estimated for u in self.of(Usage))
 
     @property
+    def answered_by(self) -> str | None:
+        """The model that answered this run's last call, as the server named it (None: no server said)."""
+        return next((u.model for u in reversed(self.of(Usage)) if u.model), None)
+
+    @property
     def llm_seconds(self) -> float:
         return sum(u.elapsed_s for u in self.of(Usage))
 

@@ -31,12 +31,13 @@ from ui.replay import open_recording
 from ui.share_tab import INSTANT, run_on_screen
 from ui.stream import session_of
 from ui.table import answers_agree
-from ui.tabs import PAGE_EVENT
 
 log = logging.getLogger(__name__)
 
 MAX_VISITORS = 256  # folders remembered (one per visitor's latest benchmark); each is a path, not traces
 NOTHING = "Run a benchmark first: its items can then be opened here."
+NONE_DISAGREE = "No items where the modes disagree — untick to list all."
+NONE_SAVED = "No item of this benchmark finished, so there is none to open."
 SWITCH_TO_COMPARE = "() => { document.querySelector('button[data-tab-id=\"compare\"]')?.click(); }"
 
 
@@ -143,6 +144,8 @@ class BenchOpen:
         listed = await asyncio.to_thread(item_choices, folder, bool(only_disagreeing))
         info = (f"{len(listed)} item{'s' if len(listed) != 1 else ''}"
                 + (" where the modes disagree" if only_disagreeing else " (disagreeing first)"))
+        if not listed:  # the benchmark ran: say why the list is empty, never to run one
+            info = NONE_DISAGREE if only_disagreeing else NONE_SAVED
         return gr.Dropdown(choices=listed, value=listed[0][1] if listed else None, info=info)
 
     async def open(self, item_id: Any, request: gr.Request | None = None) -> list:
@@ -182,7 +185,9 @@ def wire(handlers: BenchOpen, picker: dict[str, gr.Component], bench_event: Any,
     Both refreshes are one event, ``always_last``: a click on the filter as a benchmark ends waits for the
     refresh in flight, then lists with the box as it is. As two events (Chromium showed it), their answers
     could land in either order, and the list could say "where the modes disagree" under an unticked box."""
-    bench_event.then(lambda ran: ran + 1, picker["ended"], picker["ended"], **PAGE_EVENT)
+    # queued: Gradio reports a State's change (which fires .change) only for events that went through its queue
+    bench_event.then(lambda ran: ran + 1, picker["ended"], picker["ended"], api_visibility="private",
+                     show_progress="hidden")
     gr.on([picker["only"].change, picker["ended"].change], handlers.choices, picker["only"], picker["item"],
           trigger_mode="always_last", api_visibility="private", show_progress="hidden")
     picker["open"].click(None, js=SWITCH_TO_COMPARE, queue=False)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from agents.comparison import default_model_factory
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, load_dataset
-from agents.evaluation.report import chart_data, summary_table, write_exports
+from agents.evaluation.report import summary_table, write_exports
 from agents.evaluation.runner import EvalRun, Progress, order_records
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
@@ -32,6 +32,7 @@ from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_ids
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry
+from ui import charts
 from ui.bench_open import BenchFolder, RunFolders
 from ui.inputs import kind_of, lenient, make_config, number_problem, protocol_value, settings_problem
 from ui.render import plain
@@ -153,19 +154,6 @@ def table_frame(summary: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([["–" if v is None else v for v in row] for row in rows], columns=headers)
 
 
-def score_plot(summary: dict[str, Any]) -> gr.BarPlot:
-    """Score per mode with the paper's figure as its own bar beside it (BarPlot stacks series that share an x)."""
-    df = chart_data(summary, "score")
-    df["bar"] = [m if s == "this run" else f"{m} (paper)" for m, s in zip(df["mode"], df["series"], strict=True)]
-    title = "Accuracy %" if summary.get("metric") == "accuracy" else "EM %"
-    return gr.BarPlot(value=df, sort=list(df["bar"]), y_title=title)
-
-
-def tokens_plot(summary: dict[str, Any]) -> gr.BarPlot:
-    df = chart_data(summary, "tokens")
-    return gr.BarPlot(value=df, sort=list(df["mode"]))
-
-
 def export_dir() -> str:
     """A fresh folder per run; folders older than an hour are removed first (a Space's disk is small)."""
     EXPORT_ROOT.mkdir(parents=True, exist_ok=True)
@@ -226,7 +214,7 @@ class BenchView:
             status = f"⚠ The run failed: every pair ended in an error (first: {plain(redact(str(errors[0])))[:300]}): {line}"
         else:
             status = f"✔ Done: {line}"
-        return status + self.plan.note, table_frame(summary), score_plot(summary), tokens_plot(summary), files
+        return status + self.plan.note, table_frame(summary), charts.score_chart(summary), charts.tokens_chart(summary), files
 
 
 def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[str]:
@@ -338,10 +326,9 @@ def _layout(on_space: bool) -> dict[str, Any]:
     progress = gr.Markdown("", elem_id="bench-progress")
     table = gr.Dataframe(label="Results per mode (live)", interactive=False, wrap=True)
     with gr.Row():
-        score_chart = gr.BarPlot(x="bar", y="value", color="series", label="Score per mode", x_title="Mode",
-                                 color_title="", y_lim=[0, 100])
-        tokens_chart = gr.BarPlot(x="mode", y="value", color="series", label="Mean tokens per pair", x_title="Mode",
-                                  y_title="Tokens", color_title="")
+        # one group of bars per mode, a colour per source (ui/charts.py: gr.BarPlot can only stack them)
+        score_chart = gr.Plot(label="Score per mode", elem_id="bench-score")
+        tokens_chart = gr.Plot(label="Mean tokens per pair", elem_id="bench-tokens")
     files = gr.File(label="Download (summary.json, summary.csv, results.csv)", file_count="multiple", interactive=False)
     return {"dataset": dataset, "upload": upload, "n": n, "modes": modes, "concurrency": concurrency, "sc_n": sc_n,
             "run": run, "stop": stop, "progress": progress, "table": table, "score_chart": score_chart,

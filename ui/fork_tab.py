@@ -35,6 +35,7 @@ from ui.forking import (
     WHERE,
     Screen,
     edit_problem,
+    edits_reasoning,
     load_screen,
     original_text,
     parse_choice,
@@ -55,6 +56,7 @@ TAB = "compare"  # a fork is a Compare stream: the tab's Stop ends it, and a run
 BUSY = "A run is still going: wait for it to finish (or press Stop, or Step to pause it), then fork."
 STALE = "That observation belongs to a run no longer on screen: pick the panel and the observation again."
 WAIT_FOR_STOP_S = 5.0
+OBSERVATION, REASONING = "Observation", "Reasoning"  # the step box's label: what the chosen panel's steps are
 
 
 class ForkTab(TabHandlers):
@@ -115,13 +117,15 @@ class ForkTab(TabHandlers):
         """The panel's observations as a dropdown (``step`` kept if still a choice), the picked one's text, and
         which it is: a ``gr.Dropdown`` made in an event is only an update, with no ``.value`` to read back."""
         if panel is None or panel not in screen.traces:
-            return gr.Dropdown(choices=[], value=None), "", None
-        choices = step_choices(screen.traces[panel])
+            return gr.Dropdown(choices=[], value=None, label=OBSERVATION), "", None
+        trace = screen.traces[panel]
+        choices = step_choices(trace)
         values = [v for _, v in choices]
         value = step if step in values else (values[0] if values else None)
         info = None if choices else "This panel has no observation to edit."
-        text = original_text(screen.traces[panel], values.index(value)) if value else ""
-        return gr.Dropdown(choices=choices, value=value, info=info), text or "", value
+        text = original_text(trace, values.index(value)) if value else ""
+        label = REASONING if edits_reasoning(trace) else OBSERVATION  # what the chosen panel's steps are
+        return gr.Dropdown(choices=choices, value=value, info=info, label=label), text or "", value
 
     async def fork(self, panel: Any, step: Any, text: Any, where: Any, exports: Any, replay_file: Any,
                    model: Any = None, protocol: Any = "text", max_steps: Any = 5, temperature: Any = 0.2,
@@ -243,9 +247,10 @@ def layout() -> ForkControls:
                       elem_id="fork"):
         with gr.Row(equal_height=True):
             panel = gr.Dropdown([], label="Panel", info=NOTHING, scale=1, elem_id="fork-mode")
-            step = gr.Dropdown([], label="Observation (Think-only: its reasoning)", scale=3, elem_id="fork-step")
+            step = gr.Dropdown([], label=OBSERVATION, scale=3, elem_id="fork-step")
             where = gr.Radio(WHERE, value=NEW_PANEL, label="Continue", scale=1, elem_id="fork-where")
-        text = gr.Textbox(label="Edited text (what the tool says now)", lines=3, max_lines=12, elem_id="fork-text")
+        text = gr.Textbox(label="Edited text (what the tool says now, or the new reasoning)", lines=3, max_lines=12,
+                          elem_id="fork-text")
         button = gr.Button("✎ Fork from here", variant="primary", elem_id="fork-btn")
     return ForkControls(panel, step, text, where, button)
 

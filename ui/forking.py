@@ -120,11 +120,16 @@ def parse_choice(value: Any) -> tuple[int, str] | None:
     return (int(index), digest) if index.isdigit() and len(index) < 6 else None
 
 
+def edits_reasoning(trace: Trace) -> bool:
+    """A fork of this trace edits its reasoning (a single chain of thought: Think-only), not an observation."""
+    return base_mode(trace.mode) in {s.id for s in forkable_modes() if "reasoning" in s.options}
+
+
 def observations(trace: Trace) -> list[tuple[str, str]]:
     """(label, text) of each observation of a tool-using trace, in fork order; a single chain of thought
     (Think-only) has one: its reasoning."""
     events = [e for _, e in trace.events]
-    if base_mode(trace.mode) in {s.id for s in forkable_modes() if "reasoning" in s.options}:
+    if edits_reasoning(trace):
         thoughts = [e.text for e in events if isinstance(e, Thought)]
         replies = [e.reply for e in events if isinstance(e, Usage) and e.reply]
         text = thoughts[-1] if thoughts else (replies[-1] if replies else None)

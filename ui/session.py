@@ -51,6 +51,13 @@ def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Ex
     return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."
 
 
+def answered_where(settings: LLMSettings, traces: dict[str, Trace]) -> str:
+    """The backend as the status line names it after a run: the model that answered, as the server named it
+    in its replies (several: each), else the configured or discovered one."""
+    answered = list(dict.fromkeys(t.answered_by for t in traces.values() if t.answered_by))
+    return render.plain(settings.describe(" / ".join(answered) or None))
+
+
 def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegistry) -> dict[str, Any]:
     """The export's settings block: model, backend line (no token), protocol, budget, enabled tools."""
     return run_settings(settings, protocol=config.protocol, max_steps=config.max_steps,
@@ -65,6 +72,7 @@ class LiveView:
                  expected: str | None = None, stepping: bool = False) -> None:
         self.question, self.selection, self.expected = question, selection, expected
         self.panels = PanelsView(question, selection, modes, expected)
+        self.settings = settings
         self.where = render.plain(settings.describe())
         self.export_settings = config_settings(settings, config, registry) if export else None
         self.status = f"● Running **{render.plain(selection)}** on {self.where}…"
@@ -102,7 +110,8 @@ class LiveView:
         elif outcome.stopped:
             status = STOPPED
         else:
-            status = run_status(view.traces, time.perf_counter() - view.started, self.where, outcome.failure)
+            status = run_status(view.traces, time.perf_counter() - view.started,
+                                answered_where(self.settings, view.traces), outcome.failure)
         files = None
         if self.export_settings is not None:  # off the event loop: other visitors' frames keep flowing
             data = export_dict(self.question, self.selection, view.traces, self.export_settings,
@@ -121,7 +130,7 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
     each step and is attached to ``stop``, where Next step / Continue find it (``ui/stepping.py``); left
     paused for ``pause_ttl_s`` it ends, and its panels say why."""
     if settings.problem() is not None:
-        yield refusal(str(settings.problem()), short=NOT_CONFIGURED_SHORT)
+        yield refusal(str(settings.problem()), short=None if settings.configured else NOT_CONFIGURED_SHORT)
         return
     stop = stop or StopSignal()
     try:

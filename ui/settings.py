@@ -39,6 +39,7 @@ _DAYS = {
 }
 _SWITCHES = {
     "APP_MCP": ("mcp", True),  # serve the one MCP tool (ui/mcp_tool.py) when the mcp package is there
+    "APP_TOY_MODEL": ("toy_model", True),  # off a Space with no model configured, start the toy one (ui/backend.py)
 }
 
 
@@ -53,6 +54,7 @@ class AppSettings:
     bench_visitor_max_n: int = _INTS["BENCH_VISITOR_MAX_N"][1]
     bench_concurrency: int = _INTS["BENCH_CONCURRENCY"][1]
     mcp: bool = _SWITCHES["APP_MCP"][1]
+    toy_model: bool = _SWITCHES["APP_TOY_MODEL"][1]
     share_max_mb: int = _INTS["APP_SHARE_MAX_MB"][1]
     share_days: float = _DAYS["APP_SHARE_DAYS"][1]
     share_per_hour: int = _INTS["APP_SHARE_PER_HOUR"][1]

@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from agents.llm.settings import LLMSettings
+from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
 from agents.modes.registry import list_modes
 from agents.prompts import render_prompt
 from agents.settings import DEFAULT_MAX_STEPS
@@ -56,6 +56,8 @@ def theme() -> gr.themes.Base:
 
 
 def backend_line(settings: LLMSettings, *, visitor_signed_in: bool | None = None) -> str:
+    if settings.toy:
+        return f"**Backend:** {TOY} (arithmetic only) — see below to connect a real model."
     if visitor_signed_in:
         return f"**Backend:** {plain(settings.model)} via the Hugging Face router — signed in: your account pays for your runs."
     if settings.configured:
@@ -75,10 +77,29 @@ def header(settings: LLMSettings, *, on_space: bool) -> gr.Markdown:
         if on_space:
             with gr.Column(scale=0, min_width=200, elem_id="header-tools"):
                 gr.LoginButton(size="sm")  # only on a Space: it needs the Hub (and fails a local/CI launch)
-    problem = settings.problem()
-    gr.Markdown(f"⚙ **Setup needed.** {escape_html(problem)}" if problem else "", elem_id="setup-banner",
-                visible=bool(problem))
+    banner = setup_banner(settings)
+    gr.Markdown(banner, elem_id="setup-banner", visible=bool(banner))
     return status
+
+
+def setup_banner(settings: LLMSettings) -> str:
+    """What to set up, when something is missing: the problem, or (the toy model runs) how to connect a real one."""
+    if settings.toy:
+        return (f"⚙ **No model is configured, so a toy runs:** {TOY_LIMITS}; it is not a language model. "
+                "**To connect a real model**, set `HF_TOKEN` (the Hugging Face router), sign in with Hugging Face "
+                "(on a Space), or set `LLM_BASE_URL` to an OpenAI-compatible server, e.g. "
+                "`http://localhost:11434/v1` (Ollama). `APP_TOY_MODEL=0` turns the toy off.")
+    problem = settings.problem()
+    return f"⚙ **Setup needed.** {escape_html(problem)}" if problem else ""
+
+
+def model_info(settings: LLMSettings) -> str:
+    """The Settings model box's hint: where its choices come from."""
+    if settings.toy:
+        return "The toy model answers whatever the id"
+    if settings.base_url:
+        return "The models the server lists, or type any model id"
+    return "HF router models with tool calling, or type any model id"
 
 
 def presentation_toggle() -> gr.Checkbox:
@@ -153,8 +174,11 @@ question, filled in by the examples that have one) it marks each mode ✓ or ✗
 ### Three ways to give it a model
 1. `HF_TOKEN` — a Hugging Face token with *Inference Providers* permission (the Hugging Face router).
 2. On the Space, **Sign in with Hugging Face** — your own account pays for your runs.
-3. `LLM_BASE_URL` — any OpenAI-compatible server (Ollama, vLLM, llama.cpp, TGI), e.g.
-   `LLM_BASE_URL=http://localhost:11434/v1 LLM_MODEL=qwen2.5:7b python app.py`.
+3. `LLM_BASE_URL` — any OpenAI-compatible server (Ollama, vLLM, llama.cpp, TGI, LM Studio), e.g.
+   `LLM_BASE_URL=http://localhost:11434/v1 python app.py`: the app uses the model the server lists
+   (`LLM_MODEL` picks another).
+
+With none of them, `python app.py` runs a built-in toy model that only does arithmetic with the calculator.
 
 ### Offline classroom
 Export a run (JSON) beforehand; **Replay** plays it back in the panels at its original pace — no model, no network.

@@ -36,7 +36,7 @@ from agents.events import (
     Truncated,
     Waiting,
 )
-from agents.llm.settings import DEFAULT_MAX_TOKENS, LLMSettings
+from agents.llm.settings import DEFAULT_MAX_TOKENS, TRY_THE_TOY, LLMSettings
 from agents.modes import RunConfig
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import list_modes, mode_ids, mode_title
@@ -96,7 +96,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     printer = None if args.json else _Printer(out, live=len(modes) == 1)
     if printer:
         print(f"Model: {settings.describe()}  ·  protocol: {args.protocol}\n", file=out)
-    # Not configured → every run fails with the "three ways" message, shown like any other LLM error.
+    if settings.problem():  # said once, where a person reads it; the CLI starts no model of its own
+        print(settings.problem() if settings.configured else f"{settings.problem()} {TRY_THE_TOY}", file=sys.stderr)
+    # No model → every run fails with the problem's line, shown like any other LLM error.
     run = ask_modes if not args.step else functools.partial(
         ask_stepping, stdin=sys.stdin, prompt_out=sys.stderr if args.json else out)
     traces = run(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,

@@ -25,7 +25,7 @@ from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, datase
 from agents.evaluation.report import format_summary, write_exports
 from agents.evaluation.runner import Progress, parse_modes, run_eval
 from agents.evaluation.store import ResultStore
-from agents.llm.settings import DEFAULT_MAX_TOKENS
+from agents.llm.settings import DEFAULT_MAX_TOKENS, TRY_THE_TOY
 from agents.modes import RunConfig
 from agents.modes.hybrids import DEFAULT_SC_SAMPLES
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace, *, registry: ToolRegistry | None = None) -> in
     modes, config, items = _plan(args)
     settings = llm_settings(model=args.model)
     if settings.problem():
-        raise UsageError(settings.problem(), show_usage=False)
+        hint = "" if settings.configured else f" {TRY_THE_TOY}"
+        raise UsageError(f"{settings.problem()}{hint}", show_usage=False)
     config = replace(config, max_tokens=config.max_tokens or settings.max_tokens)
     if registry is None:
         from tools import default_registry

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from agents.llm.discovery import resolve_model
 from agents.llm.settings import LLMSettings
 from agents.settings import SettingError
 
@@ -33,8 +34,11 @@ class UsageError(Exception):
 
 
 def llm_settings(model: str | None = None) -> LLMSettings:
-    """The model settings from the environment, with ``--model``; an invalid variable is a usage error."""
+    """The model settings from the environment, with ``--model``; an invalid variable is a usage error.
+
+    ``LLM_BASE_URL`` without ``LLM_MODEL`` (or ``--model``): the server is asked which models it serves, once."""
     try:
-        return LLMSettings.from_env().with_overrides(model=model)
+        settings = LLMSettings.from_env().with_overrides(model=model)
     except SettingError as exc:
         raise UsageError(str(exc), show_usage=False) from None
+    return resolve_model(settings)

@@ -23,7 +23,7 @@ from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, TextGenerationError
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 
-from agents.llm import abort, watchdog
+from agents.llm import abort, discovery, watchdog
 from agents.llm.base import Chunk, LLMFailure, Message, ToolCallDelta
 from agents.llm.gate import gate_for
 from agents.llm.gate import streams as open_streams
@@ -47,6 +47,7 @@ class HFInferenceModel:
             raise LLMFailure(problem)
         self.settings = settings
         self.model_id = settings.model
+        self.answered: str | None = None  # the model the server says answered the last reply (its `model` field)
         abort.install()
         self._client = client or _make_client(settings)
         self._closed = threading.Event()
@@ -194,6 +195,7 @@ class HFInferenceModel:
             if clock.expired:  # a steady stream past LLM_MAX_DURATION: the watchdog had no read to abort
                 raise TimeoutError(clock.expired)
             clock.beat()
+            self.answered = getattr(out, "model", None) or self.answered
             chunk = _to_chunk(out)
             if chunk is not None:
                 yield chunk
@@ -212,9 +214,11 @@ class HFInferenceModel:
         return not self._closed.wait(wait)
 
     def _describe_http(self, exc: HfHubHTTPError, status: int | None, attempt: int) -> str:
-        server = self.settings.redact(str(getattr(exc, "server_message", "") or "")).strip()
+        server = self.settings.redact(str(getattr(exc, "server_message", "") or "") or _body_message(exc)).strip()
         low = server.lower()
         model = self.settings.model
+        if discovery.names_missing_model(status, low):
+            return discovery.missing_model_line(self.settings)
         if status == 429:
             return f"rate-limited by the provider after {attempt} tries — wait a minute or pick another model"
         if status in (401, 403):
@@ -223,6 +227,9 @@ class HFInferenceModel:
             return "out of inference credits for this account (HTTP 402) — sign in with your own account or add credits"
         if "not supported by any provider" in low or "no provider" in low:
             return f"model {model} is not served by any enabled provider — pick another model"
+        if status == 404 and self.settings.base_url:
+            return (f"the server at {self._where()} has no /chat/completions (HTTP 404) — LLM_BASE_URL usually "
+                    "ends in /v1")
         if status == 404:
             return f"model {model} was not found at {self._where()} (HTTP 404)"
         if status in RETRY_STATUSES:
@@ -240,7 +247,7 @@ class HFInferenceModel:
         return f"could not reach the model server at {self._where()} after {attempt} tries ({type(exc).__name__})"
 
     def _where(self) -> str:
-        return self.settings.base_url or "the Hugging Face router"
+        return self.settings.where()
 
     def close(self) -> None:
         """End any in-flight stream (or wait for a slot); later calls fail fast with 'the run was stopped'."""
@@ -330,6 +337,17 @@ def _extra(obj: Any, key: str) -> Any:
     except Exception:  # a malformed chunk field reads as absent
         log.warning("could not read %r from a streamed chunk", key, exc_info=True)
         return None
+
+
+def _body_message(exc: HfHubHTTPError) -> str:
+    """The error message of a body huggingface_hub did not read one from (vLLM's top-level ``message``)."""
+    response = getattr(exc, "response", None)
+    try:
+        data = response.json() if response is not None else None
+    except Exception:  # noqa: BLE001 - a body that is not JSON (or not read) says nothing more
+        return ""
+    message = data.get("message") if isinstance(data, dict) else None
+    return message if isinstance(message, str) else ""
 
 
 def _status(exc: HfHubHTTPError) -> int | None:

@@ -2,7 +2,8 @@
 
 Three ways to get a model, in this order: ``LLM_BASE_URL`` (any OpenAI-compatible server:
 Ollama, vLLM, llama.cpp, TGI), a visitor's own token from *Sign in with Hugging Face*, or
-``HF_TOKEN`` (the HF router). The token is kept out of ``repr`` and of every message, so
+``HF_TOKEN`` (the HF router). A ``base_url`` server without ``LLM_MODEL`` is asked which models it
+serves (:func:`agents.llm.discovery.resolve_model`, once at start); until then ``model`` is empty. The token is kept out of ``repr`` and of every message, so
 settings can be logged or shown in the UI safely. Every variable goes through the validating
 reader of :mod:`agents.settings`: a value out of range is a :class:`~agents.settings.SettingError`
 naming the variable and the accepted range, never a silent default.
@@ -25,13 +26,17 @@ SECONDS_RANGE = (0.1, 86400.0)  # LLM_TIMEOUT and LLM_MAX_DURATION: a tenth of a
 MAX_TOKENS_RANGE = (1, 1_000_000)
 MAX_CONCURRENT_RANGE = (0, 1000)  # 0: unlimited, as when unset
 
-NOT_CONFIGURED = (
-    "HF_TOKEN is not set — no model is configured. Three ways to get one: set HF_TOKEN (a Hugging Face "
-    "token with Inference Providers permission) to use the Hugging Face router; on the Space, click "
-    "'Sign in with Hugging Face' so your own account pays for your runs; or set LLM_BASE_URL to a local "
-    "OpenAI-compatible server (Ollama, vLLM, llama.cpp, TGI), e.g. "
-    "LLM_BASE_URL=http://localhost:11434/v1 LLM_MODEL=qwen2.5:7b."
+THREE_WAYS = (
+    "Three ways to connect a real model: set HF_TOKEN (a Hugging Face token with Inference Providers "
+    "permission) to use the Hugging Face router; on the Space, click 'Sign in with Hugging Face' so your own "
+    "account pays for your runs; or set LLM_BASE_URL to an OpenAI-compatible server (Ollama, vLLM, llama.cpp, "
+    "TGI, LM Studio), e.g. LLM_BASE_URL=http://localhost:11434/v1 — the model it serves is found by itself."
 )
+NOT_CONFIGURED = f"HF_TOKEN is not set — no model is configured. {THREE_WAYS}"
+TOY = "the built-in toy model"
+TOY_LIMITS = "it only does arithmetic, through the calculator, and says \"I don't know\" to anything else"
+TRY_THE_TOY = (f"No model at hand? `python -m agents stub` serves {TOY} ({TOY_LIMITS}) at "
+               "http://127.0.0.1:8800/v1; then set LLM_BASE_URL=http://127.0.0.1:8800/v1.")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,9 @@ class LLMSettings:
     max_duration_s: float = DEFAULT_MAX_DURATION_S
     max_tokens: int = DEFAULT_MAX_TOKENS
     max_concurrent: int | None = None  # model calls in flight per process; None: unlimited
+    models: tuple[str, ...] = ()  # what the base_url server listed at start (GET /models), for the Settings box
+    models_error: str | None = None  # why it listed none, when it was asked
+    toy: bool = False  # the base_url is the toy model the app started itself (nothing was configured)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMSettings:
@@ -58,8 +66,9 @@ class LLMSettings:
         # A Hugging Face token goes to Hugging Face only: a base_url server gets LLM_API_KEY or nothing.
         token = env_text("LLM_API_KEY" if base_url else "HF_TOKEN", None, environ, secret=True)
         concurrent = env_int("LLM_MAX_CONCURRENT", 0, *MAX_CONCURRENT_RANGE, environ)
+        model = env_text("LLM_MODEL", None, environ)
         return cls(
-            model=env_text("LLM_MODEL", DEFAULT_MODEL, environ) or DEFAULT_MODEL,
+            model=model or ("" if base_url else DEFAULT_MODEL),  # "": ask the server (discovery.resolve_model)
             base_url=base_url.rstrip("/") if base_url else None,
             token=token,
             provider=None if base_url else env_text("LLM_PROVIDER", "auto", environ),
@@ -85,14 +94,30 @@ class LLMSettings:
 
     def problem(self) -> str | None:
         """Why no call can be made, or None when a model is reachable in principle."""
-        return None if self.configured else NOT_CONFIGURED
+        if not self.configured:
+            return NOT_CONFIGURED
+        if not self.model:
+            server = f"the server at {self.where()}"
+            if self.models_error:
+                return (f"LLM_MODEL is not set and {server} listed no models ({self.models_error}) — set LLM_MODEL "
+                        "to the name of a model it serves (or type it under Settings → Model).")
+            return f"LLM_MODEL is not set — set LLM_MODEL to the name of a model {server} serves."
+        return None
 
-    def describe(self) -> str:
-        """One status line for the UI and CLI, never containing a token."""
+    def where(self) -> str:
+        """The server calls go to, for people (no user:password@ of a URL)."""
+        return re.sub(r"//[^/@]*@", "//", self.base_url) if self.base_url else f"the {ROUTER}"
+
+    def describe(self, answered: str | None = None) -> str:
+        """One status line for the UI and CLI, never containing a token; ``answered`` names the model that
+        answered when the server named one other than the model asked for."""
+        model = answered or self.model
+        if self.toy:
+            return TOY
         if self.base_url:
-            return f"{self.model} at {re.sub(r'//[^/@]*@', '//', self.base_url)}"  # no user:password@
+            return f"{model or 'no model named'} at {self.where()}"
         if self.token:
-            return f"{self.model} via the {ROUTER} (provider: {self.provider or 'auto'})"
+            return f"{model} via the {ROUTER} (provider: {self.provider or 'auto'})"
         return "no model configured"
 
     def server_key(self) -> str:

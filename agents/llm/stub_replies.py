@@ -33,6 +33,7 @@ class StubReply:
     hang: bool = False  # accept, then never answer
     first_token_delay: float | None = None  # overrides the server's latency
     token_delay: float | None = None
+    model: str | None = None  # the `model` the reply names (None: the one asked for, as most servers echo it)
 
 
 Responder = Callable[[dict[str, Any]], StubReply]
@@ -40,7 +41,7 @@ Responder = Callable[[dict[str, Any]], StubReply]
 
 def sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:
     """The chunk objects of one streamed reply, in OpenAI's shape (both stubs send these)."""
-    model = body.get("model") or "stub"
+    model = reply.model or body.get("model") or "stub"
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
         choice = {"index": 0, "delta": {"role": "assistant", **delta}, "finish_reason": finish}

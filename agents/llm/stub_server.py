@@ -13,6 +13,10 @@ dropped connection is visible to the client as an error, as it is in production.
 without a ``finish_reason`` and an end of body, then waits for the model to be free.
 ``serial=True`` queues requests for the one model without a word until their turn.
 
+``GET /v1/models`` lists ``models`` (one id by default; ``models=None``: no such endpoint, a 404).
+``unknown_model="ollama" | "vllm" | "openai"`` refuses a request for a model not listed the way that
+server does (a 404 with its body; OpenAI's carries ``"code": "model_not_found"``).
+
 Run standalone (``python -m agents stub --port 8800``, :mod:`agents.cli.stub`) to try the app or CLI
 with the toy model (:mod:`agents.llm.toy_model`), which uses the calculator for arithmetic questions.
 """
@@ -56,8 +60,13 @@ class StubLLMServer:
         port: int = 0,
         one_at_a_time: bool = False,
         serial: bool = False,
+        models: tuple[str, ...] | None = ("stub",),
+        unknown_model: str | None = None,
     ) -> None:
+        if unknown_model not in (None, *UNKNOWN_MODEL):
+            raise ValueError(f"unknown_model must be one of {sorted(UNKNOWN_MODEL)}, not {unknown_model!r}")
         self.responder = responder or toy_policy
+        self.models, self.unknown_model = models, unknown_model
         self.latency, self.token_delay, self.chunk_chars = latency, token_delay, chunk_chars
         self.one_at_a_time = one_at_a_time
         self.serial = serial  # requests queue for the single model, unanswered (Ollama with OLLAMA_NUM_PARALLEL=1)
@@ -66,6 +75,7 @@ class StubLLMServer:
         self.max_in_flight = 0  # most requests ever streamed at once (tests of LLM_MAX_CONCURRENT)
         self._in_flight = 0
         self.requests: list[RecordedRequest] = []
+        self.model_lists = 0  # GET /v1/models requests answered (a named model is used unchecked: none)
         self._script: collections.deque[StubReply] = collections.deque()
         self._held: dict[str, StubReply] = {}  # replies whose request was refused for `stop`, by conversation
         self._lock = threading.Lock()
@@ -132,6 +142,17 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+# How servers refuse a model they do not have (status 404 each): the body, given the model asked for.
+UNKNOWN_MODEL = {
+    "ollama": lambda m: {"error": {"message": f'model "{m}" not found, try pulling it first', "type": "api_error",
+                                   "param": None, "code": None}},
+    "vllm": lambda m: {"object": "error", "message": f"The model `{m}` does not exist.", "type": "NotFoundError",
+                       "param": None, "code": 404},
+    "openai": lambda m: {"error": {"message": f"The model `{m}` does not exist or you do not have access to it.",
+                                   "type": "invalid_request_error", "param": None, "code": "model_not_found"}},
+}
+
+
 def _conversation(body: dict[str, Any]) -> str:
     """A request's messages as a key: a retry of the same call carries the same ones."""
     return json.dumps(body.get("messages"), sort_keys=True, default=str)
@@ -151,8 +172,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
 
-    def do_GET(self) -> None:  # /v1/models, for clients that probe it
-        self._send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+    def do_GET(self) -> None:  # /v1/models: what clients ask to learn the model's name
+        models = self.stub.models
+        with self.stub._lock:
+            self.stub.model_lists += 1
+        if self.path.rstrip("/") != "/v1/models" or models is None:
+            return self._send_json(404, {"detail": "Not Found"})
+        self._send_json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "stub"}
+                                                         for m in models]})
 
     def do_POST(self) -> None:
         server = self.stub
@@ -161,6 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
         record = RecordedRequest(body, {k.lower(): v for k, v in self.headers.items()}, time.perf_counter())
         with server._lock:
             server.requests.append(record)
+        if server.unknown_model and body.get("model") not in (server.models or ()):
+            return self._send_json(404, UNKNOWN_MODEL[server.unknown_model](body.get("model")))
         reply = server.next_reply(body)
         interrupt = threading.Event()
         with server._lock:

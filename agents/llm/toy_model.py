@@ -12,7 +12,12 @@ from typing import Any
 
 from agents.llm.stub_replies import Responder, StubReply
 
-_ARITH = re.compile(r"[-+*/×÷^().\d\s]{3,}")
+# Arithmetic as written in a question: numbers joined by operators ("17 * 23 + 5", "(2 + 3) × 4"); a lone
+# number ("13 weeks", "the 30th") is not something the toy can compute.
+_NUMBER = r"[-(]*\d+(?:\.\d+)?\)*"
+_ARITH = re.compile(rf"{_NUMBER}(?:\s*[-+*/×÷^]\s*{_NUMBER})+")
+UNKNOWN = "I don't know"
+WHY_NOT = "I am a toy model: I can only do arithmetic with the calculator, and this is not an arithmetic expression."
 
 
 def toy_policy(body: dict[str, Any]) -> StubReply:
@@ -23,8 +28,9 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
     ``Action: calculate``; under CodeAct's prompt it writes a program that prints
     ``calculate(...)``; once it sees an observation it answers with it (CodeAct: ``final_answer``).
     Without tools it can only guess, as a model doing mental arithmetic might. It never knows the
-    answer in advance: the number comes from the calculator's observation. Asked to check an attempt
-    (Reflexion's self-check) it trusts one that used a tool; asked to reflect on a failed one, it plans to compute.
+    answer in advance: the number comes from the calculator's observation. Anything but an arithmetic
+    expression gets its honest "I don't know". Asked to check an attempt (Reflexion's self-check) it
+    trusts one that used a tool; asked to reflect on a failed one, it plans to compute.
     """
     messages = body.get("messages") or []
     reflexion = _reflexion_reply(str((messages[-1] if messages else {}).get("content") or ""))
@@ -33,7 +39,7 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
     question = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
     last = messages[-1] if messages else {}
-    expression = max(_ARITH.findall(question), key=len, default="").strip(" .?")
+    expression = max((m.group(0) for m in _ARITH.finditer(question)), key=len, default="").strip(" .?")
     wants_thoughts = "Thought" in system
     if body.get("tools"):
         if last.get("role") == "tool":
@@ -41,7 +47,7 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
         if expression:
             return StubReply(text="I should compute this exactly." if wants_thoughts else "",
                              tool_calls=[("calculate", {"expression": expression})])
-        return StubReply(text="I cannot answer that without a suitable tool.")
+        return StubReply(text=f"{UNKNOWN}. {WHY_NOT}")
     observation = _last_observation(last)
     if "final_answer(" in system and "<code>" in system:
         return _toy_program(expression, observation)
@@ -52,8 +58,11 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
         if expression:
             thought = "Thought: I need to compute this exactly.\n" if wants_thoughts else ""
             return StubReply(text=f"{thought}Action: calculate\nAction Input: {expression}\nObservation: 42")
-        return StubReply(text=f"{thought}Final Answer: I do not know.")
-    guess = f"roughly {expression}, I cannot compute it exactly" if expression else "I do not know"
+        thought = f"Thought: {WHY_NOT}\n" if wants_thoughts else ""
+        return StubReply(text=f"{thought}Final Answer: {UNKNOWN}.")
+    if not expression:
+        return StubReply(text=f"Thought: {WHY_NOT}\nFinal Answer: {UNKNOWN}.")
+    guess = f"roughly {expression}, I cannot compute it exactly"
     return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
 
 
@@ -64,7 +73,7 @@ def _toy_program(expression: str, observation: str | None) -> StubReply:
     if expression:
         return StubReply(text=f"Thought: I will compute this with the calculator.\n<code>\n"
                               f"result = calculate({expression!r})\nprint(result)\n</code>")
-    return StubReply(text='Thought: I have no tool for this.\n<code>\nfinal_answer("I do not know.")\n</code>')
+    return StubReply(text=f'Thought: {WHY_NOT}\n<code>\nfinal_answer("{UNKNOWN}.")\n</code>')
 
 
 _FILLER = ("so the question asks for a number that I can work out step by step, first the product and then the sum, "

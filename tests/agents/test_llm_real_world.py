@@ -18,6 +18,7 @@ import pytest
 
 from agents.comparison import compare
 from agents.events import FinalAnswer, LLMError, ParseError, TokenDelta, Truncated, Usage
+from agents.llm.discovery import resolve_model
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply
@@ -187,8 +188,8 @@ def test_hf_token_is_never_sent_to_a_base_url_server(server, monkeypatch):
 
 def test_llm_api_key_is_what_a_base_url_server_gets(server, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_canary_never_send_me_123")
-    settings = LLMSettings.from_env({"LLM_BASE_URL": server.url, "LLM_API_KEY": "sk-local-key",
-                                     "HF_TOKEN": "hf_canary_never_send_me_123"})
+    settings = resolve_model(LLMSettings.from_env({"LLM_BASE_URL": server.url, "LLM_API_KEY": "sk-local-key",
+                                                   "HF_TOKEN": "hf_canary_never_send_me_123"}))
     list(HFInferenceModel(settings).stream(HI))
     assert server.requests[0].headers["authorization"] == "Bearer sk-local-key"
 

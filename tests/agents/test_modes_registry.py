@@ -223,7 +223,7 @@ IMPORT_ALL = '''
     # the benchmark package and its CLI (agents/evaluate.py, or an eval module of an agents/cli/ package)
     BENCHMARK_FACING = ("agents.evaluation", "agents.evaluate", "agents.cli.eval")
     names = [m.name for m in pkgutil.walk_packages(agents.__path__, "agents.")
-             if not m.name.startswith(BENCHMARK_FACING)]
+             if not m.name.startswith(BENCHMARK_FACING) and not m.name.endswith(".__main__")]  # entry points run
     for name in names:
         importlib.import_module(name)
     from agents.comparison import compare

@@ -113,6 +113,21 @@ def test_old_exports_load_and_new_fields_round_trip():
     assert "edited by the teacher" in again.to_markdown() and "Paused after step 1" in again.to_markdown()
 
 
+def test_the_model_that_answered_is_written_only_when_a_server_named_it():
+    """``Usage.model``: absent from the JSON of a run whose server named no model (its export keeps its shape),
+    kept exactly when set; the trace's ``answered_by`` is the last named one."""
+    assert "model" not in event_to_dict(Usage(1, 2, 0.1))
+    named = Usage(1, 2, 0.1, model="qwen2.5:7b")
+    assert event_to_dict(named)["model"] == "qwen2.5:7b" and event_from_dict(event_to_dict(named)) == named
+    assert event_from_dict({"kind": "usage", "model": 42}).model is None  # a file's odd value names nothing
+    trace = make_trace()
+    assert trace.answered_by is None and '"model"' not in trace.to_json()
+    trace.add(named)
+    trace.add(Usage(1, 1, 0.1))
+    again = Trace.from_dict(json.loads(trace.to_json()))
+    assert again.events == trace.events and again.to_dict() == trace.to_dict() and again.answered_by == "qwen2.5:7b"
+
+
 def test_codeact_flags_are_written_only_when_set_and_count_honestly():
     """A program (code) is a step, not a tool call; the calls it made (nested) are the tool calls."""
     assert event_to_dict(Action("calculate", "1")) == {"kind": "action", "tool": "calculate", "input": "1",

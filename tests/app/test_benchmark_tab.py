@@ -18,6 +18,7 @@ from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
 from ui import benchmark_tab as bt
+from ui import charts
 from ui.settings import app_settings
 from ui.stream import StopSignal
 
@@ -88,10 +89,16 @@ def test_table_and_charts_put_the_papers_figure_beside_ours():
     table = bt.table_frame(summary)
     assert list(table["Mode"]) == ["Think-only (CoT)", "ReAct", "Act-only"]
     assert table.loc[2, "EM %"] == "–" and table.loc[1, "EM %"] == 100.0 and table.loc[1, "Paper %"] == 27.4
-    plot = bt.score_plot(summary)
-    bars = plot.value["data"]
-    assert [row[-1] for row in bars][:4] == ["Think-only (CoT)", "Think-only (CoT) (paper)", "ReAct", "ReAct (paper)"]
-    assert plot.y_title == "EM %" and plot.sort == [row[-1] for row in bars]
+    spec = json.loads(charts.score_chart(summary).plot)
+    encoding = spec["encoding"]
+    # one group per mode (a row each, in the table's order), a bar per source inside it, a colour per source
+    assert encoding["y"]["field"] == "mode" and encoding["y"]["sort"] == ["Think-only (CoT)", "ReAct", "Act-only"]
+    assert encoding["yOffset"]["field"] == encoding["color"]["field"] == "series"
+    assert encoding["color"]["scale"]["domain"] == ["this run", "paper (PaLM-540B)"]
+    assert encoding["x"]["title"] == "EM %" and encoding["x"]["scale"]["domain"] == [0, 100]
+    assert {"mode": "ReAct", "series": "paper (PaLM-540B)", "value": 27.4} in spec["data"]["values"]
+    tokens = json.loads(charts.tokens_chart(summary).plot)
+    assert tokens["encoding"]["y"]["sort"] == ["Think-only (CoT)", "ReAct", "Act-only"]
 
 
 def test_export_dir_is_fresh_and_old_ones_go(tmp_path, monkeypatch):

@@ -131,3 +131,21 @@ def wait_for(condition, timeout: float):
     while not (value := condition()) and time.monotonic() < deadline:
         time.sleep(0.1)
     return value
+
+
+def test_llm_base_url_alone_names_the_servers_model_in_the_header_and_the_status_line(real_server):
+    """As ``python app.py`` starts with only ``LLM_BASE_URL``: the model comes from the server's ``/v1/models``."""
+    from ui import backend
+
+    settings = backend.choose_backend(LLMSettings.from_env({"LLM_BASE_URL": real_server.url, "LLM_TIMEOUT": "120",
+                                                            "LLM_MAX_TOKENS": "16"}), on_space=False, toy=True)
+    assert settings.model == real_server.model and settings.models == (real_server.model,)
+    demo = app.build_demo(settings=settings, registry=ToolRegistry([calculate]))
+    header = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "backend-status")
+    assert f"{real_server.model} at {real_server.url}" in header.value
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    try:
+        result = Client(demo.local_url, verbose=False).predict(question=QUESTION, mode="Think", api_name="/compare")
+    finally:
+        demo.close()
+    assert f"on {real_server.model} at {real_server.url}" in result[6], result[6]

@@ -104,3 +104,32 @@ def test_reflexion_ends_with_an_answer_or_one_clear_line(real_server, expected):
     assert 1 <= len(trials) <= 2, runs
     by = "expected" if expected else "self"
     assert all(t["by"] in (by, None) for t in trials), trials  # None: that trial ended with a model error
+
+
+def test_llm_base_url_alone_finds_the_model_the_server_lists(real_server):
+    """No ``LLM_MODEL``: the CLI asks the server's ``/v1/models`` once, and sends and names the model it lists."""
+    env = real_server.env(**BUDGET)
+    del env["LLM_MODEL"]
+    mark = real_server.mark()
+    result = subprocess.run([sys.executable, "-m", "agents", "ask", QUESTION, "--mode", "think", "--temperature", "0"],
+                            env=env, capture_output=True, text=True, timeout=280)
+    assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stderr[-2000:]
+    assert f"Model: {real_server.model} at {real_server.url}" in result.stdout
+    assert real_server.log_since(mark).count("GET /v1/models") == 1, real_server.log_since(mark)[-2000:]
+
+
+def test_the_calls_name_the_model_that_answered(real_server):
+    """llama-cpp-python names its model in every chunk; each call's Usage carries it."""
+    from agents.comparison import compare
+    from agents.llm.discovery import list_models, resolve_model
+    from agents.llm.hf import HFInferenceModel
+    from agents.llm.settings import LLMSettings
+    from agents.modes import RunConfig
+    from tools.calculator import calculate
+    from tools.registry import ToolRegistry
+
+    assert list_models(real_server.url).ids == (real_server.model,)
+    settings = resolve_model(LLMSettings(model="", base_url=real_server.url, max_tokens=16, timeout_s=120))
+    trace = compare(QUESTION, ["think"], model_factory=lambda: HFInferenceModel(settings),
+                    registry=ToolRegistry([calculate]), config=RunConfig(max_tokens=16, temperature=0))["think"]
+    assert settings.model == real_server.model and trace.answered_by == real_server.model, trace.to_dict()

@@ -106,6 +106,27 @@ def test_the_lists_two_refreshes_are_one_event_that_runs_again_with_the_box_as_i
     assert {tuple(t) for t in writers[0]["targets"]} == {(picker["only"]._id, "change"), (picker["ended"]._id, "change")}
 
 
+def test_an_empty_list_after_a_benchmark_says_why_not_to_run_one(tmp_path):
+    """Every mode agreed (the toy model says "I don't know" to both): no item disagrees, and the list says so."""
+    path = tmp_path / "agree.jsonl"
+    path.write_text(json.dumps({"question": "Who wrote Hamlet?", "answer": "Shakespeare"}) + "\n", encoding="utf-8")
+    folders, visitor = RunFolders(), SimpleNamespace(session_hash="v2")
+    with StubLLMServer(latency=0.01) as stub:
+        handler = bt.BenchmarkTab(LLMSettings(model="stub", base_url=stub.url), ToolRegistry([calculate]),
+                                  stops=bt.Stops(), folders=folders)
+
+        async def run() -> list:
+            return [f async for f in handler.benchmark(bt.UPLOAD, str(path), 1, ["think", "act"], 1,
+                                                       tools=["calculate"], request=visitor)]
+
+        assert asyncio.run(run())[-1][0].startswith("✔ Done")
+    handlers = BenchOpen(folders, outputs())
+    empty = asyncio.run(handlers.choices(True, visitor))
+    assert empty.choices == [] and empty.info == bench_open.NONE_DISAGREE and "untick to list all" in empty.info
+    listed = asyncio.run(handlers.choices(False, visitor))
+    assert len(listed.choices) == 1 and "1 item" in listed.info
+
+
 def test_nothing_to_open_is_one_line():
     handlers = BenchOpen(RunFolders(), outputs())
     visitor = SimpleNamespace(session_hash="nobody")

@@ -107,8 +107,11 @@ def test_choices_list_each_observation_and_the_reasoning(run_on_screen, stub, re
     panel, step, text = asyncio.run(tab.refresh(None, None, run_on_screen[FILES], None))
     assert panel.value == "react" and [k for _, k in panel.choices] == ["think", "act", "react"]
     assert [label for label, _ in step.choices] == ["step 1 · calculate(17 × 23 + 5) → 396"] and text == "396"
+    assert step.label == "Observation"  # the box names what the chosen panel's steps are
     step2, text2 = asyncio.run(tab.pick_panel("think", run_on_screen[FILES], None))
     assert step2.choices[0][0].startswith("step 1 · reasoning → ") and text2.startswith("Without tools")
+    assert step2.label == "Reasoning"
+    assert asyncio.run(tab.pick_panel("act", run_on_screen[FILES], None))[0].label == "Observation"
 
 
 def in_event(coro):
