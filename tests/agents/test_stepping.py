@@ -163,3 +163,28 @@ def test_a_mode_is_no_longer_paused_the_moment_it_is_let_go():
     assert not gate.waiting  # at once, before the waiting thread has even run again
     worker.join(5)
     assert isinstance(seen[-1], Resumed) and gate.started == 2
+
+
+CODEACT = ["Thought: multiply first.\n<code>\nx = calculate('17 * 23')\nprint(x)\n</code>",
+           "Thought: x is still here.\n<code>\nfinal_answer(int(x) + 5)\n</code>"]
+REFLEXION = ["Thought: I know it.\nFinal Answer: 390", "I guessed; compute with the calculator next time.",
+             "Thought: compute.\nAction: calculate\nAction Input: 17 * 23 + 5", "Final Answer: 396"]
+
+
+@pytest.mark.parametrize(("mode", "script", "steps"), [("codeact", CODEACT, 2), ("reflexion", REFLEXION, 4)])
+def test_codeact_and_reflexion_step_one_model_reply_at_a_time(mode, script, steps):
+    """A step is one model reply in the newer modes too: a CodeAct program (its tool calls inside it), a trial's
+    reply, a reflection."""
+    model = ScriptedModel(list(script))
+    run, traces = stepping_run((mode,), model_factory=lambda: model, options={"expected": "396", "trials": 2})
+    try:
+        for n in range(1, steps):
+            drain(run, traces, lambda r, n=n: r.waiting_for_step and len(traces[mode].of(Paused)) == n)
+            assert traces[mode].llm_calls == n and traces[mode].answer != "396"
+            run.step()
+        drain(run, traces, lambda r: False)
+        assert run.done and traces[mode].answer == "396" and traces[mode].llm_calls == steps
+        assert len(traces[mode].of(Paused)) == steps - 1
+        model.assert_done()
+    finally:
+        run.close()
