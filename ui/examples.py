@@ -24,6 +24,7 @@ class Example:
     question: str
     demonstrates: str  # what to watch for in the panels
     answer: str | None = None  # the expected answer when it is stable (None: a fresh fact, or no single answer)
+    extra: str | None = None  # the mode its button puts in the extra panel (the one the example is about)
 
 
 CATEGORIES: tuple[Category, ...] = (
@@ -37,6 +38,8 @@ CATEGORIES: tuple[Category, ...] = (
              "The calculator beats mental arithmetic: watch Think-only get close but wrong."),
     Category("code", "Code",
              "The Python REPL runs the program instead of imagining its output."),
+    Category("composed", "Several lookups, one program",
+             "CodeAct (extra panel) calls the tools from one program: one step where ReAct takes one per call."),
 )
 
 EXAMPLES: tuple[Example, ...] = (
@@ -94,6 +97,16 @@ EXAMPLES: tuple[Example, ...] = (
     Example("code", "Sort the words",
             "Sort these words by length, then alphabetically: pear, fig, banana, kiwi, apple, date.",
             "A small program beats reasoning about ties.", "fig, date, kiwi, pear, apple, banana"),
+    # several tool calls composed in one program (CodeAct)
+    Example("composed", "Warmest of three cities",
+            "Which is the warmest right now: Lisbon, Madrid or Rome? Give the city and its temperature.",
+            "CodeAct loops over the three cities in one program and compares; ReAct spends a step per city.",
+            extra="codeact"),
+    Example("composed", "Average of three heights",
+            "What is the average height in metres of the Eiffel Tower, the Statue of Liberty and the Leaning "
+            "Tower of Pisa?",
+            "Three lookups and a mean: CodeAct keeps the numbers in variables; ReAct must carry them in its "
+            "thoughts.", extra="codeact"),
 )
 
 
