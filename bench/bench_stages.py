@@ -4,9 +4,10 @@ The app bench's stack (``bench/bench_app.py``: the app, its run workers, the asy
 visitors) runs one crowd per configuration — 1 and 50 visitors, short and long replies — while py-spy samples
 the app and each worker (``--gil``: only the thread holding the interpreter, i.e. Python's own CPU). Each
 sample's stack is put in one stage (:data:`STAGES`, first match wins); a stage's figure is its samples'
-time divided by the tokens the stand-in streamed. What the samples do not cover — system calls, waits for
-the interpreter lock, C work outside it — is the row "outside Python", so each process's stages add up
-to its measured CPU.
+time divided by the tokens the stand-in streamed. When cores are short, a thread holds the lock while the
+OS runs another process, so the samples' time is then scaled down to the process's measured CPU. What the
+samples do not cover — system calls, waits for the lock, C work outside it — is the row "outside Python",
+so each process's stages add up to its measured CPU.
 
 Usage: ``python bench/bench_stages.py [--configs short:1 short:50 long:1 long:50] [--json]`` (needs py-spy,
 a dev requirement). Profiling slows the processes a little: these figures explain the app bench's CPU rows,
@@ -95,8 +96,10 @@ def measure(kind: str, visitors: int, latency: float, token_delay: float, folder
     processes = {}
     for name in pids:
         samples = classify(files[name])
-        stages = {stage: per_token(n / RATE) for stage, n in samples.most_common()}
-        stages[OUTSIDE] = per_token(max(0.0, cpu[name] - sum(samples.values()) / RATE))
+        held = sum(samples.values()) / RATE  # seconds the GIL was held: more than the CPU when cores are short
+        share = min(1.0, cpu[name] / held) if held else 0.0  # so the stages split the CPU, never exceed it
+        stages = {stage: per_token(n / RATE * share) for stage, n in samples.most_common()}
+        stages[OUTSIDE] = per_token(max(0.0, cpu[name] - held))
         processes[name] = {"cpu_ms_per_token": per_token(cpu[name]), "stages": stages}
     total: Counter[str] = Counter()
     for process in processes.values():
