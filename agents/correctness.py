@@ -2,8 +2,8 @@
 
 ``judge(answer, expected)`` gives a :class:`Verdict`: correct (✓) or not (✗), with the paper's
 token F1 beside it. Text answers use the paper's scorer exactly (SQuAD normalisation, exact match,
-HotpotQA's F1 — ``agents.answers``, which the benchmark's scoring also uses). A numeric expected answer ("396", "12,345",
-"= 396", "3.96e2") is matched by value within the benchmark's tolerance, GSM8K-style: the last
+HotpotQA's F1 — ``agents.answers``, which the benchmark's scoring also uses). A numeric expected
+answer ("396", "12,345", "= 396", "3.96e2") is matched by value within the benchmark's tolerance, GSM8K-style: the last
 number the answer states counts, so "17 * 23 + 5 = 396" is right and "3.96 × 10²" would need to
 be written as a number. Numbers the question already contains are not taken as the answer
 ("There are 1,229 primes below 10,000" answers 1229, not 10,000) when the question is given.

@@ -147,7 +147,8 @@ class Usage:
         if self.model is not None and not isinstance(self.model, str):
             object.__setattr__(self, "model", None)  # a file's odd value names no model
         calls = self.tool_calls if isinstance(self.tool_calls, list | tuple) else ()
-        object.__setattr__(self, "tool_calls", tuple(tuple(str(x) for x in c) for c in calls if isinstance(c, list | tuple)))
+        object.__setattr__(self, "tool_calls",
+                           tuple(tuple(str(x) for x in c) for c in calls if isinstance(c, list | tuple)))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def tool_functions(registry: ToolRegistry) -> str:
     blocks = []
     for t in callable_tools(registry).tools:
         required = set(t.parameters.get("required", []))
-        params = [f"{name}: {_PY_TYPES.get(spec.get('type', 'string'), 'str')}" + ("" if name in required else " = None")
+        params = [f"{name}: {_PY_TYPES.get(spec.get('type', 'string'), 'str')}"
+                  + ("" if name in required else " = None")
                   for name, spec in t.parameters.get("properties", {}).items()]
         lines = t.description.replace('"""', "'''").split("\n")
         doc = "\n".join([lines[0], *(f"    {line}" if line.strip() else "" for line in lines[1:])])
@@ -76,7 +77,8 @@ def template_for(name: str, protocol: str = "text") -> str:
     return name
 
 
-def system_prompt(name: str, registry: ToolRegistry, *, protocol: str = "text", max_steps: int = DEFAULT_MAX_STEPS) -> str:
+def system_prompt(name: str, registry: ToolRegistry, *, protocol: str = "text",
+                  max_steps: int = DEFAULT_MAX_STEPS) -> str:
     """The system message of prompt ``name`` (a mode's, e.g. "react") under ``protocol``
     ("text": the paper's format; "tools": native calls)."""
     text = template(template_for(name, protocol))

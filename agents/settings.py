@@ -1,7 +1,7 @@
 """Run defaults declared once, and the one reader every environment variable goes through.
 
-Why one reader: a typo in ``APP_CONCURRENCY`` or ``LLM_TIMEOUT`` used to crash the app at import
-with a traceback, or be replaced silently by a default. :func:`env_int`, :func:`env_float` and
+Why one reader: a typo in ``APP_CONCURRENCY`` or ``LLM_TIMEOUT`` must neither crash the app at import
+with a traceback nor be replaced silently by a default. :func:`env_int`, :func:`env_float` and
 :func:`env_text` and :func:`env_bool` check the type and the range and raise :class:`SettingError` whose message is
 the one line to show, e.g. ``APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'``.
 An unset or empty variable means the default. Nothing reads the environment at import time: the

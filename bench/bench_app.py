@@ -223,7 +223,8 @@ def scale(args: argparse.Namespace) -> dict:
 def fast(args: argparse.Namespace) -> dict:
     """One visitor, All, each mode's reply streamed at ``--fast-rate`` tokens a second (long replies): how long
     after the stand-in's last token the visitor's last frame arrives, and the CPU per token."""
-    with Stack(args.latency, 1 / args.fast_rate, stub=args.stub, words=max(args.words, 300), env=app_env(args)) as stack:
+    words = max(args.words, 300)
+    with Stack(args.latency, 1 / args.fast_rate, stub=args.stub, words=words, env=app_env(args)) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])
         run = measured_crowd(stack, 1)
     return {"tokens_per_s": args.fast_rate, **run}
@@ -333,7 +334,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--visitors", type=int, nargs="+", default=[20, 50])
     parser.add_argument("--latency", type=float, default=2.0, help="seconds before each reply's first token")
     parser.add_argument("--token-delay", type=float, default=0.01, help="seconds between 4-character chunks (≈ tokens)")
-    parser.add_argument("--words", type=int, default=0, help="scale: every thought this many words longer (long replies)")
+    parser.add_argument("--words", type=int, default=0,
+                        help="scale: every thought this many words longer (long replies)")
     parser.add_argument("--stagger", type=float, default=0.0, help="spread the clicks over this many seconds")
     parser.add_argument("--runs", type=int, default=500, help="memory: runs, each from a new session")
     parser.add_argument("--parallel", type=int, default=10, help="memory: runs at a time")
@@ -341,7 +343,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--flood", type=int, default=300, help="flood: simultaneous submissions")
     parser.add_argument("--fast-rate", type=float, default=1000.0, help="fast: tokens a second in each stream")
     parser.add_argument("--stub", choices=["async", "thread"], default="async",
-                        help="the stand-in model: asyncio (default; paces like a server on its own hardware) or the tests' thread stub")
+                        help="the stand-in model: asyncio (default; paces like a server on its own hardware) "
+                             "or the tests' thread stub")
     parser.add_argument("--app-env", nargs="+", default=[], metavar="NAME=VALUE",
                         help="settings for the app's process, e.g. APP_RUN_WORKERS=4 (compare two designs)")
     parser.add_argument("--patches-off", nargs="+", default=[], metavar="NAME",

@@ -91,7 +91,8 @@ def main() -> None:
         print(json.dumps({"alone_s": med, "together_s": statistics.median(together), "ratio": round(ratio, 3),
                           "overhead_ms_per_call": round(overhead_ms, 2), "repeats": args.repeats}))
         return
-    print(f"stub latency {args.latency:g} s first token, {args.token_delay:g} s per chunk; median of {args.repeats} runs")
+    print(f"stub latency {args.latency:g} s first token, {args.token_delay:g} s per chunk; "
+          f"median of {args.repeats} runs")
     print("alone: " + ", ".join(f"{m} {v:.3f} s" for m, v in med.items()))
     print(f"all three together: {statistics.median(together):.3f} s")
     print(f"wall(all three) / wall(slowest alone) = {ratio:.3f}  (goal <= 1.15: {'PASS' if ratio <= 1.15 else 'FAIL'})")

@@ -41,7 +41,8 @@ def make_recording(path: Path, events: int, step_s: float = 0.0005) -> int:
     end = events * step_s
     traces = {}
     for m in modes:
-        tail = [f'{{"t":{end:.4f},"kind":"usage","prompt_tokens":1,"completion_tokens":1,"elapsed_s":0.1,"estimated":false}}',
+        tail = [f'{{"t":{end:.4f},"kind":"usage","prompt_tokens":1,"completion_tokens":1,'
+                '"elapsed_s":0.1,"estimated":false}',
                 f'{{"t":{end:.4f},"kind":"answer","text":"42","forced":false}}']
         events_json = ",\n".join(per[m] + tail)
         traces[m] = f'{{"mode":"{m}","question":"q","elapsed_s":{end:.4f},"events":[{events_json}]}}'
@@ -124,9 +125,9 @@ def main() -> None:
             idle = statistics.median(result["idle"] or [0.0])
             p95 = busy[int(0.95 * (len(busy) - 1))]
             state = "finished" if result["finished"] else "cut (visitor left)"
-            print(f"{speed:>8}: trivial request while replaying: max {max(busy) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms "
-                  f"(idle median {idle * 1000:.0f} ms, {len(busy)} probes) · replay {state} after {result['took']:.1f} s, "
-                  f"{result['frames']} frames")
+            print(f"{speed:>8}: trivial request while replaying: max {max(busy) * 1000:.0f} ms, "
+                  f"p95 {p95 * 1000:.0f} ms (idle median {idle * 1000:.0f} ms, {len(busy)} probes) · "
+                  f"replay {state} after {result['took']:.1f} s, {result['frames']} frames")
     finally:
         demo.close()
         print(json.dumps({"events": args.events, "bytes": size}))

@@ -105,7 +105,8 @@ def measure(kind: str, visitors: int, latency: float, token_delay: float, folder
     for process in processes.values():
         total.update(process["stages"])
     return {"visitors": visitors, "replies": kind, "tokens": tokens, "wall_s": round(wall, 2),
-            "errors": sum(1 for v in visits if v.error), "cpu_ms_per_token": round(sum(per_token(c) for c in cpu.values()), 4),
+            "errors": sum(1 for v in visits if v.error),
+            "cpu_ms_per_token": round(sum(per_token(c) for c in cpu.values()), 4),
             "stages": {k: round(v, 4) for k, v in total.most_common()}, "processes": processes}
 
 

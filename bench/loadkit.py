@@ -5,7 +5,7 @@ Why a hand-rolled visitor: ``gradio_client`` spends about a core on 20 visitors 
 ../shared/NOTES.md), which on a 2-core machine hides the app's own cost. Gradio's REST route
 is two plain HTTP requests per run (``POST /gradio_api/call/compare`` → ``event_id``, then
 ``GET /gradio_api/call/compare/<event_id>``, an SSE stream), which ``http.client`` does with
-~0.04 s of CPU per run, so hundreds of visitors fit in threads of one process.
+little CPU, so hundreds of visitors fit in threads of one process.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: 
 
     ``kind`` "async" (the default) is :mod:`agents.llm.async_stub`: one asyncio loop paces every stream
     on absolute due times, as a real server paces tokens on its own hardware; "thread" is the tests'
-    ``ThreadingHTTPServer`` stub, which at 50 visitors (150 streams, 150 threads) fell ~2 s behind its own
-    pace on a 2-core machine (see README, "Measured"). It counts the content chunks it streams (one per
+    ``ThreadingHTTPServer`` stub, whose thread per stream falls behind its own pace under a crowd on a small
+    machine. It counts the content chunks it streams (one per
     ``chunk_chars`` characters, ≈ one token at 4), so the bench can divide the app's CPU by the tokens it relayed.
     ``words`` makes every thought that many words longer (:func:`~agents.llm.stub_server.talkative`): long replies.
     """
@@ -213,7 +213,8 @@ def has_text(panel: Any) -> bool:
 
 def compare_inputs(question: str, mode: str = "All") -> list:
     """Every input of ``/compare`` (the REST route needs them all), in the endpoint's order."""
-    return [question, mode, "stub", "text", 5, 0.2, ["calculate"], "None", None]  # every /compare input, max_tokens last
+    # every /compare input, max_tokens last
+    return [question, mode, "stub", "text", 5, 0.2, ["calculate"], "None", None]
 
 
 def visit(url: str, question: str, *, session_hash: str | None = None, timeout: float = 120.0) -> Visit:

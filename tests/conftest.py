@@ -1,10 +1,10 @@
 """A real model server for the whole session: llama-cpp-python's server running SmolLM2-135M-Instruct.
 
 It sits at the root of tests/ because tests/real_server (the CLI and ``/compare``) and tests/app (the
-Stop button in a real browser) both drive it. One server for the whole session (a 135M model on 2 cores:
-~130 prompt tokens/s, ~20–50 generated tokens/s), so budgets are small: ``LLM_MAX_TOKENS`` of a few dozen tokens, two steps. Skipped with
-the reason when the wheel or the model is not installed; ``.ci/run`` installs both and sets
-``REAL_SERVER_REQUIRED=1``, which turns that skip into a failure, so CI cannot skip them by accident.
+Stop button in a real browser) both drive it. One server for the whole session; a 135M model on a CPU
+is slow, so budgets are small: ``LLM_MAX_TOKENS`` of a few dozen tokens, two steps. Skipped with the reason
+when the wheel or the model is not installed; ``.ci/run`` installs both and sets ``REAL_SERVER_REQUIRED=1``,
+which turns that skip into a failure, so CI cannot skip them by accident.
 """
 
 from __future__ import annotations

@@ -326,7 +326,8 @@ def format_number(value: Any) -> str:
 
 @tool(timeout_s=5)
 def calculate(expression: str) -> str:
-    """Evaluate an arithmetic expression exactly, e.g. `(3.5 + 2) * 4 / 7` or `sqrt(2) * 10**3`. Input: the expression only.
+    """Evaluate an arithmetic expression exactly, e.g. `(3.5 + 2) * 4 / 7` or `sqrt(2) * 10**3`.
+    Input: the expression only.
 
     Supports numbers, + - * / // % ** (also ^, × and ÷), parentheses, comparisons (< <= > >= == !=),
     sqrt, log (natural; log(x, base)), log10, log2, exp, sin, cos, tan (radians), abs, round, min, max,

@@ -47,7 +47,8 @@ def run_repl(code: str, limits: Limits = DEFAULT_LIMITS) -> str:
 
 @tool(timeout_s=DEFAULT_LIMITS.wall_s + 5)
 def python_repl(code: str) -> str:
-    """Run a short Python 3 program and return what it prints; the value of a final expression is shown too. Input: the code.
+    """Run a short Python 3 program and return what it prints; the value of a final expression is shown too.
+    Input: the code.
 
     Each call is a fresh sandboxed process (nothing is remembered between calls; no files, network or
     environment; limits: ~5 s CPU, 512 MB memory, ~4,000 characters of output). Imports are limited to:

@@ -36,7 +36,8 @@ class ChildIO:
         self.reader = FrameReader(limits.max_frame)
         self.eof = False  # the channel is closed: the process is gone (or going)
         self._out, self._err, self._outbox = bytearray(), bytearray(), bytearray()
-        self._caps = {proc.stdout.fileno(): (self._out, OUTPUT_READ_CAP), proc.stderr.fileno(): (self._err, ERROR_READ_CAP)}
+        self._caps = {proc.stdout.fileno(): (self._out, OUTPUT_READ_CAP),
+                      proc.stderr.fileno(): (self._err, ERROR_READ_CAP)}
         self._lock = threading.Lock()  # kill (any thread) against reaping (the step's thread)
         self._closed = False
         self._sel = selectors.DefaultSelector()

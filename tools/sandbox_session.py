@@ -55,7 +55,8 @@ from tools.sandbox_step import (
     exit_reason,
 )
 
-__all__ = ["CallFinished", "CallRecord", "CallStarted", "SandboxSession", "SessionLimits", "StepResult", "callable_tools"]
+__all__ = ["CallFinished", "CallRecord", "CallStarted", "SandboxSession", "SessionLimits", "StepResult",
+           "callable_tools"]
 
 SESSION_SOURCE = CHILD_SOURCE + "\n\n" + Path(__file__).with_name("_sandbox_session_child.py").read_text("utf-8")
 POLL_S = 0.05
@@ -185,7 +186,8 @@ class SandboxSession:
             "nofile": limits.nofile, "out_chars": limits.output_chars, "answer_chars": limits.answer_chars,
             "restrict": self.restrict, "drop_uid": _drop_uid(), "preload": ",".join(sorted(ALLOWED_MODULES)),
             "allowed": sorted(ALLOWED_MODULES), "allowed_sub": sorted(ALLOWED_SUBMODULES),
-            "blocked": sorted(BLOCKED_NAMES), "blocked_attrs": sorted(BLOCKED_ATTRS), "helpers": ",".join(sorted(helpers)),
+            "blocked": sorted(BLOCKED_NAMES), "blocked_attrs": sorted(BLOCKED_ATTRS),
+            "helpers": ",".join(sorted(helpers)),
             "rfd": rfd, "wfd": wfd, "max_frame": limits.max_frame, "max_in": MAX_TO_CHILD,
             "tools": [[t.name, t.param_names] for t in self.registry.tools],
         }  # fmt: skip

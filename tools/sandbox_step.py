@@ -116,5 +116,8 @@ def exit_reason(rc: int | None, err: str, limits: SessionLimits) -> tuple[str, s
                            "memory or stack limit.")
     if rc == EXIT_SETUP:
         return "crashed", err or "The sandbox could not go on (bad setup)."
-    reason = "it did not exit" if rc is None else (f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}")
+    if rc is None:
+        reason = "it did not exit"
+    else:
+        reason = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
     return "crashed", f"The sandbox process ended unexpectedly ({reason}). {err}".strip()

@@ -28,7 +28,8 @@ def weather_report(location: str, *, session: requests.Session | None = None, ti
     place = " ".join(str(location or "").split()).strip(" \"'")
     if not place:
         raise ToolFailure(
-            "get_weather needs a location, e.g. 'Paris' or 'Tokyo, Japan' (an empty one would report the server's own town)."
+            "get_weather needs a location, e.g. 'Paris' or 'Tokyo, Japan' "
+            "(an empty one would report the server's own town)."
         )
     if len(place) > MAX_LOCATION_CHARS:
         raise ToolFailure(
@@ -123,7 +124,8 @@ def _fold(text: str) -> str:
 
 @tool(timeout_s=12, cache_ttl_s=600, web=True)
 def get_weather(location: str) -> str:
-    """Get the current weather and today's temperature range for a place. Input: a city name, optionally with its country (e.g. "Paris, France").
+    """Get the current weather and today's temperature range for a place.
+    Input: a city name, optionally with its country (e.g. "Paris, France").
 
     Uses wttr.in. The answer starts with the place that was actually resolved, so check it matches.
     """

@@ -218,7 +218,8 @@ def _norm(text: str) -> str:
 
 @tool(timeout_s=12, cache_ttl_s=600, web=True)
 def wikipedia_search(query: str) -> str:
-    """Look up a topic on English Wikipedia and return the start of the best-matching article. Input: a topic or article title (e.g. "Marie Curie").
+    """Look up a topic on English Wikipedia and return the start of the best-matching article.
+    Input: a topic or article title (e.g. "Marie Curie").
 
     Ambiguous names return a list of candidate titles; search again with the one you mean.
     """

@@ -62,11 +62,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
     parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
     parser.add_argument("--max-tokens", type=int, default=None,
-                        help=f"longest reply per model call, in tokens (default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
+                        help="longest reply per model call, in tokens "
+                             f"(default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
     parser.add_argument("--tools", help="comma-separated tools to enable (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a readable trace")
     parser.add_argument("--step", action="store_true",
-                        help="pause after each step of each mode: Enter advances, end of input (Ctrl-D) runs to the end")
+                        help="pause after each step of each mode: Enter advances, "
+                             "end of input (Ctrl-D) runs to the end")
     parser.add_argument("--expected", help="the expected answer: each run is marked ✓ or ✗ (the paper's exact match, "
                                            "numbers by value), and Reflexion grades its trials against it")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,

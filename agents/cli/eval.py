@@ -46,14 +46,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modes", default=base,
                         help=f"comma-separated, from: {', '.join(mode_ids())} (default {base})")
     parser.add_argument("--concurrency", type=int, default=8, help="pairs run at once (default 8)")
-    parser.add_argument("--out", help="results folder; rerun with the same one to resume (default runs/<dataset>-<time>)")
+    parser.add_argument("--out",
+                        help="results folder; rerun with the same one to resume (default runs/<dataset>-<time>)")
     parser.add_argument("--json", action="store_true", help="print only the summary as JSON on stdout")
     parser.add_argument("--protocol", choices=("text", "tools"), default="text",
                         help="Act/ReAct action format: the paper's text (default) or native tool calls")
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="step budget per run")
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
     parser.add_argument("--max-tokens", type=int, default=None,
-                        help=f"longest reply per model call, in tokens (default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
+                        help="longest reply per model call, in tokens "
+                             f"(default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
     parser.add_argument("--sc-n", type=int, default=DEFAULT_SC_SAMPLES,
                         help=f"CoT-SC samples for the hybrid modes (paper: 21; default {DEFAULT_SC_SAMPLES})")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,

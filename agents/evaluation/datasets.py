@@ -148,7 +148,8 @@ def _item(row: dict[str, Any], index: int, name: str, default_scorer: str, path:
         _require_columns(list(row), path, where=f" item {index + 1}")
     for column in ("question", "answer", "id"):
         if isinstance(row.get(column), dict | list | bool):
-            raise DatasetError(f"{path.name} item {index + 1}: the {column} must be text, not {type(row[column]).__name__}")
+            kind = type(row[column]).__name__
+            raise DatasetError(f"{path.name} item {index + 1}: the {column} must be text, not {kind}")
     question, answer = str(row.get("question") or "").strip(), _text(row.get("answer"))
     if not question or not answer:
         raise DatasetError(f"{path.name} item {index + 1}: empty question or answer")

@@ -168,7 +168,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     cells = [headers] + [["–" if v is None else (f"{v:g}" if isinstance(v, float) else str(v)) for v in row]
                          for row in rows]
     widths = [max(len(str(row[i])) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                       for i, (c, w) in enumerate(zip(row, widths, strict=True)))
              for row in cells]
     title = f"{summary.get('dataset')}: {summary.get('items') or '?'} items, score = {summary.get('metric')}"
     out = [title, *lines]

@@ -1,4 +1,5 @@
-"""``python -m agents.hosting CMD_FD EVENT_FD``: a worker process serving live runs (:func:`agents.hosting.worker.main`)."""
+"""``python -m agents.hosting CMD_FD EVENT_FD``: a worker process serving live runs
+(:func:`agents.hosting.worker.main`)."""
 
 import sys
 

@@ -205,7 +205,8 @@ class RunWorker:
 def main(argv: list[str]) -> None:
     """The worker process (``python -m agents.hosting CMD_FD EVENT_FD``): serve runs until the app closes the
     command pipe."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="run-worker: %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="run-worker: %(levelname)s %(name)s: %(message)s")
     commands = Connection(int(argv[0]), writable=False)
     events = Connection(int(argv[1]), readable=False)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print() must not reach the app

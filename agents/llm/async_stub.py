@@ -1,13 +1,11 @@
 """The load benchmark's stand-in model: the stub's replies served by one asyncio loop (Starlette on uvicorn).
 
 Why a second stand-in: :mod:`agents.llm.stub_server` is a ``ThreadingHTTPServer`` (a thread per
-connection, pacing with ``time.sleep``). At 50 visitors it holds ~150 streams in 150 threads that share one
-GIL with the bench machine's other processes, and it ended its last reply ~2.2 s later than when alone: the
-bench then measured the stand-in, not the app. A real server (vLLM, TGI) paces its tokens on its own
-hardware. Here every stream is a coroutine on one loop, and each chunk is due at an absolute time
-(``arrival + latency + i × token_delay``), so a late wake-up does not push every later token back: the
-replies keep the pace they promise (2 s to the first token, then one chunk per ``token_delay``) as long
-as the process gets a little CPU.
+connection, pacing with ``time.sleep``); under a crowd its many threads share one GIL with the bench's other
+processes and fall behind their own pace, so the bench would measure the stand-in, not the app. A real
+server (vLLM, TGI) paces its tokens on its own hardware. Here every stream is a coroutine on one loop, and
+each chunk is due at an absolute time (``arrival + latency + i × token_delay``), so a late wake-up does not
+push every later token back: the replies keep the pace they promise as long as the process gets a little CPU.
 
 It serves the same replies as the thread stub (a responder such as :func:`toy_model.toy_policy`
 returning :class:`StubReply`: text, reasoning, native tool calls, usage, ``stop``, ``finish_reason``,

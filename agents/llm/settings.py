@@ -3,10 +3,10 @@
 Three ways to get a model, in this order: ``LLM_BASE_URL`` (any OpenAI-compatible server:
 Ollama, vLLM, llama.cpp, TGI), a visitor's own token from *Sign in with Hugging Face*, or
 ``HF_TOKEN`` (the HF router). A ``base_url`` server without ``LLM_MODEL`` is asked which models it
-serves (:func:`agents.llm.discovery.resolve_model`, once at start); until then ``model`` is empty. The token is kept out of ``repr`` and of every message, so
-settings can be logged or shown in the UI safely. Every variable goes through the validating
-reader of :mod:`agents.settings`: a value out of range is a :class:`~agents.settings.SettingError`
-naming the variable and the accepted range, never a silent default.
+serves (:func:`agents.llm.discovery.resolve_model`, once at start); until then ``model`` is empty.
+The token is kept out of ``repr`` and of every message, so settings can be logged or shown in the UI safely.
+Every variable goes through the validating reader of :mod:`agents.settings`: a value out of range is a
+:class:`~agents.settings.SettingError` naming the variable and the accepted range, never a silent default.
 """
 
 from __future__ import annotations

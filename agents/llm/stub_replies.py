@@ -56,7 +56,8 @@ def sse_events(reply: StubReply, body: dict[str, Any], size: int) -> list[str]:
         call = {"index": n, "id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": ""}}
         events.append(chunk({"tool_calls": [call]}))
         for i in range(0, len(arguments), size):
-            part = {"index": n, "id": f"call_{n}", "type": "function", "function": {"arguments": arguments[i : i + size]}}
+            part = {"index": n, "id": f"call_{n}", "type": "function",
+                    "function": {"arguments": arguments[i : i + size]}}
             events.append(chunk({"tool_calls": [part]}))
     events.append(chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")))
     if reply.usage_in_stream and (body.get("stream_options") or {}).get("include_usage"):

@@ -69,7 +69,8 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
 def _toy_program(expression: str, observation: str | None) -> StubReply:
     """CodeAct's toy step: print the calculator's result, then give what was printed to final_answer."""
     if observation is not None:
-        return StubReply(text=f"Thought: The program printed the result.\n<code>\nfinal_answer({observation!r})\n</code>")
+        return StubReply(text="Thought: The program printed the result.\n"
+                              f"<code>\nfinal_answer({observation!r})\n</code>")
     if expression:
         return StubReply(text=f"Thought: I will compute this with the calculator.\n<code>\n"
                               f"result = calculate({expression!r})\nprint(result)\n</code>")

@@ -136,7 +136,8 @@ def _finish(call: _Call, messages: list[Message], config: RunConfig,
     empty = not reply.text.strip() and not reply.tool_calls
     usage = _usage(call.usage, messages, call.output, call.elapsed)
     if not empty:  # what the loop sends back, so a fork can rebuild the conversation exactly
-        usage = replace(usage, reply=reply.text, tool_calls=tuple((c.id, c.name, c.arguments) for c in reply.tool_calls))
+        calls = tuple((c.id, c.name, c.arguments) for c in reply.tool_calls)
+        usage = replace(usage, reply=reply.text, tool_calls=calls)
     yield usage
     if call.finish == "length":
         limit = f" of {config.max_tokens} tokens" if config.max_tokens else ""

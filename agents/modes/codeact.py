@@ -42,7 +42,8 @@ def codeact(question: str, model: ChatModel, registry: ToolRegistry, config: Run
         return
     tools = callable_tools(registry)
     messages = [
-        {"role": "system", "content": prompts.system_prompt(CODEACT.prompt or CODEACT.id, tools, max_steps=config.max_steps)},
+        {"role": "system",
+         "content": prompts.system_prompt(CODEACT.prompt or CODEACT.id, tools, max_steps=config.max_steps)},
         {"role": "user", "content": prompts.question_message(question)},
     ]
     session = SandboxSession(tools, cancel=config.cancel)

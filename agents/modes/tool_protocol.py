@@ -33,7 +33,8 @@ def tools_loop(
     ``prompt`` is the calling mode's template name (its ``ModeSpec.prompt``): the loop knows no mode ids.
     ``notes`` are messages the mode adds after the question (:func:`~agents.modes.base.opening`).
     """
-    messages = opening(prompts.system_prompt(prompt, registry, protocol="tools", max_steps=config.max_steps), question, notes)
+    system = prompts.system_prompt(prompt, registry, protocol="tools", max_steps=config.max_steps)
+    messages = opening(system, question, notes)
     runner, schemas = runner or ToolRunner(registry, config), registry.schemas()  # a fork's runner replays
     for _ in range(config.max_steps):
         reply = yield from complete(model, messages, config, tools=schemas)

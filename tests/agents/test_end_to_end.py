@@ -59,7 +59,8 @@ def test_all_modes_answer_through_the_calculator(server, protocol):
 
 def test_hallucinated_observation_from_server_is_cut(server):
     """The toy model writes a fake 'Observation: 42' when the server does not apply `stop`."""
-    server.script(StubReply(text="Thought: t\nAction: calculate\nAction Input: 2*21\nObservation: 41", reject_stop=True))
+    server.script(StubReply(text="Thought: t\nAction: calculate\nAction Input: 2*21\nObservation: 41",
+                            reject_stop=True))
     trace = compare("What is 2*21?", ["react"], model_factory=factory(server), registry=REGISTRY)["react"]
     assert trace.steps[0].observation == "42" and "42" in trace.answer
     assert "stop" not in server.requests[1].body or server.requests[1].body["stop"] is None
@@ -95,7 +96,8 @@ def test_hung_request_ends_at_the_wall_clock_limit(server):
 
 def test_provider_errors_are_one_line_without_token(server):
     secret = "hf_secret_canary_123456"
-    server.script(StubReply(status=400, error_body=f"Model stub is not supported by any provider you have enabled {secret}"))
+    server.script(StubReply(status=400,
+                            error_body=f"Model stub is not supported by any provider you have enabled {secret}"))
     trace = compare(QUESTION, ["think"], model_factory=factory(server, token=secret), registry=REGISTRY)["think"]
     assert trace.error == "model stub is not served by any enabled provider — pick another model"
     assert server.requests[0].headers["authorization"] == f"Bearer {secret}"

@@ -202,7 +202,8 @@ def test_eval_run_polls_with_a_timeout_and_closes_from_another_thread():
     closer.start()
     closer.join(5)
     assert not closer.is_alive() and time.monotonic() - started < 5  # not the models' 30 s
-    assert len(Hanging.made) == 2 and all(m.closed.is_set() for m in Hanging.made)  # the two pairs not started never ran
+    # the two pairs not started never ran
+    assert len(Hanging.made) == 2 and all(m.closed.is_set() for m in Hanging.made)
     while run.poll(timeout=1) is not None:  # what finished before the close (cancelled pairs are not records)
         pass
     assert run.done and run.poll(timeout=0) is None

@@ -38,7 +38,8 @@ TEXT_SCRIPT = [
     "Thought: done.\nFinal Answer: the North Sea",
 ]
 TOOLS_SCRIPT = [
-    ScriptedReply("I add and look up.", tool_calls=(("calculate", {"expression": "1+1"}), ("lookup", '{"query":  "Rhine"}'))),
+    ScriptedReply("I add and look up.",
+                  tool_calls=(("calculate", {"expression": "1+1"}), ("lookup", '{"query":  "Rhine"}'))),
     ScriptedReply("Again.", tool_calls=(("calculate", {"expression": "1+1"}),)),
     ScriptedReply("", tool_calls=(("lookup", {"query": "Elbe"}),)),
     ScriptedReply("Final Answer: the North Sea"),

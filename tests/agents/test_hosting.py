@@ -278,8 +278,8 @@ def test_a_run_closed_before_it_started_never_reaches_the_worker(host):
 
 
 def test_a_thread_that_finds_the_abortable_client_installed_really_gets_it(monkeypatch):
-    """A fresh worker's first run: three mode threads install the abortable backend at once. One that came
-    second used to go on before the first had set the factory, and its hung read could not be aborted."""
+    """A fresh worker's first run: three mode threads install the abortable backend at once. One that comes
+    second must not go on before the first has set the factory, or its hung read could not be aborted."""
     from agents.llm import abort
 
     set_factories: list = []

@@ -30,7 +30,8 @@ def test_httpx2_still_lets_us_choose_the_network_backend():
 
 def test_inference_client_still_uses_huggingface_hub_s_shared_session():
     assert callable(getattr(hf_http, "set_client_factory", None)) and callable(hf_http.default_client_factory), (
-        "huggingface_hub removed set_client_factory/default_client_factory: agents/llm/abort.py.install needs a new hook")
+        "huggingface_hub removed set_client_factory/default_client_factory: "
+        "agents/llm/abort.py.install needs a new hook")
     assert getattr(inference_client, "get_session", None) is hf_http.get_session, (
         "InferenceClient no longer sends its requests through huggingface_hub's get_session(): the abortable backend "
         "installed by agents/llm/abort.py would not be used (Stop would wait for LLM_TIMEOUT)")

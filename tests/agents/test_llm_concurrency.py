@@ -82,7 +82,8 @@ def test_modes_queued_past_llm_timeout_behind_the_others_run_again():
     for mode, trace in traces.items():
         assert trace.error is None and trace.answer, (mode, trace.to_markdown())
     for mode in retried:
-        assert traces[mode].of(LLMError)[0].reason == "busy" and "LLM_MAX_CONCURRENT=1" in traces[mode].of(LLMError)[0].message
+        error = traces[mode].of(LLMError)[0]
+        assert error.reason == "busy" and "LLM_MAX_CONCURRENT=1" in error.message
         assert traces[mode].of(Retry)[0].message == BUSY_NOTE
 
 

@@ -83,7 +83,8 @@ def test_a_reply_at_the_token_limit_says_so(server):
     server.script(StubReply(text="Thought: I will ramble on and on", finish_reason="length"))
     trace = compare(QUESTION, ["think"], model_factory=factory(server), registry=REGISTRY,
                     config=RunConfig(max_tokens=9))["think"]
-    assert [e.message for e in trace.of(Truncated)] == ["the reply hit the token limit of 9 tokens and may be cut short"]
+    assert [e.message for e in trace.of(Truncated)] == [
+        "the reply hit the token limit of 9 tokens and may be cut short"]
     assert "hit the token limit" in metrics_line(trace) and "hit the token limit" in trace.to_markdown()
     assert trace.summary()["hit_token_limit"] == 1 and trace.error is None
     assert server.requests[0].body["max_tokens"] == 9
@@ -153,7 +154,8 @@ def test_default_max_tokens_is_2048(server):
 
 
 @pytest.mark.parametrize(("args", "env", "expected"), [
-    (["--max-tokens", "33"], {}, 33), ([], {"LLM_MAX_TOKENS": "44"}, 44), (["--max-tokens", "33"], {"LLM_MAX_TOKENS": "44"}, 33),
+    (["--max-tokens", "33"], {}, 33), ([], {"LLM_MAX_TOKENS": "44"}, 44),
+    (["--max-tokens", "33"], {"LLM_MAX_TOKENS": "44"}, 33),
 ])
 def test_eval_max_tokens_reaches_the_request(server, monkeypatch, tmp_path, args, env, expected):
     from agents.cli import eval_main

@@ -49,7 +49,8 @@ def toy_tool_mode():
     def toy(question, model, registry, config, *, runner=None):
         return react(question, model, registry, config, runner=runner)
 
-    with registered(ModeSpec("toy_fork", "Toy fork", toy, prompt="react", uses_tools=True, options=("runner",))) as spec:
+    spec = ModeSpec("toy_fork", "Toy fork", toy, prompt="react", uses_tools=True, options=("runner",))
+    with registered(spec) as spec:
         yield spec
 
 

@@ -99,16 +99,19 @@ def stub_settings(server: StubLLMServer, model: str) -> LLMSettings:
 def test_a_model_the_server_lacks_ends_the_panel_naming_it_and_the_ones_it_has(style):
     with StubLLMServer(models=("qwen2.5:7b", "llama3.2:3b"), unknown_model=style) as srv:
         settings = stub_settings(srv, "openai/gpt-oss-20b")
-        trace = compare(QUESTION, ["react"], model_factory=lambda: HFInferenceModel(settings), registry=REGISTRY)["react"]
+        trace = compare(QUESTION, ["react"], model_factory=lambda: HFInferenceModel(settings),
+                        registry=REGISTRY)["react"]
     assert trace.answer is None and len(trace.of(LLMError)) == 1
     line = trace.error
-    assert "'openai/gpt-oss-20b'" in line and "qwen2.5:7b, llama3.2:3b" in line and "LLM_MODEL" in line and "\n" not in line, line
+    assert "'openai/gpt-oss-20b'" in line and "qwen2.5:7b, llama3.2:3b" in line, line
+    assert "LLM_MODEL" in line and "\n" not in line, line
 
 
 def test_a_missing_model_on_a_server_that_lists_none_says_so():
     with StubLLMServer(models=None, unknown_model="ollama") as srv:
         settings = stub_settings(srv, "phi3")
-        trace = compare(QUESTION, ["think"], model_factory=lambda: HFInferenceModel(settings), registry=REGISTRY)["think"]
+        trace = compare(QUESTION, ["think"], model_factory=lambda: HFInferenceModel(settings),
+                        registry=REGISTRY)["think"]
     assert trace.error == f"the server at {srv.url} has no model 'phi3' — set LLM_MODEL to a model it serves"
 
 
@@ -123,7 +126,8 @@ def test_a_listed_model_runs():
 def test_a_wrong_path_is_not_taken_for_a_missing_model():
     with StubLLMServer(responder=lambda body: StubReply(status=404, error_body="404 page not found")) as srv:
         settings = stub_settings(srv, "m")
-        trace = compare(QUESTION, ["think"], model_factory=lambda: HFInferenceModel(settings), registry=REGISTRY)["think"]
+        trace = compare(QUESTION, ["think"], model_factory=lambda: HFInferenceModel(settings),
+                        registry=REGISTRY)["think"]
     assert "has no /chat/completions" in trace.error and "/v1" in trace.error
 
 

@@ -139,7 +139,8 @@ def test_long_observation_truncated_with_marker():
 
 
 def test_llm_failure_ends_run_with_one_line():
-    model = ScriptedModel(["Action: calculate\nAction Input: 1+1", LLMFailure("rate-limited by the provider after 3 tries")])
+    model = ScriptedModel(["Action: calculate\nAction Input: 1+1",
+                           LLMFailure("rate-limited by the provider after 3 tries")])
     trace = run(react, model)
     assert trace.error == "rate-limited by the provider after 3 tries" and trace.answer is None
 
@@ -212,7 +213,7 @@ def test_a_line_starting_with_obs_does_not_end_the_stream():
     assert streamed == model.steps[0]
 
 
-# --- issue 8 A/B: cut replies, the token limit, waiting for the server ---------------------------
+# --- cut replies, the token limit, waiting for the server ------------------------------------
 
 
 def test_a_reply_cut_midway_is_never_parsed_and_its_tokens_count():

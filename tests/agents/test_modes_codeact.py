@@ -67,7 +67,8 @@ def test_a_program_calls_tools_and_each_call_is_nested_under_it():
                             "observation:nested", "observation", "thought", "action:code", "observation",
                             "answer"]
     actions = trace.of(Action)
-    assert actions[0] == Action("python", "a = calculate('1+1')\nb = calculate(a + '+2')\nprint('b =', b)", "Add twice.",
+    program = "a = calculate('1+1')\nb = calculate(a + '+2')\nprint('b =', b)"
+    assert actions[0] == Action("python", program, "Add twice.",
                                 code=True)
     assert actions[1] == Action("calculate", {"expression": "1+1"}, nested=True)
     assert [o.output for o in trace.of(Observation)][:3] == ["2", "4", "b = 4"]

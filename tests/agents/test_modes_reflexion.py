@@ -136,7 +136,8 @@ def test_self_check_no_leads_to_a_reflection_and_another_trial():
                            "Correct: yes\nWhy: Paris is the capital."])
     trace = run(model, trials=2)
     assert verdicts(trace) == [(1, False, "self"), (2, True, "self")]
-    assert "Its own check judged the answer wrong: Lyon is not the capital." in model.requests[2].messages[-1]["content"]
+    reflection_prompt = model.requests[2].messages[-1]["content"]
+    assert "Its own check judged the answer wrong: Lyon is not the capital." in reflection_prompt
     assert "I answered from memory" in model.requests[3].messages[2]["content"]
     assert trace.answer == "Paris" and trace.llm_calls == 5
     assert "the model's own judgement" in trace.to_markdown()

@@ -1,6 +1,6 @@
 """The mode registry: one table of modes that the CLI, the app, the benchmark and the reports all read.
 
-The toy-mode test is the acceptance check of issue 9: a mode added as ONE module (+ its prompt
+The toy-mode test checks the registry's promise: a mode added as ONE module (+ its prompt
 file) in a copy of the repository shows up in ``python -m agents ask --mode``, runs there over
 the real client against the local stub server, and appears in the Compare tab's fourth panel,
 the Prompts view and the Benchmark tab, with no other edit.
@@ -208,7 +208,7 @@ def test_a_toy_mode_in_one_module_appears_everywhere(tmp_path):
 
 
 # Blocks agents.evaluation, imports every module of agents/ except the benchmark-facing ones, and runs a
-# base mode and a hybrid through the comparison (which used to import the benchmark package to dispatch).
+# base mode and a hybrid through the comparison (which must not need the benchmark package to dispatch).
 IMPORT_ALL = '''
     import importlib, pkgutil, sys
 

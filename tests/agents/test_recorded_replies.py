@@ -149,7 +149,7 @@ def test_native_tools_request_is_answered_in_text():
     assert [a.text for a in answers] == [content_of(body.raw).strip()]
 
 
-# --- the contract of issue 8 A (engine work on the `llm` branch): these fail until it is merged ---
+# --- cut replies and the token limit, on real recorded replies ---
 
 
 def test_a_reply_cut_at_the_token_limit_says_so():

@@ -57,7 +57,8 @@ def test_limits_from_the_environment():
     ({"LLM_MAX_TOKENS": "-3"}, "LLM_MAX_TOKENS must be an integer from 1 to 1000000, got '-3'"),
     ({"LLM_MAX_TOKENS": "2.5"}, "LLM_MAX_TOKENS must be an integer from 1 to 1000000, got '2.5'"),
     ({"LLM_MAX_CONCURRENT": "-1"}, "LLM_MAX_CONCURRENT must be an integer from 0 to 1000, got '-1'"),
-    ({"LLM_BASE_URL": "localhost:11434/v1"}, "LLM_BASE_URL must start with http:// or https://, got 'localhost:11434/v1'"),
+    ({"LLM_BASE_URL": "localhost:11434/v1"},
+     "LLM_BASE_URL must start with http:// or https://, got 'localhost:11434/v1'"),
 ])
 def test_a_bad_value_is_one_line_naming_the_variable_and_the_range(env, line):
     with pytest.raises(SettingError) as caught:

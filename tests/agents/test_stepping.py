@@ -132,7 +132,8 @@ def test_over_http_a_paused_run_holds_no_request_no_slot_and_outlives_the_timeou
             assert gate_for(settings.server_key(), 1).in_flight == 0  # no LLM_MAX_CONCURRENT slot held
             assert not watchdog._watchdog._watches  # no call's clock is running
             time.sleep(2.0)  # longer than both limits: nothing may fire while the class talks
-            assert run.waiting_for_step and not any(t.of(LLMError) for t in traces.values()), {m: t.error for m, t in traces.items()}
+            errors = {m: t.error for m, t in traces.items()}
+            assert run.waiting_for_step and not any(t.of(LLMError) for t in traces.values()), errors
             requests = len(server.requests)
             run.step()
             drain(run, traces, lambda r: False)

@@ -1,9 +1,10 @@
-"""Every benchmark really runs: ``python -m bench --smoke --json`` (~1 minute on 2 cores), against the local stubs.
+"""Every benchmark really runs: ``python -m bench --smoke --json``, against the local stubs.
 
 ``--smoke`` is bench/report.py's smallest plan: every script, every app scenario (2 visitors, 4 runs,
-4 submissions, short and long replies, one configuration under py-spy), so every key of the table is printed. Its figures mean little; what is checked is that each
-script runs, its JSON parses, it carries every key report.py reads (the canned shapes of conftest.py), and
-the table builds from it with a figure in every row.
+4 submissions, short and long replies, one configuration under py-spy), so every key of the table is
+printed. Its figures mean little; what is checked is that each script runs, its JSON parses, it carries every
+key report.py reads (the canned shapes of conftest.py), and the table builds from it with a figure in every
+row.
 """
 
 from __future__ import annotations
@@ -28,9 +29,16 @@ def missing(canned: dict, real: object, path: str = "") -> list[str]:
         return [path or "."]
     if canned and all(k.isdigit() for k in canned):
         template = next(iter(canned.values()))
-        return [f"{path}.<any>"] if not real else [m for k, v in real.items() for m in missing(template, v, f"{path}.{k}")]
-    return [m for k, v in canned.items()
-            for m in ([f"{path}.{k}"] if k not in real else missing(v, real[k], f"{path}.{k}") if isinstance(v, dict) else [])]
+        if not real:
+            return [f"{path}.<any>"]
+        return [m for k, v in real.items() for m in missing(template, v, f"{path}.{k}")]
+    out: list[str] = []
+    for k, v in canned.items():
+        if k not in real:
+            out.append(f"{path}.{k}")
+        elif isinstance(v, dict):
+            out += missing(v, real[k], f"{path}.{k}")
+    return out
 
 
 def smoke_run(timeout: float = 240) -> tuple[int, str, str]:

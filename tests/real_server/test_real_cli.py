@@ -44,7 +44,8 @@ def assert_each_run_ends_clearly(runs: dict[str, dict]) -> None:
         assert run["llm_calls"] >= 1 and run["usage"]["completion_tokens"] >= 0, (mode, run)
 
 
-@pytest.mark.parametrize(("mode", "protocol"), [("think", "text"), ("act", "tools"), ("react", "tools"), ("codeact", "text")])
+@pytest.mark.parametrize(("mode", "protocol"),
+                         [("think", "text"), ("act", "tools"), ("react", "tools"), ("codeact", "text")])
 def test_one_mode_ends_with_an_answer_or_one_clear_line(real_server, mode, protocol):
     runs = runs_of(ask(real_server, "--mode", mode, "--protocol", protocol, "--json"))
     assert list(runs) == [mode]

@@ -128,7 +128,8 @@ def _unrestricted(code: str) -> str:
 def test_child_environment_is_empty(canary_env: tuple[str, ...]) -> None:
     out = _unrestricted(
         "import os\nprint(sorted(os.environ))\n"
-        "try:\n    print(repr(open('/proc/self/environ').read()))\nexcept OSError as exc:\n    print(type(exc).__name__)"
+        "try:\n    print(repr(open('/proc/self/environ').read()))\n"
+        "except OSError as exc:\n    print(type(exc).__name__)"
     )
     # Python itself may set LC_CTYPE (PEP 538 locale coercion); nothing is inherited from the app.
     assert out.startswith("ok\n[] \n") or out.startswith("ok\n['LC_CTYPE']\n") or out.startswith("ok\n[]\n")
@@ -268,7 +269,8 @@ def test_non_root_app_like_a_space(canary_env: tuple[str, ...], harden: bool, to
         f"sys.path.insert(0, {str(tools_for_nobody)!r})\n"
         "from tools.sandbox import Limits, run_python\n"
         "code = ('import os\\nleak = []\\n'\n"
-        '        \'try:\\n    leak.append(open(f"/proc/{os.getppid()}/environ", "rb").read().decode(errors="replace"))\\n\'\n'
+        '        \'try:\\n    leak.append(open(f"/proc/{os.getppid()}/environ", "rb")\'\n'
+        '        \'.read().decode(errors="replace"))\\n\'\n'
         "        'except OSError as exc:\\n    leak.append(type(exc).__name__)\\n'\n"
         "        'print(os.getuid(), leak)\\nos.fork()\\n')\n"
         "r = run_python(code, Limits(cpu_s=2, wall_s=4), check_policy=False, restrict=False)\n"

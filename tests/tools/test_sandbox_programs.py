@@ -215,23 +215,110 @@ def test_legitimate_programs(code: str, expected: str) -> None:
 
 
 MODULE_PROGRAMS = {
-    "math": ("import math\nprint(math.sqrt(2), math.gcd(12, 18), math.comb(5, 2), math.pi)", "1.4142135623730951 6 10 3.141592653589793\n"),
-    "statistics": ("import statistics as st\nprint(st.mean([1, 2, 3, 4]), st.median([3, 1, 2]), round(st.stdev([1, 2, 3, 4]), 3))", "2.5 2 1.291\n"),
-    "itertools": ("from itertools import permutations, accumulate, groupby\nprint(len(list(permutations(range(4)))), list(accumulate([1, 2, 3])), [k for k, _ in groupby('aabbc')])", "24 [1, 3, 6] ['a', 'b', 'c']\n"),
-    "functools": ("from functools import lru_cache, reduce, partial\n@lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(90), reduce(lambda a, b: a * b, range(1, 6)), partial(pow, 2)(10))", "2880067194370816120 120 1024\n"),
-    "collections": ("from collections import Counter, defaultdict, deque, namedtuple, OrderedDict\nimport collections.abc\nP = namedtuple('P', 'x y')\nd = defaultdict(list)\nd['a'].append(1)\nq = deque([1, 2, 3], maxlen=2)\nprint(Counter('banana').most_common(1), dict(d), list(q), P(1, 2), isinstance({}, collections.abc.Mapping), list(OrderedDict(b=1, a=2)))", "[('a', 3)] {'a': [1]} [2, 3] P(x=1, y=2) True ['b', 'a']\n"),
-    "datetime": ("import datetime as dt\nd = dt.datetime.strptime('2024-02-28', '%Y-%m-%d') + dt.timedelta(days=2)\nprint(d.date(), d.strftime('%A'), (dt.date(2025, 1, 1) - dt.date(2024, 1, 1)).days)", "2024-03-01 Friday 366\n"),
-    "time": ("import time\nt0 = time.perf_counter()\ntime.sleep(0.01)\nprint(time.perf_counter() - t0 >= 0.01, time.strftime('%Y', time.gmtime(0)), type(time.time()).__name__)", "True 1970 float\n"),
-    "re": ("import re\nprint(re.findall(r'\\d+', 'a1b22c333'), re.sub(r'(\\w+)@(\\w+)', r'\\2 at \\1', 'me@home'), bool(re.fullmatch(r'[a-z]+', 'abc')))", "['1', '22', '333'] home at me True\n"),
-    "json": ("import json\ns = json.dumps({'b': [1, 2.5, None], 'a': True}, sort_keys=True)\nprint(s, json.loads(s)['b'])", '{"a": true, "b": [1, 2.5, null]} [1, 2.5, None]\n'),
-    "random": ("import random\nrandom.seed(42)\nprint(random.randint(1, 100), random.choice('abc'), len(random.sample(range(100), 5)))", "82 a 5\n"),
-    "fractions": ("from fractions import Fraction\nprint(Fraction(1, 3) + Fraction(1, 6), Fraction('0.125'))", "1/2 1/8\n"),
-    "decimal": ("from decimal import Decimal, getcontext\ngetcontext().prec = 30\nprint(Decimal(1) / Decimal(7), Decimal('0.1') + Decimal('0.2'))", "0.142857142857142857142857142857 0.3\n"),
-    "string": ("import string\nprint(string.ascii_lowercase[:5], string.capwords('hello world'), string.Template('$who likes $what').substitute(who='tim', what='pie'))", "abcde Hello World tim likes pie\n"),
-    "heapq": ("import heapq\nh = [5, 1, 8, 3]\nheapq.heapify(h)\nprint(heapq.heappop(h), heapq.nsmallest(2, [9, 4, 7]), heapq.nlargest(1, [9, 4, 7]))", "1 [4, 7] [9]\n"),
-    "bisect": ("import bisect\na = [1, 3, 5, 7]\nbisect.insort(a, 4)\nprint(a, bisect.bisect_left(a, 5))", "[1, 3, 4, 5, 7] 3\n"),
-    "operator": ("import operator\nfrom operator import itemgetter\nrows = [('b', 2), ('a', 1)]\nprint(sorted(rows, key=itemgetter(1)), operator.add(2, 3), operator.mul(4, 5))", "[('a', 1), ('b', 2)] 5 20\n"),
-}  # fmt: skip
+    "math": (
+        "import math\n"
+        "print(math.sqrt(2), math.gcd(12, 18), math.comb(5, 2), math.pi)",
+        "1.4142135623730951 6 10 3.141592653589793\n",
+    ),
+    "statistics": (
+        "import statistics as st\n"
+        "print(st.mean([1, 2, 3, 4]), st.median([3, 1, 2]), round(st.stdev([1, 2, 3, 4]), 3))",
+        "2.5 2 1.291\n",
+    ),
+    "itertools": (
+        "from itertools import permutations, accumulate, groupby\n"
+        "print(len(list(permutations(range(4)))), list(accumulate([1, 2, 3])), [k for k, _ in groupby('aabbc')])",
+        "24 [1, 3, 6] ['a', 'b', 'c']\n",
+    ),
+    "functools": (
+        "from functools import lru_cache, reduce, partial\n"
+        "@lru_cache(maxsize=None)\n"
+        "def fib(n):\n"
+        "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "print(fib(90), reduce(lambda a, b: a * b, range(1, 6)), partial(pow, 2)(10))",
+        "2880067194370816120 120 1024\n",
+    ),
+    "collections": (
+        "from collections import Counter, defaultdict, deque, namedtuple, OrderedDict\n"
+        "import collections.abc\n"
+        "P = namedtuple('P', 'x y')\n"
+        "d = defaultdict(list)\n"
+        "d['a'].append(1)\n"
+        "q = deque([1, 2, 3], maxlen=2)\n"
+        "print(Counter('banana').most_common(1), dict(d), list(q), P(1, 2), isinstance({}, "
+        "collections.abc.Mapping), list(OrderedDict(b=1, a=2)))",
+        "[('a', 3)] {'a': [1]} [2, 3] P(x=1, y=2) True ['b', 'a']\n",
+    ),
+    "datetime": (
+        "import datetime as dt\n"
+        "d = dt.datetime.strptime('2024-02-28', '%Y-%m-%d') + dt.timedelta(days=2)\n"
+        "print(d.date(), d.strftime('%A'), (dt.date(2025, 1, 1) - dt.date(2024, 1, 1)).days)",
+        "2024-03-01 Friday 366\n",
+    ),
+    "time": (
+        "import time\n"
+        "t0 = time.perf_counter()\n"
+        "time.sleep(0.01)\n"
+        "print(time.perf_counter() - t0 >= 0.01, time.strftime('%Y', time.gmtime(0)), type(time.time()).__name__)",
+        "True 1970 float\n",
+    ),
+    "re": (
+        "import re\n"
+        "print(re.findall(r'\\d+', 'a1b22c333'), re.sub(r'(\\w+)@(\\w+)', r'\\2 at \\1', 'me@home'), "
+        "bool(re.fullmatch(r'[a-z]+', 'abc')))",
+        "['1', '22', '333'] home at me True\n",
+    ),
+    "json": (
+        "import json\n"
+        "s = json.dumps({'b': [1, 2.5, None], 'a': True}, sort_keys=True)\n"
+        "print(s, json.loads(s)['b'])",
+        '{"a": true, "b": [1, 2.5, null]} [1, 2.5, None]\n',
+    ),
+    "random": (
+        "import random\n"
+        "random.seed(42)\n"
+        "print(random.randint(1, 100), random.choice('abc'), len(random.sample(range(100), 5)))",
+        "82 a 5\n",
+    ),
+    "fractions": (
+        "from fractions import Fraction\n"
+        "print(Fraction(1, 3) + Fraction(1, 6), Fraction('0.125'))",
+        "1/2 1/8\n",
+    ),
+    "decimal": (
+        "from decimal import Decimal, getcontext\n"
+        "getcontext().prec = 30\n"
+        "print(Decimal(1) / Decimal(7), Decimal('0.1') + Decimal('0.2'))",
+        "0.142857142857142857142857142857 0.3\n",
+    ),
+    "string": (
+        "import string\n"
+        "print(string.ascii_lowercase[:5], string.capwords('hello world'), string.Template('$who likes "
+        "$what').substitute(who='tim', what='pie'))",
+        "abcde Hello World tim likes pie\n",
+    ),
+    "heapq": (
+        "import heapq\n"
+        "h = [5, 1, 8, 3]\n"
+        "heapq.heapify(h)\n"
+        "print(heapq.heappop(h), heapq.nsmallest(2, [9, 4, 7]), heapq.nlargest(1, [9, 4, 7]))",
+        "1 [4, 7] [9]\n",
+    ),
+    "bisect": (
+        "import bisect\n"
+        "a = [1, 3, 5, 7]\n"
+        "bisect.insort(a, 4)\n"
+        "print(a, bisect.bisect_left(a, 5))",
+        "[1, 3, 4, 5, 7] 3\n",
+    ),
+    "operator": (
+        "import operator\n"
+        "from operator import itemgetter\n"
+        "rows = [('b', 2), ('a', 1)]\n"
+        "print(sorted(rows, key=itemgetter(1)), operator.add(2, 3), operator.mul(4, 5))",
+        "[('a', 1), ('b', 2)] 5 20\n",
+    ),
+}
 
 
 def test_every_allowed_module_has_a_program() -> None:
