@@ -20,6 +20,7 @@ ROWS = [
     ("orchestration overhead per LLM call", "≤ 5 ms"),
     ("short replies: 20 visitors vs 1, mode All (wall ratio, errors)", "≤ 1.3, 0 errors"),
     ("short replies: 50 visitors vs 1, mode All (wall ratio, errors)", "≤ 1.3, 0 errors"),
+    ("short replies: 100 visitors vs 1, mode All (wall ratio, errors)", "≤ 1.5, 0 errors"),
     ("short replies: first text on screen after the server's first token (50 visitors × 3 panels)", "≤ 500 ms (max)"),
     ("short replies: CPU per streamed token, app + run workers (50 visitors)", "—"),
     ("long replies: CPU per streamed token, app + run workers, one visitor alone", "≤ 0.25 ms"),
