@@ -5,7 +5,7 @@ the call's inputs: their number (``validate_inputs``), that a file input names a
 (``InvalidPathError``), each value against its component's data model and ``preprocess``. A failure there is an
 ordinary exception, which Gradio sends as ``{"error": null}`` unless the app is launched with ``show_error=True``
 — and that would also send the text of any unexpected exception, internals included. The handlers check what
-they can themselves (``preprocess=False`` and one line, ``ui/inputs.py``); a file path, though, is checked by
+they can themselves (``preprocess=False`` and one line, ``ui/core/inputs.py``); a file path, though, is checked by
 Gradio whatever the event says. :class:`ReadableRefusals` turns such a failure into ``gr.Error`` with one line
 naming the input and what it accepts (never the value sent). Refusals Gradio already words (``gr.Error``: a
 slider's range, a choice not offered) pass unchanged. Without the patch a refusal stays ``{"error": null}``:

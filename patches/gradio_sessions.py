@@ -11,7 +11,7 @@ run when every run was a new session.
 
 * :class:`LeanSessionState` keeps no per-session copies of block configs (deep links only read them);
 * :class:`ExpiringStateHolder` also drops, in the sweep Gradio already runs every second on its
-  event loop, sessions idle for ``APP_SESSION_TTL`` seconds (:mod:`ui.settings`) that have no event
+  event loop, sessions idle for ``APP_SESSION_TTL`` seconds (:mod:`ui.core.settings`) that have no event
   pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`. An expired visitor who comes
   back gets a fresh session: this app keeps nothing per session that the page does not resend.
 

@@ -16,7 +16,7 @@ import pytest
 
 import app
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
-from ui import benchmark_tab as bt
+from ui.benchmark import tab as bt
 
 QUESTION = "What is 17 * 23 + 5?"
 BASE = [QUESTION, "All", "stub", "text", 5, 0.2, ["calculate"], "None", None]  # REST needs every input
@@ -183,7 +183,7 @@ def test_replay_refuses_bad_recordings_with_one_clear_line(url, tmp_path, conten
 
 
 def test_replay_refuses_too_many_steps(url, tmp_path):
-    from ui.recording import MAX_STEPS
+    from ui.recordings.reader import MAX_STEPS
 
     events = [{"t": i * 0.001, "kind": "thought", "text": "x"} for i in range(MAX_STEPS + 1)]
     path = tmp_path / "steps.json"

@@ -176,7 +176,7 @@ def test_replayed_html_is_shown_not_executed(page, tmp_path):
 
 
 def test_closing_the_page_ends_its_replay(browser, url, tmp_path):
-    from ui.stream import live_count
+    from ui.core.stream import live_count
 
     events = [(0.0, TokenDelta("Thought: a long day"))] + [(h * 3600.0, Thought(f"hour {h}")) for h in range(1, 24)]
     path = write_recording(tmp_path / "day.json", "A long day?", events + [(86_400.0, FinalAnswer("tomorrow"))])

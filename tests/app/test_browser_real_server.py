@@ -1,7 +1,7 @@
 """The Stop button, clicked in a real browser, ends a real model server's stream (issue 8 C).
 
 ``tests/real_server/test_real_app.py`` cancels through Gradio's API (what a closed tab does); a visitor
-presses ■ Stop, a private event that signals this session's streams (``ui/stream.Stops``). Only a real
+presses ■ Stop, a private event that signals this session's streams (``ui/core/stream.Stops``). Only a real
 server shows that the request really ends there: llama-cpp-python logs "Disconnected from client" when
 it notices the closed connection, and it is free for the next request at once instead of finishing a
 600-token ramble.

@@ -18,12 +18,12 @@ import pytest
 import app
 from agents.events import Action, FinalAnswer, Observation, Thought, TokenDelta, Usage
 from agents.trace import Trace
-from ui.export import export_dict, to_json
-from ui.playback import replay
-from ui.recording import REPLAY_MODES
-from ui.render import PANEL_MODES
-from ui.replay import REPLAY_DIR, load_recording, open_recording
-from ui.stream import live_count
+from ui.core.render import PANEL_MODES
+from ui.core.stream import live_count
+from ui.recordings.export import export_dict, to_json
+from ui.recordings.playback import replay
+from ui.recordings.reader import REPLAY_MODES
+from ui.recordings.replay import REPLAY_DIR, load_recording, open_recording
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from bench_replay import make_recording
@@ -197,7 +197,7 @@ def test_closing_the_connection_ends_the_replay_and_frees_its_slot(url, tmp_path
 
 
 def test_the_fourth_panel_opens_from_a_byte_scan(tmp_path):
-    from ui.replay import hybrid_in_file
+    from ui.recordings.replay import hybrid_in_file
 
     traces = {m: busy_trace(m) for m in ("react", "react_cot_sc")}
     path = tmp_path / "hybrid.json"

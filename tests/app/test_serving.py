@@ -12,7 +12,7 @@ import pytest
 import app
 from agents.llm import abort
 from agents.llm.settings import LLMSettings
-from ui.launcher import Launcher
+from ui.core.launcher import Launcher
 
 
 def test_the_launcher_runs_targets_in_their_own_named_threads():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from agents.events import Action, FinalAnswer, Observation, Thought, Usage
 from agents.trace import Trace
-from ui import verdicts
-from ui.table import comparison_markdown
+from ui.core import verdicts
+from ui.core.table import comparison_markdown
 
 QUESTION = "What is 17 * 23 + 5?"
 

@@ -1,0 +1,117 @@
+"""Replay: a saved run played back into the Compare panels at its original pace, or faster.
+
+No model and no network: the events come from a recording (``ui/recordings/replay.py``), paced by their time
+offsets; frames are throttled like a live run's (``ui/core/stream.py``) and the tab's Stop ends a replay
+the same way it ends a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+from ui.core import render
+from ui.core.frame import Frame, PanelsView
+from ui.core.render import PANEL_MODES
+from ui.core.stream import THROTTLE_S, TICK_S, StopSignal, counted, frame_interval
+from ui.core.verdicts import comparison_table
+from ui.recordings.reader import MAX_GAP_S
+from ui.recordings.replay import Recording, speed_factor
+
+
+async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S,
+                 max_gap: float = MAX_GAP_S, stop: StopSignal | None = None) -> AsyncIterator[Frame]:
+    """Play a saved run back into the panels with its original pacing divided by ``speed`` (0: instant).
+
+    Bounded whatever the file holds: a pause in the recording lasts at most ``max_gap`` seconds
+    (before dividing by ``speed``); while waiting a frame goes out at least every second, so a
+    visitor who left (Gradio checks between frames) ends the replay and frees its slot; frames are
+    at most one per :func:`frame_interval` and never take more than a quarter of the time; long
+    stretches of events hand the event loop back every few milliseconds. ``stop`` (the tab's Stop)
+    ends it with a stopped frame.
+    """
+    modes = tuple(m for m in PANEL_MODES if m in recording.traces) + tuple(  # then a teacher's fork, if any
+        m for m in recording.traces if m not in PANEL_MODES)
+    view = PanelsView(recording.question, recording.selection, modes, recording.expected, recording.slots)
+    backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
+    status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
+    stop = stop or StopSignal()
+    with counted():
+        try:
+            yield view.frame(status, question=recording.question)
+            async for frame in _play(recording, view, status, speed_factor(speed), _Pacer(throttle), max_gap, stop):
+                yield frame
+        finally:
+            recording.discard()
+    if stop.stopped:
+        view.finish(stopped=True)
+        yield view.frame("■ Replay stopped.", final=True, table=comparison_table(view.traces, recording.expected))
+        return
+    for m, trace in view.traces.items():
+        trace.elapsed_s = recording.traces[m].elapsed_s
+    view.finish()
+    done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
+    yield view.frame(done, final=True, table=comparison_table(view.traces, recording.expected))
+
+
+async def _play(recording: Recording, view: PanelsView, status: str, factor: float, pacer: _Pacer,
+                max_gap: float, stop: StopSignal) -> AsyncIterator[Frame]:
+    """The recording's events into ``view``, paced by their offsets; frames when due; returns when stopped."""
+    start, clock, previous = time.perf_counter(), 0.0, 0.0
+    for t, mode, event in recording.events():
+        if factor > 0:
+            clock += min(max(0.0, t - previous), max_gap)  # the recording's pace, every pause capped
+            previous = max(previous, t)
+            due = start + clock / factor
+            while (now := time.perf_counter()) < due and not stop.stopped:
+                if pacer.frame_due(now):
+                    pacer.building()
+                    yield view.frame(status)
+                    pacer.shown()
+                await asyncio.sleep(max(0.0, pacer.wake(due) - time.perf_counter()))
+        if stop.stopped:
+            return
+        urgent = view.add(mode, event, t)
+        pacer.dirty = True
+        if factor > 0 and (urgent or pacer.frame_due(time.perf_counter())):
+            pacer.building()
+            yield view.frame(status)
+            pacer.shown()
+        await pacer.breathe()
+
+
+class _Pacer:
+    """When a replay may show its next frame, and when it must hand the event loop back."""
+
+    SLICE_S = 0.005  # work at most this long between two hand-backs to the event loop
+    DUTY = 4  # a frame that took x seconds (to build and send) waits at least DUTY·x before the next
+    WAKE_S = 0.25  # while waiting for an event, wake this often (to keep the liveness tick)
+
+    def __init__(self, throttle: float) -> None:
+        self.throttle = throttle
+        self.dirty = False
+        self.next_at = self._shown_at = self._building_at = self._slice = time.perf_counter()
+
+    def frame_due(self, now: float) -> bool:
+        """A frame with news once the interval passed; one without news every TICK_S (a liveness check)."""
+        return now >= self.next_at and (self.dirty or now - self._shown_at >= TICK_S)
+
+    def wake(self, due: float) -> float:
+        """When to wake up while waiting for the next event due at ``due``."""
+        return min(due, self.next_at if self.dirty else time.perf_counter() + self.WAKE_S)
+
+    def building(self) -> None:
+        self._building_at = time.perf_counter()
+
+    def shown(self) -> None:
+        """The generator resumed after a frame: that frame's cost (build, send, waiting) spaces the next."""
+        now = time.perf_counter()
+        self.dirty, self._shown_at = False, now
+        self.next_at = now + max(frame_interval(self.throttle), self.DUTY * (now - self._building_at))
+
+    async def breathe(self) -> None:
+        """Yield to the event loop when this replay has worked for a whole slice."""
+        if time.perf_counter() - self._slice >= self.SLICE_S:
+            await asyncio.sleep(0)
+            self._slice = time.perf_counter()
