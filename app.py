@@ -36,7 +36,7 @@ from ui.core.admission import Admission
 from ui.core.frame import Outputs
 from ui.core.inputs import lenient
 from ui.core.launcher import launcher
-from ui.core.render import HYBRIDS, MODE_CHOICES, MODES
+from ui.core.modes import HYBRIDS, MODE_CHOICES, MODES
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.core.verdicts import MAX_EXPECTED_CHARS

@@ -33,7 +33,7 @@ from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
 from ui.core.admission import Admission, Full
 from ui.core.inputs import make_config
-from ui.core.render import MODES
+from ui.core.modes import MODES
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, stream
 from ui.core.verdicts import expected_problem

@@ -163,7 +163,7 @@ INSPECT_APP = '''
     show = next(f for f in demo.fns.values() if f.api_name == "prompts").fn
     rendered = show("text", 5, None)
     from ui.recordings.reader import REPLAY_MODES
-    from ui.core.render import hybrid_mode
+    from ui.core.modes import hybrid_mode
     print(json.dumps({"fourth": [list(c) for c in fourth.choices], "bench": [list(c) for c in bench.choices],
                       "codes": codes, "rendered": list(rendered), "fourth_mode": hybrid_mode("Echo"),
                       "replayable": list(REPLAY_MODES)}))

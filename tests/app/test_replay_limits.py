@@ -18,7 +18,7 @@ import pytest
 import app
 from agents.events import Action, FinalAnswer, Observation, Thought, TokenDelta, Usage
 from agents.trace import Trace
-from ui.core.render import PANEL_MODES
+from ui.core.modes import PANEL_MODES
 from ui.core.stream import live_count
 from ui.recordings.export import export_dict, to_json
 from ui.recordings.playback import replay

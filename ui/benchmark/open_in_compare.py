@@ -24,7 +24,7 @@ import gradio as gr
 from agents.evaluation.store import ResultStore
 from agents.modes.registry import mode_title
 from ui.core.frame import Outputs, refusal
-from ui.core.render import MODES
+from ui.core.modes import MODES
 from ui.core.stream import session_of
 from ui.core.table import answers_agree
 from ui.recordings.export import EXPORT_DIR

@@ -23,7 +23,7 @@ from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_ste
 from ui.core.frame import refusal
 from ui.core.handlers import TabHandlers
 from ui.core.inputs import compare_problem, make_config, protocol_value
-from ui.core.render import MODE_CHOICES, hybrid_mode
+from ui.core.modes import MODE_CHOICES, hybrid_mode
 from ui.core.stream import session_of
 from ui.core.verdicts import expected_problem
 from ui.core.visitors import visitor_of

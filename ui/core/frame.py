@@ -19,7 +19,8 @@ from agents.events import Event, FinalAnswer, TokenDelta
 from agents.modes.registry import mode_title
 from agents.trace import Trace
 from ui.core import render, verdicts
-from ui.core.render import MODES, Panel
+from ui.core.modes import MODES
+from ui.core.render import Panel
 from ui.core.table import metrics_markdown
 
 WAITING = render.to_wire(render.waiting())  # a running panel before its first text (the same every frame)

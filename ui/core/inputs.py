@@ -16,7 +16,7 @@ import gradio as gr
 from agents.modes import RunConfig
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry, normalize_name
-from ui.core.render import HYBRIDS, MODE_CHOICES
+from ui.core.modes import HYBRIDS, MODE_CHOICES
 
 PROTOCOLS = {"text": "text", "tools": "tools"}
 MAX_TOKENS_LIMIT = 32768  # the largest per-reply budget a request may ask for

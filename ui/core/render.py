@@ -36,26 +36,9 @@ from agents.events import (
     Usage,
     Waiting,
 )
-from agents.modes.registry import list_modes, mode_ids, mode_title, panel_ids
+from agents.modes.registry import mode_title
 from ui.core.safe_text import fenced, plain, safe_markdown
 
-# All read from the mode registry (agents/modes/registry.py): the base modes are the fixed panels.
-MODES = mode_ids("base")
-MODE_CHOICES = {**{s.label: (s.id,) for s in list_modes("base")}, "All": MODES}  # the Compare radio
-# Every other non-benchmark mode (the paper's hybrids) can be shown in a fourth panel beside them.
-HYBRIDS = {"None": None, **{s.label: s.id for s in list_modes("hybrid")}}
-PANEL_MODES = panel_ids()
-
-
-def hybrid_mode(choice: str | None) -> str | None:
-    """A fourth-panel choice (label or mode id) → mode id, None for none; ValueError if unknown."""
-    if choice in (None, "", "None", "none"):
-        return None
-    if choice in HYBRIDS:
-        return HYBRIDS[choice]
-    if choice in HYBRIDS.values():
-        return choice
-    raise ValueError(f"Unknown fourth panel {choice!r}: choose one of {', '.join(HYBRIDS)}.")
 SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
 INCOMPLETE = "⚠ Incomplete reply — cut off, not used as an answer"
 

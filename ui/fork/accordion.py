@@ -30,7 +30,7 @@ from ui.core.admission import Full
 from ui.core.frame import Outputs
 from ui.core.handlers import TabHandlers
 from ui.core.inputs import make_config, protocol_value
-from ui.core.render import MODES
+from ui.core.modes import MODES
 from ui.core.stream import session_of, stream
 from ui.fork.screen import (
     IN_PLACE,

@@ -23,7 +23,7 @@ from agents.events import Action, Observation, Thought, Usage
 from agents.fork import forkable_modes
 from agents.modes.registry import forked_mode, mode_title
 from agents.trace import Trace
-from ui.core.render import MODES
+from ui.core.modes import MODES
 from ui.recordings.export import EXPORT_DIR, json_of
 from ui.recordings.reader import ReplayError
 from ui.recordings.replay import load_recording

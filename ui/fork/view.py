@@ -18,7 +18,7 @@ from agents.modes.registry import mode_title
 from ui.compare.live_run import run_status
 from ui.core import render
 from ui.core.frame import Frame, Outputs, PanelsView
-from ui.core.render import MODES
+from ui.core.modes import MODES
 from ui.core.stream import Outcome
 from ui.core.verdicts import comparison_table
 from ui.fork.screen import Screen, after_fork

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 from ui.core import render
 from ui.core.frame import Frame, PanelsView
-from ui.core.render import PANEL_MODES
+from ui.core.modes import PANEL_MODES
 from ui.core.stream import THROTTLE_S, TICK_S, StopSignal, counted, frame_interval
 from ui.core.verdicts import comparison_table
 from ui.recordings.reader import MAX_GAP_S

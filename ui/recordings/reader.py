@@ -165,7 +165,7 @@ def condense(data: dict[str, Any], window: float) -> dict[str, Any]:
     return {**data, "traces": out if isinstance(traces, dict) else list(out.values()), "comparison": None}
 
 
-REPLAY_MODES = panel_ids()  # = ui.core.render.PANEL_MODES: the modes a panel can show
+REPLAY_MODES = panel_ids()  # = ui.core.modes.PANEL_MODES: the modes a panel can show
 
 
 def traces_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 from agents.events import Event, event_from_dict
 from agents.modes.registry import mode_title
 from agents.trace import Trace
-from ui.core.render import MODES, PANEL_MODES
+from ui.core.modes import MODES, PANEL_MODES
 from ui.recordings import reader
 from ui.recordings.reader import MAX_REPLAY_BYTES, ReplayError
 

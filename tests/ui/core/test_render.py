@@ -17,7 +17,8 @@ from agents.trace import Trace
 from ui.compare.live_run import live_run
 from ui.core import render, safe_text
 from ui.core.inputs import make_config
-from ui.core.render import MODES, Panel, safe_markdown
+from ui.core.modes import MODES
+from ui.core.render import Panel, safe_markdown
 from ui.core.table import agreement, answers_agree, comparison_markdown, metrics_markdown
 from ui.page.examples import CATEGORIES, EXAMPLES, by_category
 from ui.recordings.export import export_dict, export_markdown, run_settings, write_exports
