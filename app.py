@@ -34,6 +34,7 @@ from ui.compare.stepping import PauseBook, is_paused
 from ui.core import backend, visitors
 from ui.core.admission import Admission
 from ui.core.frame import Outputs
+from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import lenient
 from ui.core.launcher import launcher
 from ui.core.modes import HYBRIDS, MODE_CHOICES, MODES
@@ -268,14 +269,14 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
           # the run waits in `admission` instead, showing its place in line
           api_name="compare", concurrency_limit=None, concurrency_id="compare",
           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
-    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4], **parts.PAGE_EVENT)
+    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4], **PAGE_EVENT)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
                           outputs=[*out.all(files=False), page.question], api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
                           postprocess=False)
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/core/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
-    page.stop_btn.click(handlers.stop, **parts.PAGE_EVENT)
+    page.stop_btn.click(handlers.stop, **PAGE_EVENT)
 
 
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:
@@ -284,13 +285,13 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
     page.share_btn.click(share.share, [out.exports, page.replay_file], page.share_link, api_visibility="private",
                          show_progress="hidden")
     # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
-    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], **parts.PAGE_EVENT)
+    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], **PAGE_EVENT)
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit], lambda: "",
-          outputs=page.share_link, **parts.PAGE_EVENT)
+          outputs=page.share_link, **PAGE_EVENT)
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue);
     # with one, the handler bounds opens itself (a few at a time, a rate per visitor) and sends a stored view as is
     demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col], postprocess=False,
-              **parts.PAGE_EVENT)
+              **PAGE_EVENT)
 
 
 def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
@@ -303,23 +304,23 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
     def show(visible: bool) -> Any:  # Next step starts disabled: it is enabled by the first pause
         return lambda: [gr.Button(visible=visible, interactive=False), gr.Button(visible=visible)]
 
-    buttons.step_btn.click(show(True), outputs=controls, **parts.PAGE_EVENT).then(
+    buttons.step_btn.click(show(True), outputs=controls, **PAGE_EVENT).then(
         handlers.step_compare,
         inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
                 knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
         outputs=out.all(), api_name="compare_step", concurrency_limit=None, concurrency_id="compare",
         show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False).then(
-        show(False), outputs=controls, **parts.PAGE_EVENT)
+        show(False), outputs=controls, **PAGE_EVENT)
     # Next step is clickable only while the run waits: disabled at the click, enabled by the next pause
     # (the status line says so). A click that slips through is harmless: the engine grants one step per pause.
-    buttons.next_btn.click(lambda: gr.Button(interactive=False), outputs=buttons.next_btn, **parts.PAGE_EVENT)
+    buttons.next_btn.click(lambda: gr.Button(interactive=False), outputs=buttons.next_btn, **PAGE_EVENT)
     out.status.change(lambda status: gr.Button(interactive=is_paused(status)), out.status, buttons.next_btn,
-                      **parts.PAGE_EVENT)
+                      **PAGE_EVENT)
     buttons.next_btn.click(handlers.next_step, api_name="step_next", concurrency_limit=None, concurrency_id="step",
                            show_progress="hidden")
     buttons.continue_btn.click(handlers.continue_run, api_name="step_continue", concurrency_limit=None,
                                concurrency_id="step", show_progress="hidden")
-    buttons.continue_btn.click(show(False), outputs=controls, **parts.PAGE_EVENT)
+    buttons.continue_btn.click(show(False), outputs=controls, **PAGE_EVENT)
 
 
 def wire_fork(handlers: accordion.ForkTab, controls: accordion.ForkControls, page: ComparePage, knobs: Knobs) -> None:
@@ -328,7 +329,7 @@ def wire_fork(handlers: accordion.ForkTab, controls: accordion.ForkControls, pag
     accordion.wire(handlers, controls, page.outputs, page.replay_file, page.fourth_col,
                   [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
-          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], **parts.PAGE_EVENT)
+          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], **PAGE_EVENT)
 
 
 def launch_kwargs() -> dict[str, Any]:

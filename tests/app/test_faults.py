@@ -265,7 +265,7 @@ def test_stop_ends_a_hung_request_at_once(client, faults):
 def test_status_line_counts_failed_modes_honestly():
     from agents.events import FinalAnswer, LLMError
     from agents.trace import Trace
-    from ui.compare.live_run import run_status
+    from ui.core.frame import run_status
 
     def trace(mode: str, *events) -> Trace:
         t = Trace(mode, "q")

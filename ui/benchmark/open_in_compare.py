@@ -4,7 +4,7 @@ A benchmark in the app saves each pair's full trace in its run folder (``agents/
 :class:`RunFolders` remembers each visitor's latest folder (a few hundred paths, no traces in memory).
 The picker lists the items (those where the modes disagree first, by default only those), and
 "Open in Compare" plays the chosen item's traces instantly into the Compare tab through the same path
-as a replayed export (``ui/share/handlers.run_on_screen``), so a class can look at why ReAct missed item 17.
+as a replayed export (``ui/recordings/playback.run_on_screen``), so a class can look at why ReAct missed item 17.
 """
 
 
@@ -28,9 +28,9 @@ from ui.core.modes import MODES
 from ui.core.stream import session_of
 from ui.core.table import answers_agree
 from ui.recordings.export import EXPORT_DIR
+from ui.recordings.playback import INSTANT, run_on_screen
 from ui.recordings.reader import ReplayError
 from ui.recordings.replay import open_recording
-from ui.share.handlers import INSTANT, run_on_screen
 
 log = logging.getLogger(__name__)
 

@@ -34,11 +34,11 @@ from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry
 from ui.benchmark import charts
 from ui.benchmark.open_in_compare import BenchFolder, RunFolders
+from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import kind_of, lenient, make_config, number_problem, protocol_value, settings_problem
 from ui.core.render import plain
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, Stops, StopSignal, session_of, stream
-from ui.page.parts import PAGE_EVENT
 
 _NO_ESTIMATE = re.compile(r" · ~[\d:]+ left")
 TAB = "benchmark"  # the tab's Stop key in :class:`~ui.core.stream.Stops`

@@ -18,13 +18,12 @@ from agents.hosting import make_run  # the one place a live run is made: a worke
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.modes.registry import mode_title
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui.compare.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
 from ui.core import render
 from ui.core.admission import Admission, Full
-from ui.core.frame import Frame, PanelsView, refusal, waiting
+from ui.core.frame import Frame, PanelsView, refusal, run_status, waiting
 from ui.core.stream import THROTTLE_S, Outcome, StopSignal, stream
 from ui.core.verdicts import comparison_table
 from ui.recordings.export import export_dict, run_settings, write_exports
@@ -33,22 +32,6 @@ NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKE
                         "(on the Space) or set LLM_BASE_URL — see the status line above.")
 STOPPED = "■ Stopped. Every mode's model stream was closed."
 STOPPED_WAITING = "■ Stopped while waiting for a free slot: nothing was run."
-
-
-def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Exception | None = None) -> str:
-    """The status line after a run: "✔ Done" only when no mode failed; otherwise which failed and why."""
-    if failure is not None:
-        return f"⚠ The run failed: {render.safe_markdown(str(failure))}"
-    failed = {m: t.error for m, t in traces.items() if t.error and t.answer is None}
-    if not failed:
-        return f"✔ Done in {elapsed:.1f} s on {where}."
-    first_mode, first_error = next(iter(failed.items()))
-    why = f"{mode_title(first_mode)}: {render.plain(str(first_error))[:300]}"
-    if len(failed) == len(traces):
-        what = "the mode failed" if len(traces) == 1 else f"all {len(traces)} modes failed"
-        return f"⚠ The run failed on {where}: {what} ({why})."
-    names = ", ".join(mode_title(m) for m in failed)
-    return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."
 
 
 def answered_where(settings: LLMSettings, traces: dict[str, Trace]) -> str:

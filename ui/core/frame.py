@@ -163,3 +163,19 @@ class PanelsView:
             frame.fourth = self.panels[hybrid].wire() or WAITING
             frame.fourth_metrics = self.metrics(hybrid, running=not final and not self.finished(hybrid))
         return frame
+
+
+def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Exception | None = None) -> str:
+    """The status line after a run: "✔ Done" only when no mode failed; otherwise which failed and why."""
+    if failure is not None:
+        return f"⚠ The run failed: {render.safe_markdown(str(failure))}"
+    failed = {m: t.error for m, t in traces.items() if t.error and t.answer is None}
+    if not failed:
+        return f"✔ Done in {elapsed:.1f} s on {where}."
+    first_mode, first_error = next(iter(failed.items()))
+    why = f"{mode_title(first_mode)}: {render.plain(str(first_error))[:300]}"
+    if len(failed) == len(traces):
+        what = "the mode failed" if len(traces) == 1 else f"all {len(traces)} modes failed"
+        return f"⚠ The run failed on {where}: {what} ({why})."
+    names = ", ".join(mode_title(m) for m in failed)
+    return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."

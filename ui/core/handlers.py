@@ -7,12 +7,19 @@ both take these from one constructor."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from tools.registry import ToolRegistry
 from ui.core.admission import Admission
 from ui.core.frame import Outputs
 from ui.core.stream import Stops
+
+# A page-only event (a button that reveals a column, Stop): no API endpoint, no progress, not queued.
+PAGE_EVENT: Mapping[str, Any] = MappingProxyType({"api_visibility": "private", "show_progress": "hidden", "queue": False})
 
 
 class TabHandlers:

@@ -15,9 +15,8 @@ import gradio as gr
 
 from agents.events import Event
 from agents.modes.registry import mode_title
-from ui.compare.live_run import run_status
 from ui.core import render
-from ui.core.frame import Frame, Outputs, PanelsView
+from ui.core.frame import Frame, Outputs, PanelsView, run_status
 from ui.core.modes import MODES
 from ui.core.stream import Outcome
 from ui.core.verdicts import comparison_table

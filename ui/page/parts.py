@@ -5,10 +5,7 @@ A new tab is ``with gr.Tab("Name"): build_something(...)`` in ``app.py``.
 
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
 
 import gradio as gr
 
@@ -38,7 +35,6 @@ ROUTER_MODELS = (
 
 # An event of the page itself, not a run: no API endpoint, no progress overlay, and answered at once beside the
 # runs instead of waiting in Gradio's queue (showing a panel, Stop, enabling a button).
-PAGE_EVENT: Mapping[str, Any] = MappingProxyType({"api_visibility": "private", "show_progress": "hidden", "queue": False})
 SLIDER_MAX_STEPS = 10  # the Max steps slider's end (app.settings_layout)
 PRESENTATION_JS = "(on) => { document.body.classList.toggle('presentation', !!on); }"
 

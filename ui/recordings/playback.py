@@ -8,16 +8,23 @@ the same way it ends a run.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
+import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import gradio as gr
+
+from agents.modes.registry import mode_title
 from ui.core import render
 from ui.core.frame import Frame, PanelsView
 from ui.core.modes import PANEL_MODES
 from ui.core.stream import THROTTLE_S, TICK_S, StopSignal, counted, frame_interval
 from ui.core.verdicts import comparison_table
+from ui.recordings.export import EXPORT_DIR
 from ui.recordings.reader import MAX_GAP_S
-from ui.recordings.replay import Recording, speed_factor
+from ui.recordings.replay import Recording, hybrid_in, speed_factor
 
 
 async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S,
@@ -115,3 +122,38 @@ class _Pacer:
         if time.perf_counter() - self._slice >= self.SLICE_S:
             await asyncio.sleep(0)
             self._slice = time.perf_counter()
+
+
+INSTANT = "instant"  # the speed that plays a recording at once: its last frame is all that is shown
+
+
+async def final_frame(recording: Recording, label: str) -> tuple[Frame, str | None]:
+    """A recording played instantly: its last frame (status ``label``: the question) and its fourth-panel mode."""
+    hybrid = hybrid_in(recording)
+    last: Frame | None = None
+    async for frame in replay(recording, INSTANT):
+        last = frame
+    assert last is not None  # a replay yields at least its first and its last frame
+    last.status = f"{label}: **{render.plain(recording.question)[:120]}**"
+    return last, hybrid
+
+
+async def run_on_screen(recording: Recording, path: Path, label: str, download_name: str = "shared-run.json") -> list:
+    """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``),
+    then the question, the expected answer and the fourth column (shown when the run has a hybrid)."""
+    last, hybrid = await final_frame(recording, label)
+    last.files = [await asyncio.to_thread(_copy_for_download, path, download_name)]
+    values = last.values()
+    if hybrid:
+        values[-2] = gr.Chatbot(value=last.fourth, label=mode_title(hybrid))
+    fourth = gr.Column(visible=True) if hybrid else gr.skip()
+    return [*values, recording.question, recording.expected or "", fourth]
+
+
+def _copy_for_download(path: Path, name: str) -> str:
+    """A copy of a file where Gradio serves files from (the benchmark's folders may be outside its allowed dirs)."""
+    folder = EXPORT_DIR / uuid.uuid4().hex[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    shutil.copyfile(path, target)
+    return str(target)

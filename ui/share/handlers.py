@@ -13,8 +13,6 @@ or a copy per view.
 import asyncio
 import json
 import logging
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +20,16 @@ import gradio as gr
 
 from agents.modes.registry import mode_title
 from ui.core import render
-from ui.core.frame import Frame, Outputs, prepared, refusal
+from ui.core.frame import Outputs, prepared, refusal
 from ui.core.visitors import Window, visitor_of
 from ui.recordings.export import EXPORT_DIR, json_of
-from ui.recordings.playback import replay
+from ui.recordings.playback import INSTANT, final_frame
 from ui.recordings.reader import ReplayError
-from ui.recordings.replay import Recording, hybrid_in, open_recording
+from ui.recordings.replay import open_recording
 from ui.share.store import ShareError, ShareStore, page_url_of, share_url
 
 log = logging.getLogger(__name__)
 
-INSTANT = "instant"
 OPENS_AT_ONCE = 2  # shared runs being opened at the same time (each reads and sends up to a few MB)
 OPENS_PER_MINUTE = 60  # per visitor: a class behind one address opens a link together, a loop does not
 SHARED_DOWNLOADS = EXPORT_DIR / "shared"  # one copy of each opened run's export, in Gradio's cache
@@ -124,35 +121,3 @@ class ShareHandlers:
 
     def _refused(self, message: str) -> list:
         return [*refusal(message).to_outputs(self.outputs), gr.skip(), gr.skip(), gr.skip()]
-
-
-async def final_frame(recording: Recording, label: str) -> tuple[Frame, str | None]:
-    """A recording played instantly: its last frame (status ``label``: the question) and its fourth-panel mode."""
-    hybrid = hybrid_in(recording)
-    last: Frame | None = None
-    async for frame in replay(recording, INSTANT):
-        last = frame
-    assert last is not None  # a replay yields at least its first and its last frame
-    last.status = f"{label}: **{render.plain(recording.question)[:120]}**"
-    return last, hybrid
-
-
-async def run_on_screen(recording: Recording, path: Path, label: str, download_name: str = "shared-run.json") -> list:
-    """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``),
-    then the question, the expected answer and the fourth column (shown when the run has a hybrid)."""
-    last, hybrid = await final_frame(recording, label)
-    last.files = [await asyncio.to_thread(_copy_for_download, path, download_name)]
-    values = last.values()
-    if hybrid:
-        values[-2] = gr.Chatbot(value=last.fourth, label=mode_title(hybrid))
-    fourth = gr.Column(visible=True) if hybrid else gr.skip()
-    return [*values, recording.question, recording.expected or "", fourth]
-
-
-def _copy_for_download(path: Path, name: str) -> str:
-    """A copy of a file where Gradio serves files from (the benchmark's folders may be outside its allowed dirs)."""
-    folder = EXPORT_DIR / uuid.uuid4().hex[:12]
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / name
-    shutil.copyfile(path, target)
-    return str(target)
