@@ -43,8 +43,8 @@ from ui.core.stream import Stops
 from ui.core.verdicts import MAX_EXPECTED_CHARS
 from ui.fork import accordion
 from ui.page import parts
+from ui.recordings.playback import DEFAULT_SPEED, SPEEDS
 from ui.recordings.reader import MAX_REPLAY_BYTES
-from ui.recordings.replay import DEFAULT_SPEED, SPEEDS
 from ui.share.handlers import ShareHandlers
 
 log = logging.getLogger(__name__)

@@ -28,9 +28,8 @@ from ui.core.modes import MODES
 from ui.core.stream import session_of
 from ui.core.table import answers_agree
 from ui.recordings.export import EXPORT_DIR
-from ui.recordings.playback import INSTANT, run_on_screen
-from ui.recordings.reader import ReplayError
-from ui.recordings.replay import open_recording
+from ui.recordings.playback import run_on_screen
+from ui.recordings.reader import RecordingError, open_recording
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +156,9 @@ class BenchOpen:
         try:
             path = await asyncio.to_thread(item_export, folder, item_id)
             if path is None:
-                raise ReplayError("That item has no saved traces (its run folder expired, or it never finished).")
-            recording = await open_recording(str(path), INSTANT)
-        except ReplayError as exc:
+                raise RecordingError("That item has no saved traces (its run folder expired, or it never finished).")
+            recording = await open_recording(str(path))
+        except RecordingError as exc:
             return [*refusal(str(exc)).values(), gr.skip(), gr.skip(), gr.skip()]
         except (OSError, ValueError) as exc:  # a folder removed or a file cut mid-way: one line, logged
             log.exception("could not open benchmark item %r", item_id)

@@ -27,8 +27,8 @@ from ui.core.modes import MODE_CHOICES, hybrid_mode
 from ui.core.stream import session_of
 from ui.core.verdicts import expected_problem
 from ui.core.visitors import visitor_of
-from ui.recordings.playback import replay
-from ui.recordings.replay import DEFAULT_SPEED, ReplayError, hybrid_in_file, open_recording
+from ui.recordings.playback import DEFAULT_SPEED, hybrid_in_file, play, window_of
+from ui.recordings.reader import RecordingError, open_recording
 
 TAB = "compare"  # the Stop button's key in :class:`~ui.core.stream.Stops` (runs and replays alike)
 
@@ -135,12 +135,12 @@ class CompareTab(TabHandlers):
                    request: gr.Request | None = None) -> AsyncIterator[list]:
         """Replay a JSON export in the panels (no model or network needed)."""
         try:  # read, checked and condensed in a worker process: a 20 MB file never stalls the app
-            recording = await open_recording(path if isinstance(path, str) else "", speed_label)
-        except ReplayError as exc:
+            recording = await open_recording(path if isinstance(path, str) else "", window_of(speed_label))
+        except RecordingError as exc:
             yield [*refusal(str(exc)).to_outputs(self.outputs, files=False), gr.skip()]
             return
         with self.stops.signal(session_of(request), TAB) as stop:
-            async for frame in replay(recording, speed_label, stop=stop):
+            async for frame in play(recording, speed_label, stop=stop):
                 yield [*frame.to_outputs(self.outputs, files=False), recording.question]
 
     async def stop(self, request: gr.Request | None = None) -> None:

@@ -48,7 +48,7 @@ from ui.fork.screen import (
     step_choices,
 )
 from ui.fork.view import ForkView, skip_all
-from ui.recordings.reader import ReplayError
+from ui.recordings.reader import RecordingError
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class ForkTab(TabHandlers):
             return NOTHING
         try:
             return await asyncio.to_thread(load_screen, path)
-        except ReplayError as exc:
+        except RecordingError as exc:
             return str(exc)
 
     async def refresh(self, panel: Any, step: Any, exports: Any, replay_file: Any,

@@ -25,8 +25,7 @@ from agents.modes.registry import forked_mode, mode_title
 from agents.trace import Trace
 from ui.core.modes import MODES
 from ui.recordings.export import EXPORT_DIR, json_of
-from ui.recordings.reader import ReplayError
-from ui.recordings.replay import load_recording
+from ui.recordings.reader import RecordingError, read_recording
 
 MAX_FORK_FILE_BYTES = 5_000_000  # read in the app's process (a thread): a run's export is ~100 KB
 MAX_EDIT_CHARS = 20_000
@@ -66,7 +65,7 @@ def base_mode(panel: str) -> str:
 
 
 def screen_of(recording: Any) -> Screen:
-    """A loaded recording (``ui.recordings.replay.load_recording``) as a screen."""
+    """A loaded recording (``ui.recordings.reader.read_recording``) as a screen."""
     return Screen(recording.question, recording.selection, dict(recording.traces), dict(recording.settings),
                   recording.expected, recording.fork)
 
@@ -90,20 +89,20 @@ def _allowed(path: str) -> bool:
 
 
 def load_screen(path: str) -> Screen:
-    """The screen an export file holds; :class:`ReplayError` (one line) when it cannot be read."""
+    """The screen an export file holds; :class:`RecordingError` (one line) when it cannot be read."""
     try:
         stat = os.stat(path)
     except OSError:
-        raise ReplayError("That run's file is gone (exports expire after an hour): run or replay it again.") from None
+        raise RecordingError("That run's file is gone (exports expire after an hour): run or replay it again.") from None
     if stat.st_size > MAX_FORK_FILE_BYTES:
-        raise ReplayError(f"That file is too large to fork here (over {MAX_FORK_FILE_BYTES // 1_000_000} MB).")
+        raise RecordingError(f"That file is too large to fork here (over {MAX_FORK_FILE_BYTES // 1_000_000} MB).")
     return _load(path, stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=8)  # a few visitors forking at once; each entry is one export
 def _load(path: str, _mtime: int, _size: int) -> Screen:
     """Parsed once per file version: refresh, picking and forking all read the same export."""
-    return screen_of(load_recording(Path(path)))
+    return screen_of(read_recording(Path(path)))
 
 
 def choice_value(index: int, original: str) -> str:

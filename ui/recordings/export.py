@@ -1,6 +1,6 @@
 """Export a run: the JSON (every event with its time offset, the settings, never a token) and a Markdown report.
 
-``ui/recordings/replay.py`` reads these files back.
+``ui/recordings/reader.py`` reads these files back.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from agents.llm.settings import LLMSettings
 from agents.trace import Trace
 from ui.core.table import agreement, comparison_rows
 from ui.core.verdicts import comparison_table, export_fields
+from ui.recordings.reader import traces_in
 
 FORMAT = "think-act-react/run@1"
 # Inside Gradio's own file cache: Gradio serves a file from there as it is, where a file from anywhere else is
@@ -68,7 +69,7 @@ def export_dict(question: str, selection: str, traces: dict[str, Trace], setting
 
 def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None) -> str:
     """A readable report: question, settings, comparison table, then each mode's transcript."""
-    traces = traces if traces is not None else traces_from_export(data)
+    traces = traces if traces is not None else traces_in(data)
     s = data.get("settings", {})
     lines = [
         "# Think · Act · ReAct — run report",
@@ -132,10 +133,3 @@ def _cleanup(base: Path) -> None:
                 shutil.rmtree(child, ignore_errors=True)
         except OSError:
             pass
-
-
-def traces_from_export(data: dict[str, Any]) -> dict[str, Trace]:
-    """The traces of an export's dict (or of a list of bare ``Trace.to_dict()``'s)."""
-    raw = data.get("traces", {})
-    items = raw.items() if isinstance(raw, dict) else ((t.get("mode", ""), t) for t in raw)
-    return {str(mode): Trace.from_dict(t) for mode, t in items}

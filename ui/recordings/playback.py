@@ -1,6 +1,6 @@
 """Replay: a saved run played back into the Compare panels at its original pace, or faster.
 
-No model and no network: the events come from a recording (``ui/recordings/replay.py``), paced by their time
+No model and no network: the events come from a recording (``ui/recordings/reader.py``), paced by their time
 offsets; frames are throttled like a live run's (``ui/core/stream.py``) and the tab's Stop ends a replay
 the same way it ends a run.
 """
@@ -8,6 +8,8 @@ the same way it ends a run.
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import shutil
 import time
 import uuid
@@ -19,15 +21,19 @@ import gradio as gr
 from agents.modes.registry import mode_title
 from ui.core import render
 from ui.core.frame import Frame, PanelsView
-from ui.core.modes import PANEL_MODES
+from ui.core.modes import MODES, PANEL_MODES
 from ui.core.stream import THROTTLE_S, TICK_S, StopSignal, counted, frame_interval
 from ui.core.verdicts import comparison_table
 from ui.recordings.export import EXPORT_DIR
-from ui.recordings.reader import MAX_GAP_S
-from ui.recordings.replay import Recording, hybrid_in, speed_factor
+from ui.recordings.reader import MAX_GAP_S, MAX_REPLAY_BYTES, Recording
+
+DEFAULT_SPEED = "1× (original pace)"
+SPEEDS = {DEFAULT_SPEED: 1.0, "2×": 2.0, "4×": 4.0, "instant": 0.0}
+FRAME_S = 0.05  # token deltas within one frame of playback are merged into one event
+INSTANT = "instant"  # the speed that plays a recording at once: its last frame is all that is shown
 
 
-async def replay(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S,
+async def play(recording: Recording, speed: str | float, *, throttle: float = THROTTLE_S,
                  max_gap: float = MAX_GAP_S, stop: StopSignal | None = None) -> AsyncIterator[Frame]:
     """Play a saved run back into the panels with its original pacing divided by ``speed`` (0: instant).
 
@@ -124,14 +130,11 @@ class _Pacer:
             self._slice = time.perf_counter()
 
 
-INSTANT = "instant"  # the speed that plays a recording at once: its last frame is all that is shown
-
-
 async def final_frame(recording: Recording, label: str) -> tuple[Frame, str | None]:
     """A recording played instantly: its last frame (status ``label``: the question) and its fourth-panel mode."""
     hybrid = hybrid_in(recording)
     last: Frame | None = None
-    async for frame in replay(recording, INSTANT):
+    async for frame in play(recording, INSTANT):
         last = frame
     assert last is not None  # a replay yields at least its first and its last frame
     last.status = f"{label}: **{render.plain(recording.question)[:120]}**"
@@ -157,3 +160,43 @@ def _copy_for_download(path: Path, name: str) -> str:
     target = folder / name
     shutil.copyfile(path, target)
     return str(target)
+
+
+def speed_factor(speed: str | float) -> float:
+    """A speed label (or a number) → playback factor; 0 plays instantly, anything unknown is 1×."""
+    if isinstance(speed, str):
+        return SPEEDS.get(speed, 1.0)
+    try:
+        value = float(speed)
+    except (TypeError, ValueError):
+        return 1.0
+    return value if math.isfinite(value) and value >= 0 else 1.0
+
+
+def window_of(speed: str | float) -> float:
+    """How many seconds of a recording one frame of playback at ``speed`` covers (:func:`open_recording`'s
+    ``window``): every token delta at once when instant."""
+    factor = speed_factor(speed)
+    return math.inf if factor <= 0 else FRAME_S * factor
+
+
+def hybrid_in(recording: Recording) -> str | None:
+    """The mode a recording shows in the fourth panel, if any: a hybrid, or a fork made "in a new panel"."""
+    shown_in_place = set(recording.slots.values())
+    return next((m for m in recording.traces if m not in MODES and m not in shown_in_place), None)
+
+
+_HYBRID_KEY = re.compile(rb'"(react_cot_sc|cot_sc_react)"\s*:\s*\{|"mode"\s*:\s*"(react_cot_sc|cot_sc_react)"'
+                         rb'|"fork"\s*:\s*\{\s*"panel"\s*:\s*"fourth"\s*,\s*"trace"\s*:\s*"([a-z_]+@[0-9]+)"')
+
+
+def hybrid_in_file(path: str) -> str | None:
+    """The hybrid (or a fork shown in a new panel) a recording file seems to hold, from a byte scan (no parse:
+    the fourth panel opens at once)."""
+    try:
+        if Path(path).stat().st_size > MAX_REPLAY_BYTES:
+            return None
+        match = _HYBRID_KEY.search(Path(path).read_bytes())
+    except OSError:
+        return None
+    return None if match is None else (match.group(1) or match.group(2) or match.group(3)).decode()

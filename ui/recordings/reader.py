@@ -1,13 +1,10 @@
-"""Reading a saved run for replay, safely, at a bounded cost — in a worker process.
+"""The one reader of a saved run (an export file): :class:`Recording` and its one error, :class:`RecordingError`.
 
-A recording is untrusted input of up to 20 MB: 320,000 one-character token events, a gap of a
-day between two events, nesting a thousand levels deep, a number where text belongs. Parsing
-20 MB of JSON holds the interpreter lock for most of a second, which would stall every visitor
-of the app, so :func:`read_in_worker` parses, checks and condenses the file in a child process
-(``python -m ui.recordings.reader``) and hands back only the condensed run: consecutive token deltas of
-one mode merged into one event per ``window`` seconds of the recording (their text joined, so the
-panels, answers, steps and metrics come out the same). This module imports no Gradio, so the
-child starts in a fraction of a second.
+A recording is untrusted input of up to 20 MB, so its types, sizes and nesting are checked before any of it is
+shown. :func:`open_recording`, the app's way, parses, checks and condenses it in a worker process (``python -m
+ui.recordings.reader``): a large parse holds that process's interpreter lock, not the app's.
+:func:`read_recording` does the same in this process, for small files. Imports no Gradio, so the worker starts
+quickly.
 """
 
 from __future__ import annotations
@@ -18,11 +15,17 @@ import json
 import logging
 import math
 import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.events import EVENT_TYPES
-from agents.modes.registry import forked_mode, mode_ids, panel_ids
+from agents.events import EVENT_TYPES, Event, event_from_dict
+from agents.modes.registry import forked_mode, mode_ids, mode_title
+from agents.trace import Trace
+from ui.core.modes import MODES, PANEL_MODES
 
 MAX_REPLAY_BYTES = 20_000_000  # the upload limit (``app.launch_kwargs``) is the same
 MAX_EVENTS = 500_000  # a 20 MB file holds at most ~550,000 of the smallest events
@@ -35,11 +38,12 @@ _STR = frozenset({"text", "tool", "thought", "output", "message", "reason", "by"
 _BOOL = frozenset({"is_error", "cached", "forced", "estimated", "code", "nested", "correct"})
 _NUM = frozenset({"elapsed_s", "prompt_tokens", "completion_tokens", "n", "of"})
 _CHANNELS = ("thought", "answer", "reasoning")
+REPLAY_DIR = Path(tempfile.gettempdir()) / "think-act-react-replay"  # the worker's schedule files
 _workers: asyncio.Semaphore | None = None
 log = logging.getLogger(__name__)
 
 
-class ReplayError(ValueError):
+class RecordingError(ValueError):
     """The file cannot be replayed; ``str(exc)`` is shown to the user."""
 
 
@@ -47,26 +51,26 @@ def read_text(source: str | Path) -> str:
     """The file's text, refusing what is missing or larger than :data:`MAX_REPLAY_BYTES`."""
     path = Path(source)
     if not path.is_file():
-        raise ReplayError("Choose a JSON file exported from this app.")
+        raise RecordingError("Choose a JSON file exported from this app.")
     if path.stat().st_size > MAX_REPLAY_BYTES:
-        raise ReplayError(f"That file is too large to replay (over {MAX_REPLAY_BYTES // 1_000_000} MB).")
+        raise RecordingError(f"That file is too large to replay (over {MAX_REPLAY_BYTES // 1_000_000} MB).")
     return path.read_text(encoding="utf-8", errors="replace")
 
 
 def parse(text: str) -> dict[str, Any]:
-    """JSON text → an export-shaped dict (``{"traces": ...}``), checked; every problem a :class:`ReplayError`."""
+    """JSON text → an export-shaped dict (``{"traces": ...}``), checked; every problem a :class:`RecordingError`."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReplayError(f"That file is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+        raise RecordingError(f"That file is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
     except RecursionError:
-        raise ReplayError("That file is nested too deeply to be a recording from this app.") from None
+        raise RecordingError("That file is nested too deeply to be a recording from this app.") from None
     if isinstance(data, list):
         data = {"traces": data}
     elif isinstance(data, dict) and "events" in data and "traces" not in data:
         data = {"traces": [data], "question": data.get("question", "")}
     if not isinstance(data, dict) or not data.get("traces"):
-        raise ReplayError("No traces found: choose a JSON file exported from this app (⬇ Export).")
+        raise RecordingError("No traces found: choose a JSON file exported from this app (⬇ Export).")
     check(data)
     return data
 
@@ -75,40 +79,40 @@ def check(data: dict[str, Any]) -> None:
     """Types, sizes and nesting of everything replay reads (a bad value must fail here, not mid-replay)."""
     for key in ("question", "selection"):
         if data.get(key) is not None and not isinstance(data[key], str):
-            raise ReplayError(f"The recording's {key!r} must be text.")
+            raise RecordingError(f"The recording's {key!r} must be text.")
     settings = data.get("settings")
     if settings is not None and not (isinstance(settings, dict) and _shallow(settings)):
-        raise ReplayError("The recording's settings must be a small JSON object.")
+        raise RecordingError("The recording's settings must be a small JSON object.")
     traces = data["traces"]
     items = list(traces.items()) if isinstance(traces, dict) else list(enumerate(traces)) if isinstance(traces, list) else None
     if items is None:
-        raise ReplayError("The recording's traces must be a list or an object.")
+        raise RecordingError("The recording's traces must be a list or an object.")
     total = steps = 0
     for key, trace in items:
         if not isinstance(trace, dict) or not isinstance(trace.get("events", []), list):
-            raise ReplayError(f"Trace {key} is not a trace exported from this app.")
+            raise RecordingError(f"Trace {key} is not a trace exported from this app.")
         for name in ("mode", "question"):
             if trace.get(name) is not None and not isinstance(trace[name], str):
-                raise ReplayError(f"Trace {key}: {name!r} must be text.")
+                raise RecordingError(f"Trace {key}: {name!r} must be text.")
         if trace.get("elapsed_s") is not None and not _number(trace["elapsed_s"]):
-            raise ReplayError(f"Trace {key}: 'elapsed_s' must be a number of seconds.")
+            raise RecordingError(f"Trace {key}: 'elapsed_s' must be a number of seconds.")
         events = trace.get("events", [])
         total += len(events)
         if total > MAX_EVENTS:
-            raise ReplayError(f"That recording has more than {MAX_EVENTS:,} events; replay plays at most that many.")
+            raise RecordingError(f"That recording has more than {MAX_EVENTS:,} events; replay plays at most that many.")
         for number, event in enumerate(events, 1):
             _check_event(event, f"The traces in that file could not be read: trace {key}, event {number}")
             steps += event["kind"] != "token"
     if steps > MAX_STEPS:
-        raise ReplayError(f"That recording has {steps:,} steps; replay shows at most {MAX_STEPS:,}.")
+        raise RecordingError(f"That recording has {steps:,} steps; replay shows at most {MAX_STEPS:,}.")
 
 
 def _check_event(event: Any, where: str) -> None:
     if not isinstance(event, dict) or event.get("kind") not in EVENT_TYPES:
         kind = event.get("kind") if isinstance(event, dict) else None
-        raise ReplayError(f"{where}: unknown event kind {str(kind)[:40]!r}.")
+        raise RecordingError(f"{where}: unknown event kind {str(kind)[:40]!r}.")
     if not _number(event.get("t", 0.0)):
-        raise ReplayError(f"{where}: its time 't' must be a number of seconds.")
+        raise RecordingError(f"{where}: its time 't' must be a number of seconds.")
     for name, value in event.items():
         ok = (isinstance(value, str) if name in _STR else isinstance(value, bool) if name in _BOOL
               else _number(value) if name in _NUM else value in _CHANNELS if name == "channel"
@@ -116,7 +120,7 @@ def _check_event(event: Any, where: str) -> None:
               else value is None or isinstance(value, str) if name == "answer"
               else True)
         if not ok:
-            raise ReplayError(f"{where}: {name!r} has the wrong type or is nested too deeply.")
+            raise RecordingError(f"{where}: {name!r} has the wrong type or is nested too deeply.")
 
 
 def _number(value: Any) -> bool:
@@ -165,7 +169,7 @@ def condense(data: dict[str, Any], window: float) -> dict[str, Any]:
     return {**data, "traces": out if isinstance(traces, dict) else list(out.values()), "comparison": None}
 
 
-REPLAY_MODES = panel_ids()  # = ui.core.modes.PANEL_MODES: the modes a panel can show
+REPLAY_MODES = PANEL_MODES  # the modes a panel can show
 
 
 def traces_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -175,7 +179,7 @@ def traces_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     traces = {str(mode): trace for mode, trace in items}
     unknown = [m for m in traces if m not in REPLAY_MODES and forked_mode(m) is None]
     if unknown:
-        raise ReplayError(f"Unknown mode(s) in the file: {', '.join(m[:40] for m in unknown)}.")
+        raise RecordingError(f"Unknown mode(s) in the file: {', '.join(m[:40] for m in unknown)}.")
     forks = [m for m in traces if m not in REPLAY_MODES]  # a teacher's fork (ui/fork/accordion.py): after the panels
     return {m: traces[m] for m in (*REPLAY_MODES, *forks) if m in traces}
 
@@ -188,9 +192,9 @@ def fork_of(data: dict[str, Any]) -> dict[str, str] | None:
         return None
     panel, trace = (block.get("panel"), block.get("trace")) if isinstance(block, dict) else (None, None)
     if panel not in (*mode_ids("base"), "fourth") or not isinstance(trace, str) or forked_mode(trace) is None:
-        raise ReplayError("The recording's 'fork' must name a forked trace and the panel that shows it.")
+        raise RecordingError("The recording's 'fork' must name a forked trace and the panel that shows it.")
     if trace not in traces_of(data):
-        raise ReplayError(f"The recording's fork {trace[:40]!r} has no trace in the file.")
+        raise RecordingError(f"The recording's fork {trace[:40]!r} has no trace in the file.")
     return {"panel": panel, "trace": trace}
 
 
@@ -214,7 +218,7 @@ def scheduled(data: dict[str, Any]) -> list[tuple[float, str, dict[str, Any]]]:
     return [(t, mode, e) for t, _, _, mode, e in merged]
 
 
-def read(source: str | Path, window: float = math.inf) -> dict[str, Any]:
+def read_condensed(source: str | Path, window: float = math.inf) -> dict[str, Any]:
     """Read, check and condense a recording in this process (the worker's job; tests and small files)."""
     return condense(parse(read_text(source)), window)
 
@@ -227,7 +231,7 @@ def write_schedule(data: dict[str, Any], out: Path) -> None:
             f.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
-async def read_in_worker(path: str, window: float, out: Path) -> dict[str, Any]:
+async def _header_from_worker(path: str, window: float, out: Path) -> dict[str, Any]:
     """Check and condense ``path`` in a child process, writing the schedule to ``out``; returns the header.
 
     A 20 MB parse holds an interpreter lock for most of a second: the child's, not this process's.
@@ -243,11 +247,11 @@ async def read_in_worker(path: str, window: float, out: Path) -> dict[str, Any]:
                 cwd=str(Path(__file__).resolve().parents[2]))
         except OSError as exc:
             log.exception("cannot start the recording reader")
-            raise ReplayError(f"The app could not start reading that file ({exc.strerror}); please try again.") from None
+            raise RecordingError(f"The app could not start reading that file ({exc.strerror}); please try again.") from None
         try:
             reply_text, _ = await asyncio.wait_for(proc.communicate(), WORKER_TIMEOUT_S)
         except (asyncio.TimeoutError, TimeoutError):
-            raise ReplayError("Reading that file took too long; it cannot be replayed.") from None
+            raise RecordingError("Reading that file took too long; it cannot be replayed.") from None
         finally:
             if proc.returncode is None:  # cancelled (the visitor left) or timed out
                 with contextlib.suppress(ProcessLookupError):
@@ -256,19 +260,111 @@ async def read_in_worker(path: str, window: float, out: Path) -> dict[str, Any]:
     try:
         reply = json.loads(reply_text)
     except json.JSONDecodeError:
-        raise ReplayError("That file could not be read (the reader stopped unexpectedly).") from None
+        raise RecordingError("That file could not be read (the reader stopped unexpectedly).") from None
     if "error" in reply:
-        raise ReplayError(str(reply["error"]))
+        raise RecordingError(str(reply["error"]))
     return reply["header"]
+
+
+@dataclass
+class Recording:
+    """A run to replay: its traces (or, from :func:`open_recording`, empty traces plus the schedule file)."""
+
+    question: str
+    selection: str
+    traces: dict[str, Trace]
+    settings: dict[str, Any] = field(default_factory=dict)
+    expected: str | None = None  # the expected answer, if the run had one (older exports: none)
+    schedule_path: Path | None = None  # one ``[t, mode, event]`` per line, read lazily while playing
+    fork: dict[str, str] | None = None  # a teacher's fork: {"trace": "react@2", "panel": "react" | "fourth"}
+
+    @property
+    def slots(self) -> dict[str, str]:
+        """Base panels that show a fork in place of their own run (``{"react": "react@2"}``)."""
+        fork = self.fork or {}
+        return {fork["panel"]: fork["trace"]} if fork.get("panel") in MODES else {}
+
+    def events(self) -> Iterator[tuple[float, str, Event]]:
+        """Every event in playing order: from the schedule file one line at a time, or from the traces."""
+        if self.schedule_path is None:
+            yield from schedule(self.traces)
+            return
+        with self.schedule_path.open(encoding="utf-8") as f:
+            f.readline()  # the header
+            for line in f:
+                t, mode, data = json.loads(line)
+                yield t, mode, event_from_dict(data)
+
+    def discard(self) -> None:
+        """Delete the schedule file (replay is over, or was never started)."""
+        if self.schedule_path is not None:
+            with contextlib.suppress(OSError):
+                self.schedule_path.unlink()
+
+
+def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
+    question = str(head.get("question") or "")
+    selection = str(head.get("selection") or (mode_title(next(iter(traces))) if len(traces) == 1 else "All"))
+    expected = head.get("expected") if isinstance(head.get("expected"), str) else None
+    fork = head.get("fork") if isinstance(head.get("fork"), dict) else None
+    return Recording(question, selection, traces, dict(head.get("settings") or {}), expected, fork=fork)
+
+
+def read_recording(source: str | Path | bytes) -> Recording:
+    """Read an export (or a bare ``Trace.to_dict()`` / a list of them) for replay, in this process.
+
+    For tests and small files; the app uses :func:`open_recording`, which parses in a worker.
+    """
+    if isinstance(source, bytes):
+        text = source.decode("utf-8", errors="replace")
+    elif isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
+        text = read_text(source)
+    else:
+        text = source
+    data = parse(text)
+    return _from_header(header(data), traces_in(data))
+
+
+def traces_in(data: dict[str, Any]) -> dict[str, Trace]:
+    """A checked export's traces by panel id (:func:`parse` checked the shapes; this builds the traces)."""
+    try:
+        return {mode: Trace.from_dict({**t, "mode": mode}) for mode, t in traces_of(data).items()}
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise RecordingError(f"The traces in that file could not be read: {exc}") from None
+
+
+async def open_recording(path: str, window: float = math.inf) -> Recording:
+    """``path`` read, checked and condensed in a worker process: token deltas of one mode within ``window``
+    seconds of the recording merged (``inf``: all of them), so playing it costs a bounded amount per frame
+    whatever the file holds. The caller must :meth:`Recording.discard` it."""
+    REPLAY_DIR.mkdir(parents=True, exist_ok=True)
+    out = REPLAY_DIR / f"{uuid.uuid4().hex}.jsonl"
+    try:
+        head = await _header_from_worker(path, window, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            out.unlink()
+        raise
+    traces = {mode: Trace(mode, elapsed_s=float(elapsed)) for mode, elapsed in head["modes"].items()}
+    rec = _from_header(head, traces)
+    rec.schedule_path = out
+    return rec
+
+
+def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:
+    """All events of all traces ordered by their time offset (ties keep each trace's order)."""
+    merged = [(t, i, mode, e) for mode, trace in traces.items() for i, (t, e) in enumerate(trace.events)]
+    merged.sort(key=lambda x: (x[0], PANEL_MODES.index(x[2]) if x[2] in PANEL_MODES else 9, x[1]))
+    return [(t, mode, e) for t, _, mode, e in merged]
 
 
 def _main(argv: list[str]) -> int:
     """``python -m ui.recordings.reader PATH WINDOW OUT``: the schedule into OUT; ``{"header"}`` or ``{"error"}`` on stdout."""
     try:
-        data = read(argv[0], float(argv[1]))
+        data = read_condensed(argv[0], float(argv[1]))
         write_schedule(data, Path(argv[2]))
         reply: dict[str, Any] = {"header": header(data)}
-    except ReplayError as exc:
+    except RecordingError as exc:
         reply = {"error": str(exc)}
     except (OSError, ValueError, MemoryError) as exc:
         reply = {"error": f"That file could not be read ({type(exc).__name__})."}

@@ -1,7 +1,7 @@
 """The Share button and the ``/?run=<id>`` page load: handlers, no layout (``app.py`` wires them).
 
 Sharing checks the file as a recording — the live run's export and an uploaded file alike, in a worker
-process (``ui/recordings/replay.open_recording``) — plays it instantly into the final panels through the same path as
+process (``ui/recordings/reader.open_recording``) — plays it instantly into the final panels through the same path as
 the Replay button (``ui/recordings/playback.replay``), and stores the export with that *view*: the values the page
 receives (``ui/share/store.py``). Opening a link then reads the view (at most :data:`VIEW_FACTOR` times
 ``APP_SHARE_RUN_MB``), with at most :data:`OPENS_AT_ONCE` opens at a time and :data:`OPENS_PER_MINUTE` per
@@ -23,9 +23,8 @@ from ui.core import render
 from ui.core.frame import Outputs, prepared, refusal
 from ui.core.visitors import Window, visitor_of
 from ui.recordings.export import EXPORT_DIR, json_of
-from ui.recordings.playback import INSTANT, final_frame
-from ui.recordings.reader import ReplayError
-from ui.recordings.replay import open_recording
+from ui.recordings.playback import final_frame
+from ui.recordings.reader import RecordingError, open_recording
 from ui.share.store import ShareError, ShareStore, page_url_of, share_url
 
 log = logging.getLogger(__name__)
@@ -64,7 +63,7 @@ class ShareHandlers:
             if run_id is None:
                 view = await self.view_of(source)
                 run_id = await asyncio.to_thread(self.store.store, source, admitted, view)
-        except (ShareError, ReplayError) as exc:
+        except (ShareError, RecordingError) as exc:
             return f"⚠ {render.plain(str(exc))}"
         url = share_url(page_url_of(getattr(request, "headers", None)), run_id)
         days = self.store.max_age_s / 86400
@@ -73,9 +72,9 @@ class ShareHandlers:
                 "ends it sooner; the JSON export always works).")
 
     async def view_of(self, source: str | Path) -> bytes:
-        """The recording at ``source`` checked (a :class:`ReplayError` if it is not one) and rendered into what
+        """The recording at ``source`` checked (a :class:`RecordingError` if it is not one) and rendered into what
         the page receives, as JSON; refused past :data:`VIEW_FACTOR` times the store's run cap."""
-        recording = await open_recording(str(source), INSTANT)
+        recording = await open_recording(str(source))
         frame, hybrid = await final_frame(recording, "✔ Shared run")
         view = {"format": VIEW_FORMAT, "values": frame.to_outputs(self.outputs), "question": recording.question,
                 "expected": recording.expected or "", "hybrid": mode_title(hybrid) if hybrid else None}
@@ -103,7 +102,7 @@ class ShareHandlers:
                     await asyncio.to_thread(self.store.save_view, run_id, data)
                     view = json.loads(data)
                 download = await asyncio.to_thread(self.store.download_copy, run_id, SHARED_DOWNLOADS)
-            except (ShareError, ReplayError) as exc:
+            except (ShareError, RecordingError) as exc:
                 return self._refused(str(exc))
             except OSError:
                 log.exception("could not open a shared run")

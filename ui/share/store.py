@@ -1,6 +1,6 @@
 """Share a moment: a run's JSON export kept under an unguessable id, reopened by ``/?run=<id>``.
 
-The export already replays faithfully (``ui/recordings/replay.py``), so a shared run is that file, checked as a
+The export already replays faithfully (``ui/recordings/reader.py``), so a shared run is that file, checked as a
 recording once when it is shared, copied into a small store beside its *view* — the panels, metrics
 and table a visitor sees, ready to send — so that opening a link reads one bounded file and parses no
 recording (``ui/share/handlers.py``). Ids are ``secrets.token_urlsafe`` (never a path a visitor chose), the

@@ -22,8 +22,8 @@ from ui.core.render import Panel, safe_markdown
 from ui.core.table import agreement, answers_agree, comparison_markdown, metrics_markdown
 from ui.page.examples import CATEGORIES, EXAMPLES, by_category
 from ui.recordings.export import export_dict, export_markdown, run_settings, write_exports
-from ui.recordings.playback import replay
-from ui.recordings.replay import ReplayError, load_recording, schedule
+from ui.recordings.playback import play
+from ui.recordings.reader import RecordingError, read_recording, schedule
 
 XSS = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=1</script>'
 
@@ -282,7 +282,7 @@ def test_export_round_trip_without_token(tmp_path):
     assert json.loads(raw_json)["settings"] == {"model": "m", "backend": "m at http://127.0.0.1:9/v1", "provider": None,
                                                 "protocol": "text", "max_steps": 5, "temperature": 0.2,
                                                 "tools": ["calculate"]}
-    rec = load_recording(json_path)
+    rec = read_recording(json_path)
     assert rec.question == "What is 2+2?" and rec.selection == "All"
     for mode, trace in traces.items():
         assert rec.traces[mode].events == trace.events
@@ -290,15 +290,15 @@ def test_export_round_trip_without_token(tmp_path):
     assert "# Think · Act · ReAct" in md and "**Question:** What is 2+2?" in md and "### ReAct" in md
 
 
-def test_load_recording_accepts_a_bare_trace_and_refuses_junk(tmp_path):
+def test_read_recording_accepts_a_bare_trace_and_refuses_junk(tmp_path):
     bare = react_trace().to_json()
-    rec = load_recording(bare)
+    rec = read_recording(bare)
     assert list(rec.traces) == ["react"] and rec.selection == "ReAct"
     for junk, why in (("{", "not valid JSON"), ("{}", "No traces"), ('{"traces": [{"mode": "react", "events": [{"kind": "nope"}]}]}', "could not be read")):
-        with pytest.raises(ReplayError, match=why):
-            load_recording(junk)
-    with pytest.raises(ReplayError):
-        load_recording(str(tmp_path / "missing.json"))
+        with pytest.raises(RecordingError, match=why):
+            read_recording(junk)
+    with pytest.raises(RecordingError):
+        read_recording(str(tmp_path / "missing.json"))
 
 
 def test_schedule_merges_traces_by_offset():
@@ -324,16 +324,16 @@ def content(message) -> str:
 
 
 def test_replay_plays_back_with_pacing():
-    rec = load_recording(json.dumps({"question": "q", "traces": {"react": react_trace().to_dict()}}))
+    rec = read_recording(json.dumps({"question": "q", "traces": {"react": react_trace().to_dict()}}))
     start = time.perf_counter()
-    frames = collect(replay(rec, 4.0))
+    frames = collect(play(rec, 4.0))
     took = time.perf_counter() - start
     assert 0.7 / 4 <= took < 0.7  # events span 0.7 s; 4× faster
     assert frames[0].question == "q"
     last = frames[-1]
     assert "Final answer" in content(last.panels[2][-1]) and "not run" in content(last.panels[0][0])
     assert "ReAct" in last.table and last.metrics[2].startswith("1 step")
-    instant = collect(replay(rec, "instant"))
+    instant = collect(play(rec, "instant"))
     assert len(instant) == 2 and content(instant[-1].panels[2][-1]) == content(last.panels[2][-1])
 
 
@@ -390,14 +390,14 @@ def test_make_config_clamps_api_values():
 
 
 def test_a_recording_with_a_hybrid_replays_into_the_fourth_panel(tmp_path):
-    from ui.recordings.replay import hybrid_in
+    from ui.recordings.playback import hybrid_in
 
     traces = {m: react_trace(mode=m) for m in ("react", "react_cot_sc")}
     settings = run_settings(LLMSettings(model="m"), protocol="text", max_steps=5, temperature=0.2, tools=[])
     json_path, _ = write_exports(export_dict("q", "ReAct", traces, settings), tmp_path)
-    rec = load_recording(json_path)
+    rec = read_recording(json_path)
     assert list(rec.traces) == ["react", "react_cot_sc"] and hybrid_in(rec) == "react_cot_sc"
-    assert hybrid_in(load_recording(react_trace().to_json())) is None
+    assert hybrid_in(read_recording(react_trace().to_json())) is None
 
 
 def test_waiting_retry_and_token_limit_are_shown():

@@ -21,8 +21,8 @@ from ui.core.frame import Outputs
 from ui.fork.accordion import BUSY, STALE, ForkTab
 from ui.fork.screen import NOTHING, Screen, choice_value, load_screen, path_of, screen_of, step_choices
 from ui.recordings.export import EXPORT_DIR
-from ui.recordings.playback import replay
-from ui.recordings.replay import hybrid_in, hybrid_in_file, load_recording
+from ui.recordings.playback import hybrid_in, hybrid_in_file, play
+from ui.recordings.reader import read_recording
 
 STATUS, TABLE, FILES, CHAT4, FOURTH_COL = 6, 7, 8, 9, 11
 REACT = 2  # the ReAct panel's position among the outputs
@@ -154,9 +154,9 @@ def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_s
     assert "LLM_API_KEY" not in json.dumps(data) and "token" not in data["settings"]
 
     path = path_of(last[FILES])
-    recording = load_recording(Path(path))
+    recording = read_recording(Path(path))
     assert hybrid_in(recording) == "react@1" and hybrid_in_file(path) == "react@1"
-    replayed = asyncio.run(collect(replay(recording, "instant")))[-1]
+    replayed = asyncio.run(collect(play(recording, "instant")))[-1]
     assert "edited by the teacher" in text_of(replayed.fourth) and "400" in text_of(replayed.fourth)
     assert "edited by the teacher" not in text_of(replayed.panels[REACT]) and "396" in text_of(replayed.panels[REACT])
 
@@ -175,10 +175,10 @@ def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_scr
     assert skipped(last[0]) and skipped(last[1]) and skipped(last[CHAT4])
     data = export_of(last)
     assert data["fork"] == {"panel": "react", "trace": "react@1"} and Trace.from_dict(data["traces"]["react"]).answer == "396"
-    recording = load_recording(Path(path_of(last[FILES])))
+    recording = read_recording(Path(path_of(last[FILES])))
     assert hybrid_in(recording) is None and recording.slots == {"react": "react@1"}
     assert screen_of(recording).forkable()[-2:] == [("ReAct (original)", "react"), ("ReAct (fork @1)", "react@1")]
-    replayed = asyncio.run(collect(replay(recording, "instant")))[-1]
+    replayed = asyncio.run(collect(play(recording, "instant")))[-1]
     assert "123" in text_of(replayed.panels[REACT]) and replayed.fourth == []
     assert replayed.metrics[REACT].startswith("**✎ ReAct \\(fork @1\\)** · ") and "✎" not in replayed.metrics[1]
     assert "**ReAct (fork @1)** | 123" in replayed.table and "**ReAct** | 396" in replayed.table
