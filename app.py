@@ -55,13 +55,15 @@ BURST = 32  # submissions that may arrive between two looks of Gradio's queue fo
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
-class ClassroomBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blocks):
-    """``gr.Blocks`` with this app's framework patches (``patches/``): MCP with one tool unless ``APP_MCP=0``,
-    REST callers of ``/compare`` may omit its last input (``expected``, added later), an input Gradio refuses
-    is one readable line, and once launched the page and its static files come from memory; the server never
-    takes a client's address from a forwarded header (``ui/core/visitors.py`` decides who a visitor is); a launch
-    that serves until stopped sets its start-up heap aside from garbage collection (agents/gc_tuning.py) and
-    starts the run workers."""
+class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blocks):
+    """``gr.Blocks`` with this app's framework patches mixed in, and what its launch adds.
+
+    Mix-ins: ``OneToolMCP`` (``ui/mcp.py`` over ``patches/gradio_mcp.py``: MCP offers one tool, unless
+    ``APP_MCP=0``), ``OptionalTrailingInputs`` (``patches/gradio_inputs.py``: a REST call may omit
+    ``/compare``'s last input) and ``ReadableRefusals`` (``patches/gradio_refusals.py``: an input Gradio refuses
+    is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), serves the page from memory
+    (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
+    collector (``agents/gc_tuning.py``)."""
 
     optional_tail = {"compare": 1, "compare_step": 1}
 
@@ -96,7 +98,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     # queue behind itself; past APP_CONCURRENCY runs, more wait in line and see their place (ui/core/admission.py).
     limits = app_settings()
 
-    with ClassroomBlocks(title=parts.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
+    with AppBlocks(title=parts.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md = parts.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
             page = compare_layout()

@@ -155,7 +155,7 @@ def test_only_a_launch_that_serves_until_stopped_settles(kit, monkeypatch):
 
     settled: list[bool] = []
     monkeypatch.setattr(gc_tuning, "settle", lambda: settled.append(True))
-    monkeypatch.setattr(app.ClassroomBlocks, "block_thread", lambda self: None)
+    monkeypatch.setattr(app.AppBlocks, "block_thread", lambda self: None)
     for prevent in (True, False):
         demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
         try:
