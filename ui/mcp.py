@@ -1,14 +1,8 @@
 """The app as an MCP server with exactly one tool, ``compare_reasoning_modes``.
 
-Gradio's built-in MCP server (``launch(mcp_server=True)``, served at ``/gradio_api/mcp/``) would make
-*every* public API endpoint a tool; :class:`OneToolMCP` serves this one only, or no MCP at all
-(``patches/gradio_mcp.py``). The tool registry's own tools (search, Python sandbox, ...) are never
-endpoints, so no MCP caller gets an open proxy to them.
-
-The tool runs on the engine (:class:`agents.comparison.ComparisonRun` → one :class:`Trace` per
-mode → :func:`agents.correctness.judge`), with the app's settings and defaults, the same input
-checks as Compare, and the same line (``ui/core/admission.py``): an MCP call waits for a slot like
-any visitor. ``APP_MCP=0`` turns the MCP server off.
+:class:`OneToolMCP` serves this one tool, or no MCP at all (``patches/gradio_mcp.py``), so no MCP caller
+reaches the tool registry's tools. The tool runs the engine with the app's settings, the same input checks as
+Compare and the same waiting line (``ui/core/admission.py``). ``APP_MCP=0`` turns the MCP server off.
 """
 
 

@@ -115,8 +115,8 @@ def test_a_huge_recording_never_stalls_the_event_loop(tmp_path):
 
 
 def test_a_huge_recording_at_1x_costs_a_fraction_of_a_core(tmp_path):
-    """At the original pace a 100,000-token recording lasts 50 s; before the fix its replay kept the process
-    at 100 % CPU for as long. Three seconds of it now: a small share of one core, the loop never blocked."""
+    """At the original pace a 100,000-token recording lasts 50 s; three seconds of its replay cost a small
+    share of one core, and the event loop is never blocked."""
     path = tmp_path / "huge.json"
     make_recording(path, 100_000)
 

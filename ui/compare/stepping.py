@@ -1,18 +1,10 @@
-"""Step through in the Compare tab: which modes wait, the status line while they do, the Next step / Continue
-controls that act on a session's stepping run, and the limits on paused runs.
+"""Step through in the Compare tab: which modes wait, the status line while they do, Next step / Continue,
+and the limits on paused runs.
 
-The engine does the stepping (``agents/stepping.py``, ``ComparisonRun(stepping=True)``); here is only
-what the UI needs around it. A run is "paused" for the UI when every mode either waits after a
-``Paused`` event or has finished — read from the events the view has already seen, so the status line
-changes in the same frame as the panels (the engine's own ``waiting_for_step`` is the guard the
-buttons use, so a double click never grants two steps).
-
-A paused run keeps its admission slot (``ui/core/admission.py``) and calls no model, so nothing else would ever end
-it: :class:`PauseBook` bounds how many stepping runs one visitor (``ui/core/visitors.py``) and the whole app may hold
-(``APP_PAUSED_PER_VISITOR``; ``APP_PAUSED_SHARE`` of ``APP_CONCURRENCY``, so live runs always keep the rest), and
-a run left paused for ``APP_PAUSE_TTL`` without Next step or Continue ends, its panels saying why
-(:meth:`PauseState.expired`, checked by the stream adapter at every poll). A visitor who leaves ends theirs at
-once: Gradio closes the stream of a page, or a REST reader, that disconnects.
+The engine steps (``agents/stepping.py``); a run is paused for the page when every mode waits after a
+``Paused`` event or has ended, read from the events already shown. A paused run keeps its admission slot, so
+:class:`PauseBook` bounds stepping runs per visitor and in all (``APP_PAUSED_PER_VISITOR``,
+``APP_PAUSED_SHARE``), and one left paused for ``APP_PAUSE_TTL`` ends (:meth:`PauseState.expired`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Untrusted text (model replies, tool output, recordings, an expected answer) as Markdown that is shown, never run,
-and never makes the page fetch anything.
+"""Untrusted text (model replies, tool output, recordings, an expected answer) as Markdown that is shown, never
+run, and never makes the page fetch anything.
 
-HTML in text is escaped; code is left as written (Markdown shows it literally) but inert. A Markdown image would
-tell a third party who views a run, and when, so ``![x](url)`` (inline or by reference) becomes a ``!`` and a
-plain link the viewer may follow. Code needs care too: Gradio's Markdown pastes the raw text of ``$$…$$`` LaTeX
-and ```` ```mermaid ```` blocks into the page as HTML, and a regex cannot know where code ends the way the
-Markdown parser does (a list item, a backtick in a link), so in code every ``<`` that would open a tag gets a
-zero-width space after it, and mermaid fences are broken the same way (:func:`inert`): it reads the same but is
-only text. The Chatbot's own sanitizer stays on as a second layer.
+HTML is escaped; an image becomes ``!`` and a plain link; code is left as written but inert (:func:`inert`):
+every ``<`` that would open a tag gets a zero-width space, and mermaid fences are broken the same way,
+because Gradio's Markdown pastes ``$$…$$`` and mermaid blocks into the page as HTML.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """One stream adapter: a run → the throttled frames a tab shows, for Compare and Benchmark alike.
 
-A *run* is anything with ``start()``, ``poll(timeout)`` (the next item or None), ``done`` and a
-``close()`` that works from any thread (:class:`agents.hosting.HostedRun`,
-:class:`agents.evaluation.runner.EvalRun`). A *view* turns the run's items into what the tab shows
-(:class:`StreamView`). :func:`stream` starts the run off the event loop, collects its items every
-:data:`POLL_S`, and yields a frame when there is news — at once for the first text of a panel, else
-at most every :func:`frame_interval` (ten a second, fewer when many runs stream at once), and every
-:data:`TICK_S` while nothing happens (a live clock, and Gradio's chance to notice a closed tab).
-
-A frame costs the same whatever number of tokens it carries, so frames are paced by time, not by
-tokens; polling, not a thread per run waking the loop, keeps the event loop's wake-ups per run fixed.
-
-Stop is a :class:`StopSignal` the tab's Stop button sets for the visitor's session (:class:`Stops`;
-the same table lets Next step / Continue find the session's stepping run):
-the generator sees it at its next poll, leaves the loop, and yields the view's stopped frame from its
-own state. A ``watch`` (a paused run's time limit) stops it the same way, with the reason the panels show.
-A closed tab cancels the generator instead; either way ``finally`` closes the run (off the
-event loop: closing joins threads).
+A *run* has ``start()``, ``poll(timeout)``, ``done`` and a ``close()`` that works from any thread; a *view*
+(:class:`StreamView`) turns its items into what the tab shows. :func:`stream` polls the run every
+:data:`POLL_S` and yields a frame at once for a panel's first text, else at most every :func:`frame_interval`,
+and every :data:`TICK_S` while idle. Stop is a :class:`StopSignal` in :class:`Stops`, seen at the next poll;
+a ``watch`` stops it the same way; a closed tab cancels the generator. Either way ``finally`` closes the run.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""Who a visitor is, for every per-visitor limit (share links, paused runs, shared-run opens), and those limits' clock.
+"""Who a visitor is, for every per-visitor limit, and those limits' clock (:class:`Window`).
 
-:func:`visitor_of` is the one place that decides it: the address of the socket the request came on — or, only
-when that socket's peer is a proxy the app trusts, the address that proxy appended to ``X-Forwarded-For`` (its
-last hop). Never a value the client wrote itself: a client may send any ``X-Forwarded-For`` it likes, and a
-trusted proxy only *appends* the address it saw. Trusted: the peers ``APP_TRUSTED_PROXIES`` names; on a Space
-(``SPACE_ID`` set) Hugging Face's proxy, the only way in, unless that setting names other ones.
-
-uvicorn rewrites the request's client address from ``X-Forwarded-For`` itself when the peer is in its
-``forwarded_allow_ips`` (loopback by default), which would let anyone on the same machine, or behind a local
-reverse proxy, be a new visitor per request. :func:`pin_peer_address` sets uvicorn's own public setting,
-``FORWARDED_ALLOW_IPS``, to trust no peer before the server starts, so the client address a handler sees is the
-socket's; this module applies the one rule above to it.
-
-An IPv6 visitor is their /64 network (one household or machine gets a whole /64: counting single addresses
-would give it billions of quotas).
+:func:`visitor_of` is the one rule: the socket's address, or, only when that peer is a trusted proxy
+(``APP_TRUSTED_PROXIES``; on a Space its proxy), the hop that proxy appended to ``X-Forwarded-For`` — never a
+value the client wrote. :func:`pin_peer_address` tells uvicorn (``FORWARDED_ALLOW_IPS``) to believe no
+forwarded header, so the address a handler sees is the socket's. An IPv6 visitor is their /64 network.
 """
 
 from __future__ import annotations

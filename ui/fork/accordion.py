@@ -1,16 +1,9 @@
-"""Fork from here: change an observation of a panel on screen and let that mode continue live.
+"""Fork from here: the accordion's layout, wiring and handlers.
 
-The Fork accordion under the Compare panels picks a panel (``fork-mode``), one of its observations
-(``fork-step``; Think-only: its reasoning), fills ``fork-text`` with it, and **Fork from here**
-(``fork-btn``) continues the mode from the edited text in a new panel (the fourth) or in place
-(``fork-where``). The engine is ``agents/fork.py``; the run is made by ``agents.hosting.make_fork``
-from the original run's settings (the export's ``settings`` block), waits for a Compare slot
-(``ui/core/admission.py``) and streams through the one adapter (``ui/core/stream.py``, Stop works) into
-:class:`~ui.fork.view.ForkView`. Every event here is private (no API endpoint, no MCP tool).
-
-The run on screen is read from the export box (a finished or stopped run, a shared link, a benchmark
-item) or the replayed file (``ui/fork/screen.py``); a paused stepping run is read from its live view and
-stopped when the fork starts, so two streams never write the same panels.
+Pick a panel (``fork-mode``) and one of its observations (``fork-step``; Think-only: its reasoning), edit it
+(``fork-text``), and **Fork from here** (``fork-btn``) continues that mode live, in the fourth panel or in
+place (``fork-where``). The run is made by ``agents.hosting.make_fork``, waits for a Compare slot and streams
+through ``ui/core/stream.py`` into :class:`~ui.fork.view.ForkView`. Every event here is private.
 """
 
 

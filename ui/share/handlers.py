@@ -1,12 +1,9 @@
 """The Share button and the ``/?run=<id>`` page load: handlers, no layout (``app.py`` wires them).
 
-Sharing checks the file as a recording — the live run's export and an uploaded file alike, in a worker
-process (``ui/recordings/reader.open_recording``) — plays it instantly into the final panels through the same path as
-the Replay button (``ui/recordings/playback.replay``), and stores the export with that *view*: the values the page
-receives (``ui/share/store.py``). Opening a link then reads the view (at most :data:`VIEW_FACTOR` times
-``APP_SHARE_RUN_MB``), with at most :data:`OPENS_AT_ONCE` opens at a time and :data:`OPENS_PER_MINUTE` per
-visitor, and offers the export for download from one copy per run in Gradio's cache — never a parse, a replay
-or a copy per view.
+Sharing reads the file as a recording (``ui/recordings/reader.open_recording``), plays it instantly
+(``ui/recordings/playback.final_frame``) and stores the export with that view (``ui/share/store.py``).
+Opening a link reads the view, with at most :data:`OPENS_AT_ONCE` opens at a time and
+:data:`OPENS_PER_MINUTE` per visitor: never a parse or a replay per view.
 """
 
 

@@ -1,16 +1,10 @@
-"""Share a moment: a run's JSON export kept under an unguessable id, reopened by ``/?run=<id>``.
+"""Share links: a run's JSON export kept under an unguessable id, beside its *view*, reopened by ``/?run=<id>``.
 
-The export already replays faithfully (``ui/recordings/reader.py``), so a shared run is that file, checked as a
-recording once when it is shared, copied into a small store beside its *view* — the panels, metrics
-and table a visitor sees, ready to send — so that opening a link reads one bounded file and parses no
-recording (``ui/share/handlers.py``). Ids are ``secrets.token_urlsafe`` (never a path a visitor chose), the
-store is capped in total bytes (oldest evicted first) and links expire after some days
-(``APP_SHARE_DIR``, ``APP_SHARE_MAX_MB``, ``APP_SHARE_DAYS``). Because the cap evicts everyone's oldest
-links, one visitor (``ui/core/visitors.py``) may add only ``APP_SHARE_PER_HOUR`` links and
-``APP_SHARE_MB_PER_HOUR`` megabytes an hour (at most half the store, a tenth by default), a run over
-``APP_SHARE_RUN_MB`` is refused, and sharing the same run again gives its existing link (nothing
-stored twice). On a Space the store lives in ``/data`` when persistent storage is on; otherwise on the
-Space's ephemeral disk, so links end with a restart (README).
+The view is what the page receives, ready to send, so opening a link parses no recording. Ids come from
+``secrets.token_urlsafe``, never a path. The store is capped in bytes (oldest first) and links expire
+(``APP_SHARE_DIR``, ``APP_SHARE_MAX_MB``, ``APP_SHARE_DAYS``); one visitor may add ``APP_SHARE_PER_HOUR`` links
+and ``APP_SHARE_MB_PER_HOUR`` an hour, a run over ``APP_SHARE_RUN_MB`` is refused, and the same run shared
+again gets its existing link. Without persistent storage (``/data``) links end with a restart.
 """
 
 from __future__ import annotations
