@@ -2,8 +2,8 @@
 
 Layout and wiring only: the Compare handlers live in ``ui/compare/handlers.py``, the Benchmark tab in
 ``ui/benchmark/tab.py``, page pieces in ``ui/page/parts.py`` (ARCHITECTURE.md maps the rest of ``ui/``).
-``build_demo(settings, registry)`` lets tests inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN``, and
-``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, which ``launch()`` honours by itself).
+``build_demo(settings, registry)`` lets tests inject a backend; ``python app.py`` reads the environment
+(``LLM_*``/``HF_TOKEN``, and ``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, which ``launch()`` honours by itself).
 """
 
 from __future__ import annotations

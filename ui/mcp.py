@@ -42,7 +42,8 @@ _ALIASES = {name.lower(): spec.id for spec in list_modes("base", "hybrid")
 
 
 def mcp_enabled() -> bool:
-    """``APP_MCP`` (default on; ``0``/``false``/``off``/``no`` turns it off), and only if the ``mcp`` package is there."""
+    """``APP_MCP`` (default on; ``0``/``false``/``off``/``no`` turns it off), and only if the ``mcp`` package is
+    there."""
     if not app_settings().mcp:
         return False
     if importlib.util.find_spec("mcp") is None:

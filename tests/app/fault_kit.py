@@ -124,7 +124,8 @@ class FaultPolicy:
             return StubReply(text=_CUT_TEXT, disconnect_after=0)
         if fault == "stop-400":
             if body.get("stop"):
-                return StubReply(status=400, error_body="Unsupported parameter: 'stop' is not supported with this model.")
+                return StubReply(status=400,
+                                 error_body="Unsupported parameter: 'stop' is not supported with this model.")
             return toy_policy(body)
         if fault == "reasoning-only":
             return StubReply(reasoning="Let me think about this very carefully. " * 20, text="")

@@ -43,7 +43,8 @@ def test_the_stop_button_ends_a_real_stream_on_the_server(real_server, browser, 
         mark = real_server.mark()
         page.click("#run-btn")
         # the reply is streaming into the Think panel: a few words of it are on screen
-        page.wait_for_function("() => (document.querySelector('#panel-think')?.innerText || '').split(/\\s+/).length > 12",
+        page.wait_for_function("() => (document.querySelector('#panel-think')?.innerText || '')"
+                               ".split(/\\s+/).length > 12",
                                timeout=90_000)
         assert INTERRUPTED not in real_server.log_since(mark)
         page.click("#stop-btn")

@@ -127,7 +127,8 @@ class FakeServer:
 def test_narrowing_keeps_one_tool_or_refuses_the_server():
     server = FakeServer(["/compare", "/replay", "/compare_reasoning_modes"])
     assert gradio_mcp.narrow(server, "compare_reasoning_modes") is None
-    assert server.tool_to_endpoint == server.get_tool_to_endpoint() == {"compare_reasoning_modes": "/compare_reasoning_modes"}
+    one = {"compare_reasoning_modes": "/compare_reasoning_modes"}
+    assert server.tool_to_endpoint == server.get_tool_to_endpoint() == one
     assert "not among" in gradio_mcp.narrow(FakeServer(["/compare"]), "compare_reasoning_modes")
     stale = FakeServer(["/compare", "/compare_reasoning_modes"])
     stale.get_tool_to_endpoint = lambda: {"compare": "/compare"}  # a Gradio that derives its tools elsewhere

@@ -202,7 +202,8 @@ def test_the_fourth_panel_opens_from_a_byte_scan(tmp_path):
     path = tmp_path / "hybrid.json"
     path.write_text(to_json(export_dict("q", "ReAct", traces, {"model": "m"})), encoding="utf-8")
     plain = tmp_path / "plain.json"
-    plain.write_text(to_json(export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})), encoding="utf-8")
+    data = export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})
+    plain.write_text(to_json(data), encoding="utf-8")
     assert hybrid_in_file(str(path)) == "react_cot_sc"
     assert hybrid_in_file(str(plain)) is None and hybrid_in_file(str(tmp_path / "missing.json")) is None
 

@@ -32,7 +32,8 @@ def recording(path: Path, tag: str, pad_tokens: int = 0, observation_kb: int = 0
     if observation_kb:
         for i in range(20):
             events += [{"t": 1.0 + i, "kind": "action", "tool": "calculate", "input": f"{i}"},
-                       {"t": 1.5 + i, "kind": "observation", "tool": "calculate", "output": "x" * 1024 * observation_kb}]
+                       {"t": 1.5 + i, "kind": "observation", "tool": "calculate",
+                        "output": "x" * 1024 * observation_kb}]
     events.append({"t": 30.0, "kind": "answer", "text": f"391 ({tag})"})
     data = {"question": f"What is 17 * 23? ({tag})", "selection": "ReAct", "traces": {"react": {"events": events}}}
     path.write_text(json.dumps(data), encoding="utf-8")

@@ -12,8 +12,8 @@ QUESTION = "What is 17 * 23 + 5?"
 
 def trace(mode: str, answer: str | None) -> Trace:
     t = Trace(mode, QUESTION)
-    for i, event in enumerate([Thought("compute"), Action("calculate", "17*23+5"), Observation("calculate", "396", 0.01),
-                               Usage(10, 5, 0.1)]):
+    for i, event in enumerate([Thought("compute"), Action("calculate", "17*23+5"),
+                               Observation("calculate", "396", 0.01), Usage(10, 5, 0.1)]):
         t.add(event, i * 0.1)
     if answer is not None:
         t.add(FinalAnswer(answer), 0.5)

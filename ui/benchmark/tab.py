@@ -123,7 +123,8 @@ def knobs_problem(dataset: Any, n: Any, concurrency: Any, sc_n: Any, model: Any,
     """One line for a ``/benchmark`` value an API client sent that no form could (1e400, a list for a name...)."""
     if dataset is not None and not isinstance(dataset, str):
         return f"The dataset must be one of {', '.join(BUILTIN_FILES)} or {UPLOAD!r} (got {kind_of(dataset)})."
-    problem = (number_problem(n, "N", 1, app_settings().bench_max_n) or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
+    problem = (number_problem(n, "N", 1, app_settings().bench_max_n)
+               or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
                or number_problem(sc_n, "CoT-SC samples", 1, MAX_SC))
     if problem or registry is None:
         return problem
@@ -194,7 +195,8 @@ class BenchView:
         """The summary, charts and files of every finished pair, whether the run ended, stopped or failed."""
         skip, redact = gr.skip(), self.settings.redact
         if self.last is None:
-            line = "■ Stopped before it started." if outcome.stopped else f"⚠ The run failed: {plain(redact(str(outcome.failure)))}"
+            failed = f"⚠ The run failed: {plain(redact(str(outcome.failure)))}"
+            line = "■ Stopped before it started." if outcome.stopped else failed
             return line, skip, skip, skip, skip
         summary = self.last.summary()
         summary["wall_s"] = round(time.monotonic() - self.started, 3)
@@ -211,10 +213,12 @@ class BenchView:
         elif outcome.failure is not None:
             status = f"⚠ Stopped by an error ({plain(redact(str(outcome.failure)))}): {line}"
         elif records and len(errors) == len(records):  # never "✔ Done" when nothing worked
-            status = f"⚠ The run failed: every pair ended in an error (first: {plain(redact(str(errors[0])))[:300]}): {line}"
+            first = plain(redact(str(errors[0])))[:300]
+            status = f"⚠ The run failed: every pair ended in an error (first: {first}): {line}"
         else:
             status = f"✔ Done: {line}"
-        return status + self.plan.note, table_frame(summary), charts.score_chart(summary), charts.tokens_chart(summary), files
+        return (status + self.plan.note, table_frame(summary), charts.score_chart(summary),
+                charts.tokens_chart(summary), files)
 
 
 def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[str]:
@@ -246,7 +250,8 @@ class BenchmarkTab:
     async def benchmark(self, dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
                         concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
                         max_steps: float = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
-                        tools: list[str] | None = None, oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
+                        tools: list[str] | None = None, oauth_token: gr.OAuthToken | None = None,
+                        request: gr.Request | None = None):
         """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
         run_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)
@@ -285,8 +290,9 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                         tools: gr.Component | None = None, on_space: bool = False,
                         refresh_s: float = REFRESH_S, stops: Stops | None = None) -> dict[str, Any]:
     """Lay out the tab inside the current ``gr.Tab`` and wire ``/benchmark``; returns its components and
-    ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too, so a benchmark uses the
-    same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults, hidden from the API)."""
+    ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too,
+    so a benchmark uses the same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults,
+    hidden from the API)."""
     parts = _layout(on_space)
     parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
                             **PAGE_EVENT)
@@ -294,12 +300,13 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                 "temperature": DEFAULT_TEMPERATURE, "tools": None}
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
-    tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory, on_space=on_space,
-                       refresh_s=refresh_s)
+    tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory,
+                       on_space=on_space, refresh_s=refresh_s)
     inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]
-    event = parts["run"].click(tab.benchmark, inputs=[*inputs, *extra],
-                               outputs=[parts[k] for k in ("progress", "table", "score_chart", "tokens_chart", "files")],
-                               api_name="benchmark", concurrency_limit=app_settings().bench_concurrency, concurrency_id="benchmark",
+    outputs = [parts[k] for k in ("progress", "table", "score_chart", "tokens_chart", "files")]
+    event = parts["run"].click(tab.benchmark, inputs=[*inputs, *extra], outputs=outputs,
+                               api_name="benchmark", concurrency_limit=app_settings().bench_concurrency,
+                               concurrency_id="benchmark",
                                show_progress="hidden", trigger_mode="once")
     # Stop ends this visitor's benchmark, which renders its own stopped frame (see ui/core/stream.py)
     parts["stop"].click(tab.stop, **PAGE_EVENT)

@@ -19,7 +19,8 @@ from ui.core.frame import Outputs
 from ui.core.stream import Stops
 
 # A page-only event (a button that reveals a column, Stop): no API endpoint, no progress, not queued.
-PAGE_EVENT: Mapping[str, Any] = MappingProxyType({"api_visibility": "private", "show_progress": "hidden", "queue": False})
+PAGE_EVENT: Mapping[str, Any] = MappingProxyType(
+    {"api_visibility": "private", "show_progress": "hidden", "queue": False})
 
 
 class TabHandlers:

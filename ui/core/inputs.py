@@ -28,7 +28,8 @@ def kind_of(value: Any) -> str:
         return "true/false"
     if isinstance(value, int | float):
         return "a number"
-    return {list: "a list", dict: "an object", str: "text", type(None): "nothing"}.get(type(value), type(value).__name__)
+    names = {list: "a list", dict: "an object", str: "text", type(None): "nothing"}
+    return names.get(type(value), type(value).__name__)
 
 
 def shown(value: Any) -> str:
@@ -55,7 +56,8 @@ def tools_problem(tools: Any, registry: ToolRegistry) -> str | None:
     if tools is None:
         return None
     if not isinstance(tools, list | tuple) or not all(isinstance(t, str) for t in tools):
-        return f"Enabled tools must be a list of tool names (got {kind_of(tools)}); available: {', '.join(registry.names)}."
+        available = ", ".join(registry.names)
+        return f"Enabled tools must be a list of tool names (got {kind_of(tools)}); available: {available}."
     known = {normalize_name(n) for n in registry.names}
     unknown = [t for t in tools if normalize_name(t) not in known]
     if unknown:

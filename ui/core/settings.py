@@ -39,7 +39,8 @@ _DAYS = {
 }
 _SWITCHES = {
     "APP_MCP": ("mcp", True),  # serve the one MCP tool (ui/mcp.py) when the mcp package is there
-    "APP_TOY_MODEL": ("toy_model", True),  # off a Space with no model configured, start the toy one (ui/core/backend.py)
+    # off a Space with no model configured, start the toy one (ui/core/backend.py)
+    "APP_TOY_MODEL": ("toy_model", True),
 }
 
 

@@ -108,7 +108,8 @@ def comparison_markdown(traces: dict[str, Trace]) -> str:
     """The after-run table: answer, steps, tool calls, tokens, time, agreement."""
     if not traces:
         return ""
-    head = "| Mode | Answer | Steps | Tool calls | Tokens in / out | Time | Agrees with |\n|---|---|---:|---:|---:|---:|---|"
+    head = ("| Mode | Answer | Steps | Tool calls | Tokens in / out | Time | Agrees with |\n"
+            "|---|---|---:|---:|---:|---:|---|")
     lines = [head]
     for row in comparison_rows(traces):
         answer = _cell(row["answer"]) or (f"⚠ {_cell(row['error'])}" if row["error"] else "—")

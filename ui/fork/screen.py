@@ -93,7 +93,8 @@ def load_screen(path: str) -> Screen:
     try:
         stat = os.stat(path)
     except OSError:
-        raise RecordingError("That run's file is gone (exports expire after an hour): run or replay it again.") from None
+        gone = "That run's file is gone (exports expire after an hour): run or replay it again."
+        raise RecordingError(gone) from None
     if stat.st_size > MAX_FORK_FILE_BYTES:
         raise RecordingError(f"That file is too large to fork here (over {MAX_FORK_FILE_BYTES // 1_000_000} MB).")
     return _load(path, stat.st_mtime_ns, stat.st_size)

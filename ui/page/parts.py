@@ -55,7 +55,8 @@ def backend_line(settings: LLMSettings, *, visitor_signed_in: bool | None = None
     if settings.toy:
         return f"**Backend:** {TOY} (arithmetic only) — see below to connect a real model."
     if visitor_signed_in:
-        return f"**Backend:** {plain(settings.model)} via the Hugging Face router — signed in: your account pays for your runs."
+        return (f"**Backend:** {plain(settings.model)} via the Hugging Face router — signed in: your account pays "
+                "for your runs.")
     if settings.configured:
         return f"**Backend:** {plain(settings.describe())}"
     if visitor_signed_in is False:
@@ -136,7 +137,8 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
     codes = [gr.Code(label=s.title, language="markdown", interactive=False, lines=12, max_lines=40,
                      wrap_lines=True, elem_classes="prompt-code") for s in specs]
 
-    def show(protocol: str = "text", max_steps: float | str = DEFAULT_MAX_STEPS, tools: list[str] | None = None) -> tuple[str, ...]:
+    def show(protocol: str = "text", max_steps: float | str = DEFAULT_MAX_STEPS,
+             tools: list[str] | None = None) -> tuple[str, ...]:
         """The rendered first request of each mode with its own prompt (Think, Act, ReAct) for these settings."""
         # preprocess=False: values arrive as sent, and a bad one is one line (never Gradio's {"error": null})
         problem = (None if protocol is None or protocol_value(protocol) else f"Unknown protocol {shown(protocol)}: "
@@ -145,7 +147,8 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
         if problem:
             raise gr.Error(problem, print_exception=False)
         reg = registry.subset(tools if tools is not None else registry.names)
-        steps = min(SLIDER_MAX_STEPS, max(1, int(float(max_steps))))  # as /compare clamps it (ui/core/inputs.make_config)
+        # as /compare clamps it (ui/core/inputs.make_config)
+        steps = min(SLIDER_MAX_STEPS, max(1, int(float(max_steps))))
         return tuple(render_prompt(s.prompt, reg, protocol=protocol_value(protocol) or "text",  # type: ignore[arg-type]
                                    max_steps=steps, uses_tools=s.uses_tools) for s in specs)
 
@@ -159,8 +162,10 @@ def about_tab() -> None:
         """
 ### What you are looking at
 - **Think-only** reasons in one go from what the model already knows: fast and cheap, but it cannot look anything up.
-- **Act-only** calls tools (search, Wikipedia, weather, calculator, Python) without writing thoughts: it gathers facts but loses the thread on multi-step questions.
-- **ReAct** interleaves a *Thought* before each *Action* and reads each *Observation* (Yao et al., 2023): it plans the next lookup from the last result.
+- **Act-only** calls tools (search, Wikipedia, weather, calculator, Python) without writing thoughts: it gathers
+  facts but loses the thread on multi-step questions.
+- **ReAct** interleaves a *Thought* before each *Action* and reads each *Observation* (Yao et al., 2023): it plans
+  the next lookup from the last result.
 
 Under each panel: steps (action → observation rounds), LLM calls, tool calls, tokens in/out (`~` = estimated),
 seconds, and flags for a *forced* answer (the step budget ran out) and *format retries* (the model broke the
@@ -188,6 +193,7 @@ for think, act, react, *rest in job:  # streamed updates: the three panels first
     pass
 print(job.result()[:3])
 ```
-AI assistants can use the app as an MCP server at `/gradio_api/mcp/` (one tool, `compare_reasoning_modes`; see the README).
+AI assistants can use the app as an MCP server at `/gradio_api/mcp/` (one tool, `compare_reasoning_modes`; see the
+README).
 """
     )

@@ -84,7 +84,8 @@ def check(data: dict[str, Any]) -> None:
     if settings is not None and not (isinstance(settings, dict) and _shallow(settings)):
         raise RecordingError("The recording's settings must be a small JSON object.")
     traces = data["traces"]
-    items = list(traces.items()) if isinstance(traces, dict) else list(enumerate(traces)) if isinstance(traces, list) else None
+    items = (list(traces.items()) if isinstance(traces, dict) else list(enumerate(traces)) if isinstance(traces, list)
+             else None)
     if items is None:
         raise RecordingError("The recording's traces must be a list or an object.")
     total = steps = 0
@@ -163,7 +164,8 @@ def condense(data: dict[str, Any], window: float) -> dict[str, Any]:
                 continue
             if event["kind"] == "token":
                 start = t
-                event = {"kind": "token", "t": t, "text": event.get("text", ""), "channel": event.get("channel", "thought")}
+                event = {"kind": "token", "t": t, "text": event.get("text", ""),
+                         "channel": event.get("channel", "thought")}
             merged.append(event)
         out[key] = {**trace, "events": merged, "summary": None}
     return {**data, "traces": out if isinstance(traces, dict) else list(out.values()), "comparison": None}
@@ -205,7 +207,8 @@ def header(data: dict[str, Any]) -> dict[str, Any]:
     expected = data.get("expected") if isinstance(data.get("expected"), str) else None  # absent in older exports
     return {"question": question, "selection": data.get("selection"), "settings": data.get("settings") or {},
             "expected": expected, "fork": fork_of(data),
-            "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])), default=0.0))
+            "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])),
+                                                         default=0.0))
                       for m, t in traces.items()}}
 
 
@@ -247,7 +250,8 @@ async def _header_from_worker(path: str, window: float, out: Path) -> dict[str, 
                 cwd=str(Path(__file__).resolve().parents[2]))
         except OSError as exc:
             log.exception("cannot start the recording reader")
-            raise RecordingError(f"The app could not start reading that file ({exc.strerror}); please try again.") from None
+            why = f"The app could not start reading that file ({exc.strerror}); please try again."
+            raise RecordingError(why) from None
         try:
             reply_text, _ = await asyncio.wait_for(proc.communicate(), WORKER_TIMEOUT_S)
         except (asyncio.TimeoutError, TimeoutError):
@@ -359,7 +363,8 @@ def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m ui.recordings.reader PATH WINDOW OUT``: the schedule into OUT; ``{"header"}`` or ``{"error"}`` on stdout."""
+    """``python -m ui.recordings.reader PATH WINDOW OUT``: the schedule into OUT; ``{"header"}`` or ``{"error"}``
+    on stdout."""
     try:
         data = read_condensed(argv[0], float(argv[1]))
         write_schedule(data, Path(argv[2]))

@@ -103,7 +103,8 @@ def test_the_lists_two_refreshes_are_one_event_that_runs_again_with_the_box_as_i
         open_in_compare.wire(handlers, picker, event, [])
     writers = [d for d in blocks.get_config_file()["dependencies"] if picker["item"]._id in d["outputs"]]
     assert len(writers) == 1 and writers[0]["trigger_mode"] == "always_last"
-    assert {tuple(t) for t in writers[0]["targets"]} == {(picker["only"]._id, "change"), (picker["ended"]._id, "change")}
+    targets = {(picker["only"]._id, "change"), (picker["ended"]._id, "change")}
+    assert {tuple(t) for t in writers[0]["targets"]} == targets
 
 
 def test_an_empty_list_after_a_benchmark_says_why_not_to_run_one(tmp_path):

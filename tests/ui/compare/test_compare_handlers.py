@@ -99,7 +99,8 @@ def test_a_run_streams_to_the_end_with_table_and_exports(stub, registry):
 
 def test_stop_ends_this_sessions_run_with_a_stopped_frame(stub, registry):
     """The Stop handler closes the visitor's run; the stream renders "stopped" from its own view."""
-    tab, visitor, other = tab_for(stub, registry), SimpleNamespace(session_hash="v1"), SimpleNamespace(session_hash="v2")
+    tab = tab_for(stub, registry)
+    visitor, other = SimpleNamespace(session_hash="v1"), SimpleNamespace(session_hash="v2")
     stub.requests.clear()
 
     async def scenario() -> list:

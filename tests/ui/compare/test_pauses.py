@@ -1,5 +1,5 @@
-"""Limits on paused runs (ui/compare/stepping.py, issue 21), without a browser: a few per visitor, a share of the slots in
-all, and a run left paused ends — its status and panels saying why — through the stream adapter's watch."""
+"""Limits on paused runs (ui/compare/stepping.py, issue 21), without a browser: a few per visitor, a share of the
+slots in all, and a run left paused ends — its status and panels saying why — through the stream adapter's watch."""
 
 from __future__ import annotations
 

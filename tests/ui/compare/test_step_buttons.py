@@ -87,7 +87,8 @@ def test_step_next_three_times_then_continue(stub, registry):
     assert "Done" in last[STATUS] and all("Final answer" in text_of(p) for p in last[:3])
     think, act, react = (text_of(p) for p in last[:3])
     assert "Paused" not in think  # Think-only finishes in its one step
-    assert len(re.findall(r"Paused after step", react)) == 4 and "Paused after step 5" not in react and "Resumed after" in react
+    assert len(re.findall(r"Paused after step", react)) == 4
+    assert "Paused after step 5" not in react and "Resumed after" in react
     assert len(tab.stops) == 0
 
 

@@ -294,7 +294,8 @@ def test_read_recording_accepts_a_bare_trace_and_refuses_junk(tmp_path):
     bare = react_trace().to_json()
     rec = read_recording(bare)
     assert list(rec.traces) == ["react"] and rec.selection == "ReAct"
-    for junk, why in (("{", "not valid JSON"), ("{}", "No traces"), ('{"traces": [{"mode": "react", "events": [{"kind": "nope"}]}]}', "could not be read")):
+    bad_event = '{"traces": [{"mode": "react", "events": [{"kind": "nope"}]}]}'
+    for junk, why in (("{", "not valid JSON"), ("{}", "No traces"), (bad_event, "could not be read")):
         with pytest.raises(RecordingError, match=why):
             read_recording(junk)
     with pytest.raises(RecordingError):

@@ -174,7 +174,8 @@ def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_scr
     assert last[3 + REACT].startswith("**✎ ReAct \\(fork @1\\)** · ")  # under the panel: it shows the fork
     assert skipped(last[0]) and skipped(last[1]) and skipped(last[CHAT4])
     data = export_of(last)
-    assert data["fork"] == {"panel": "react", "trace": "react@1"} and Trace.from_dict(data["traces"]["react"]).answer == "396"
+    assert data["fork"] == {"panel": "react", "trace": "react@1"}
+    assert Trace.from_dict(data["traces"]["react"]).answer == "396"
     recording = read_recording(Path(path_of(last[FILES])))
     assert hybrid_in(recording) is None and recording.slots == {"react": "react@1"}
     assert screen_of(recording).forkable()[-2:] == [("ReAct (original)", "react"), ("ReAct (fork @1)", "react@1")]
