@@ -1,9 +1,9 @@
 """Think · Act · ReAct — the Gradio app (Hugging Face Space entry point).
 
-Layout and wiring only: the Compare handlers live in ``ui/compare_tab.py``, the Benchmark tab in
-``ui/benchmark_tab.py``, page pieces in ``ui/tabs.py`` (ARCHITECTURE.md maps the rest of ``ui/``).
-``build_demo(settings, registry)`` lets tests inject a backend; ``python app.py`` reads the environment (``LLM_*``/``HF_TOKEN``, and
-``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, which ``launch()`` honours by itself).
+Layout and wiring only: the Compare handlers live in ``ui/compare/handlers.py``, the Benchmark tab in
+``ui/benchmark/tab.py``, page pieces in ``ui/page/parts.py`` (ARCHITECTURE.md maps the rest of ``ui/``).
+``build_demo(settings, registry)`` lets tests inject a backend; ``python app.py`` reads the environment
+(``LLM_*``/``HF_TOKEN``, and ``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, which ``launch()`` honours by itself).
 """
 
 from __future__ import annotations
@@ -26,21 +26,26 @@ from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
 from patches.gradio_refusals import ReadableRefusals
 from tools.registry import ToolRegistry
-from ui import backend, bench_open, fork_tab, mcp_tool, tabs, visitors
-from ui.admission import Admission
-from ui.benchmark_tab import build_benchmark_tab
-from ui.compare_tab import CompareTab
-from ui.frame import Outputs
-from ui.inputs import lenient
-from ui.launcher import launcher
-from ui.recording import MAX_REPLAY_BYTES
-from ui.render import HYBRIDS, MODE_CHOICES, MODES
-from ui.replay import DEFAULT_SPEED, SPEEDS
-from ui.settings import app_settings
-from ui.share_tab import ShareHandlers
-from ui.stepping import PauseBook, is_paused
-from ui.stream import Stops
-from ui.verdicts import MAX_EXPECTED_CHARS
+from ui import mcp
+from ui.benchmark import open_in_compare
+from ui.benchmark.tab import build_benchmark_tab
+from ui.compare.handlers import CompareTab
+from ui.compare.stepping import PauseBook, is_paused
+from ui.core import backend, visitors
+from ui.core.admission import Admission
+from ui.core.frame import Outputs
+from ui.core.handlers import PAGE_EVENT
+from ui.core.inputs import lenient
+from ui.core.launcher import launcher
+from ui.core.modes import HYBRIDS, MODE_CHOICES, MODES
+from ui.core.settings import app_settings
+from ui.core.stream import Stops
+from ui.core.verdicts import MAX_EXPECTED_CHARS
+from ui.fork import accordion
+from ui.page import parts
+from ui.recordings.playback import DEFAULT_SPEED, SPEEDS
+from ui.recordings.reader import MAX_REPLAY_BYTES
+from ui.share.handlers import ShareHandlers
 
 log = logging.getLogger(__name__)
 MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
@@ -50,13 +55,15 @@ BURST = 32  # submissions that may arrive between two looks of Gradio's queue fo
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
-class ClassroomBlocks(mcp_tool.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blocks):
-    """``gr.Blocks`` with this app's framework patches (``patches/``): MCP with one tool unless ``APP_MCP=0``,
-    REST callers of ``/compare`` may omit its last input (``expected``, added later), an input Gradio refuses
-    is one readable line, and once launched the page and its static files come from memory; the server never
-    takes a client's address from a forwarded header (``ui/visitors.py`` decides who a visitor is); a launch
-    that serves until stopped sets its start-up heap aside from garbage collection (agents/gc_tuning.py) and
-    starts the run workers."""
+class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blocks):
+    """``gr.Blocks`` with this app's framework patches mixed in, and what its launch adds.
+
+    Mix-ins: ``OneToolMCP`` (``ui/mcp.py`` over ``patches/gradio_mcp.py``: MCP offers one tool, unless
+    ``APP_MCP=0``), ``OptionalTrailingInputs`` (``patches/gradio_inputs.py``: a REST call may omit
+    ``/compare``'s last input) and ``ReadableRefusals`` (``patches/gradio_refusals.py``: an input Gradio refuses
+    is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), serves the page from memory
+    (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
+    collector (``agents/gc_tuning.py``)."""
 
     optional_tail = {"compare": 1, "compare_step": 1}
 
@@ -88,39 +95,39 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     stops = Stops()  # each visitor's live streams, for the Stop buttons
     # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
-    # queue behind itself; past APP_CONCURRENCY runs, more wait in line and see their place (ui/admission.py).
+    # queue behind itself; past APP_CONCURRENCY runs, more wait in line and see their place (ui/core/admission.py).
     limits = app_settings()
 
-    with ClassroomBlocks(title=tabs.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
-        backend_md = tabs.header(settings, on_space=on_space)
+    with AppBlocks(title=parts.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
+        backend_md = parts.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
             page = compare_layout()
             knobs = settings_layout(settings, registry)
         with gr.Tab("Prompts", id="prompts"):
-            tabs.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
+            parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
         with gr.Tab("Benchmark", id="benchmark"):
             bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                         protocol=knobs.protocol, max_steps=knobs.max_steps,
                                         temperature=knobs.temperature, tools=knobs.tools, on_space=on_space,
                                         stops=stops)
-            picker = bench_open.picker_layout()
+            picker = open_in_compare.picker_layout()
         with gr.Tab("About", id="about"):
-            tabs.about_tab()
+            parts.about_tab()
         admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
         handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                               admission=admission,
                               pauses=PauseBook(limits.paused_per_visitor, limits.paused_max, limits.pause_ttl_s))
         wire_compare(handlers, page, knobs)
         wire_share(ShareHandlers(page.outputs), page, demo)
-        bench_open.wire(bench_open.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
+        open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
                         [*page.outputs.all(), page.question, page.expected, page.fourth_col])
         wire_stepping(handlers, page, knobs)
-        wire_fork(fork_tab.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
+        wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                    admission=admission), page.fork, page, knobs)
-        mcp_tool.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
+        mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
-                return tabs.backend_line(settings, visitor_signed_in=oauth_token is not None)
+                return parts.backend_line(settings, visitor_signed_in=oauth_token is not None)
 
             demo.load(visitor, outputs=backend_md, api_visibility="private")
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
@@ -150,7 +157,7 @@ class ComparePage:
     share_btn: gr.Button
     share_link: gr.Markdown
     step: StepButtons
-    fork: fork_tab.ForkControls
+    fork: accordion.ForkControls
 
 
 @dataclass(frozen=True)
@@ -191,16 +198,16 @@ def compare_layout() -> ComparePage:
     expected = gr.Textbox(lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
                           placeholder="optional: each mode's answer is then marked ✓ / ✗")
-    tabs.examples(question, expected)
+    parts.examples(question, expected)
     with gr.Row(elem_id="status-row"):
         status = gr.Markdown("", label="Status", elem_id="run-status")
-        tabs.presentation_toggle()
+        parts.presentation_toggle()
     with gr.Row(elem_id="panels", equal_height=True):
         columns = [panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run") for m in MODES]
         col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
                                              visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
-    fork = fork_tab.layout()  # under the table: pick a panel's observation, edit it, fork
+    fork = accordion.layout()  # under the table: pick a panel's observation, edit it, fork
     with gr.Row(elem_id="share-row", equal_height=True):
         share_btn = gr.Button("Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
         share_link = gr.Markdown("", elem_id="share-link")
@@ -232,12 +239,12 @@ def panel_column(key: str, label: str, placeholder: str, *,
 
 def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
     """The Settings accordion under the panels."""
-    offered = settings.models if settings.base_url else tabs.ROUTER_MODELS  # a server's own list, or the router's
+    offered = settings.models if settings.base_url else parts.ROUTER_MODELS  # a server's own list, or the router's
     models = [m for m in dict.fromkeys([settings.model, *offered]) if m]
     with gr.Accordion("Settings", open=False, elem_id="settings"):
         with gr.Row():
             model = gr.Dropdown(models, value=settings.model, allow_custom_value=True, label="Model",
-                                info=tabs.model_info(settings))
+                                info=parts.model_info(settings))
             protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
         with gr.Row():
             max_steps = lenient(gr.Slider(1, 10, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
@@ -264,14 +271,14 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
           # the run waits in `admission` instead, showing its place in line
           api_name="compare", concurrency_limit=None, concurrency_id="compare",
           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
-    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4], **tabs.PAGE_EVENT)
+    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4], **PAGE_EVENT)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
                           outputs=[*out.all(files=False), page.question], api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
                           postprocess=False)
-    # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/stream.py). No
+    # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/core/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
-    page.stop_btn.click(handlers.stop, **tabs.PAGE_EVENT)
+    page.stop_btn.click(handlers.stop, **PAGE_EVENT)
 
 
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:
@@ -280,17 +287,17 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
     page.share_btn.click(share.share, [out.exports, page.replay_file], page.share_link, api_visibility="private",
                          show_progress="hidden")
     # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
-    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], **tabs.PAGE_EVENT)
+    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], **PAGE_EVENT)
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit], lambda: "",
-          outputs=page.share_link, **tabs.PAGE_EVENT)
+          outputs=page.share_link, **PAGE_EVENT)
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue);
     # with one, the handler bounds opens itself (a few at a time, a rate per visitor) and sends a stored view as is
     demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col], postprocess=False,
-              **tabs.PAGE_EVENT)
+              **PAGE_EVENT)
 
 
 def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
-    """Step, Next step and Continue (ui/stepping.py). Step runs ``/compare_step`` — ``/compare``'s inputs and
+    """Step, Next step and Continue (ui/compare/stepping.py). Step runs ``/compare_step`` — ``/compare``'s inputs and
     outputs — while Next step and Continue show; ``/step_next`` and ``/step_continue`` act on the caller's
     session's stepping run (an API client keeps one session: one ``gradio_client.Client``)."""
     out, buttons = page.outputs, page.step
@@ -299,32 +306,32 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
     def show(visible: bool) -> Any:  # Next step starts disabled: it is enabled by the first pause
         return lambda: [gr.Button(visible=visible, interactive=False), gr.Button(visible=visible)]
 
-    buttons.step_btn.click(show(True), outputs=controls, **tabs.PAGE_EVENT).then(
+    buttons.step_btn.click(show(True), outputs=controls, **PAGE_EVENT).then(
         handlers.step_compare,
         inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
                 knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
         outputs=out.all(), api_name="compare_step", concurrency_limit=None, concurrency_id="compare",
         show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False).then(
-        show(False), outputs=controls, **tabs.PAGE_EVENT)
+        show(False), outputs=controls, **PAGE_EVENT)
     # Next step is clickable only while the run waits: disabled at the click, enabled by the next pause
     # (the status line says so). A click that slips through is harmless: the engine grants one step per pause.
-    buttons.next_btn.click(lambda: gr.Button(interactive=False), outputs=buttons.next_btn, **tabs.PAGE_EVENT)
+    buttons.next_btn.click(lambda: gr.Button(interactive=False), outputs=buttons.next_btn, **PAGE_EVENT)
     out.status.change(lambda status: gr.Button(interactive=is_paused(status)), out.status, buttons.next_btn,
-                      **tabs.PAGE_EVENT)
+                      **PAGE_EVENT)
     buttons.next_btn.click(handlers.next_step, api_name="step_next", concurrency_limit=None, concurrency_id="step",
                            show_progress="hidden")
     buttons.continue_btn.click(handlers.continue_run, api_name="step_continue", concurrency_limit=None,
                                concurrency_id="step", show_progress="hidden")
-    buttons.continue_btn.click(show(False), outputs=controls, **tabs.PAGE_EVENT)
+    buttons.continue_btn.click(show(False), outputs=controls, **PAGE_EVENT)
 
 
-def wire_fork(handlers: fork_tab.ForkTab, controls: fork_tab.ForkControls, page: ComparePage, knobs: Knobs) -> None:
-    """The Fork accordion (ui/fork_tab.py, private events); a new run gives the fourth panel back to its
+def wire_fork(handlers: accordion.ForkTab, controls: accordion.ForkControls, page: ComparePage, knobs: Knobs) -> None:
+    """The Fork accordion (ui/fork/accordion.py, private events); a new run gives the fourth panel back to its
     Settings choice (a fork shown there is no longer on screen)."""
-    fork_tab.wire(handlers, controls, page.outputs, page.replay_file, page.fourth_col,
+    accordion.wire(handlers, controls, page.outputs, page.replay_file, page.fourth_col,
                   [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
-          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], **tabs.PAGE_EVENT)
+          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], **PAGE_EVENT)
 
 
 def launch_kwargs() -> dict[str, Any]:
@@ -336,7 +343,7 @@ def launch_kwargs() -> dict[str, Any]:
     # max_threads also caps the events Gradio processes at once (its "active jobs"), whatever their
     # concurrency limits: room for every running and waiting Compare run, plus the page's other events.
     limits = app_settings()
-    return {"css": tabs.css(), "theme": tabs.theme(), "footer_links": ["api", "gradio"],
+    return {"css": parts.css(), "theme": parts.theme(), "footer_links": ["api", "gradio"],
             "max_threads": limits.concurrency + limits.queue_size + 40, "max_file_size": MAX_UPLOAD_BYTES}
 
 

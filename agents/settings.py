@@ -9,7 +9,7 @@ app (``python app.py``) and the CLI read it at start-up and turn a :class:`Setti
 line and a non-zero exit.
 
 Homes: model settings (``LLM_*``, ``HF_TOKEN``) in :mod:`agents.llm.settings`; the app's
-(``APP_*``, ``BENCH_*``) in :mod:`ui.settings`; the per-run defaults below, which the CLI, the
+(``APP_*``, ``BENCH_*``) in :mod:`ui.core.settings`; the per-run defaults below, which the CLI, the
 UI's sliders, the API's defaults and :class:`agents.modes.RunConfig` all use.
 """
 

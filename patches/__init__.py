@@ -1,10 +1,9 @@
 """Every place this app changes a library's internals, one module each, so none is hidden anywhere else.
 
-A patch is a last resort: it names the version it was written for, checks at start-up that what it touches
-is still there and switches itself off with one log line when it is not (the app then runs without it:
-slower, never wrong), and where failing open would widen access it fails closed. ARCHITECTURE.md lists
-them with the gain each was measured to bring. ``APP_PATCHES_OFF`` (names, comma-separated) turns patches
-off, so a benchmark can measure what each brings (``python bench/bench_app.py --patches-off NAME``).
+A patch names the version it was written for, checks at start-up that what it touches is still there and
+switches itself off with one log line when it is not (the app then runs without it: slower, never wrong);
+where failing open would widen access it fails closed. ``APP_PATCHES_OFF`` (names, comma-separated) turns
+patches off, so ``python bench/bench_app.py --patches-off NAME`` can measure what each brings.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The MCP server offers exactly one tool, or the app serves no MCP at all.
 
-Gradio's built-in MCP server (6.31: ``gradio.mcp.GradioMCPServer``, at ``/gradio_api/mcp/``) makes *every*
-public API endpoint a tool (``api_info["named_endpoints"]`` → ``tool_to_endpoint``; ``list_tools`` and
-``call_tool`` read that map). This app's public endpoints (``/compare``, ``/replay``, the Benchmark's) are
-API contracts, not tools; its tools (search, the Python sandbox) must never be reachable through MCP. So the
-moment Gradio creates its server, :class:`OneTool` narrows both maps to one endpoint and checks that what
-Gradio derives from them now is that one tool. When that cannot be done — another Gradio layout, the
-endpoint missing, the patch turned off — the server is refused (Gradio then runs without MCP, and the log
-says why): failing open would list every endpoint as a tool.
+Gradio's MCP server (6.31: ``gradio.mcp.GradioMCPServer``) makes every public API endpoint a tool. This app's
+endpoints are API contracts, not tools, and its own tools (search, the sandbox) must never be reachable
+through MCP. So when Gradio creates its server, :class:`OneTool` narrows its maps to one endpoint and checks
+the result; when it cannot (another Gradio layout, the endpoint missing, the patch off) the server is refused
+with one log line: failing open would list every endpoint.
 """
 
 from __future__ import annotations

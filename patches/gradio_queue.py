@@ -1,10 +1,9 @@
 """Gradio's queue wakes up less often when it has nothing to do.
 
 ``gradio.queueing.Queue`` (6.31) polls for new events every 1 ms (``sleep_when_free``) and for progress
-updates every 10 ms (``progress_update_sleep_when_free``), forever: on this app's 2-core Space that is
-several per cent of a core, every second, whether or not anyone is there — more than a visitor's streamed
-tokens cost. Here new events are picked up within :data:`EVENT_POLL_S` and progress every
-:data:`PROGRESS_POLL_S` (this app sends no ``gr.Progress`` updates).
+updates every 10 ms (``progress_update_sleep_when_free``), forever, whether or not anyone is there. Here new
+events are picked up within :data:`EVENT_POLL_S` and progress every :data:`PROGRESS_POLL_S` (this app sends
+no ``gr.Progress`` updates).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Gradio's refusals of an event's inputs reach the client as one readable line, not ``{"error": null}``.
 
-Before a handler runs, Gradio (6.31: ``Blocks.preprocess_data(block_fn, inputs, state, explicit_call)``) checks
-the call's inputs: their number (``validate_inputs``), that a file input names an uploaded file
-(``InvalidPathError``), each value against its component's data model and ``preprocess``. A failure there is an
-ordinary exception, which Gradio sends as ``{"error": null}`` unless the app is launched with ``show_error=True``
-— and that would also send the text of any unexpected exception, internals included. The handlers check what
-they can themselves (``preprocess=False`` and one line, ``ui/inputs.py``); a file path, though, is checked by
-Gradio whatever the event says. :class:`ReadableRefusals` turns such a failure into ``gr.Error`` with one line
-naming the input and what it accepts (never the value sent). Refusals Gradio already words (``gr.Error``: a
-slider's range, a choice not offered) pass unchanged. Without the patch a refusal stays ``{"error": null}``:
-nothing is widened.
+Before a handler runs, Gradio (6.31: ``Blocks.preprocess_data``) checks the inputs' number, that a file input
+names an uploaded file, and each value against its component. Its failures go out as ``{"error": null}``
+unless ``show_error=True``, which would also send any unexpected exception's text. :class:`ReadableRefusals`
+turns such a failure into ``gr.Error`` with one line naming the input and what it accepts, never the value;
+refusals Gradio already words pass unchanged. Without the patch nothing is widened.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """Per-visitor session state that is cheap to make and is given back.
 
-Gradio keeps a ``SessionState`` per session hash — every page load, every REST call without a
-session of its own. As shipped (6.31) it (1) renders the config of every block of the page for
-that session up front (``config_values``, used only by deep links, which this app has none of):
-~19 ms of CPU on the event loop, which stalls every other visitor's stream, and ~170 KB per
-session for this page; and (2) never drops a session until 10,000 exist: RSS grew 73 KB per
-run when every run was a new session.
-
-:func:`install` makes Gradio's app use :class:`ExpiringStateHolder` (process-wide, idempotent):
-
-* :class:`LeanSessionState` keeps no per-session copies of block configs (deep links only read them);
-* :class:`ExpiringStateHolder` also drops, in the sweep Gradio already runs every second on its
-  event loop, sessions idle for ``APP_SESSION_TTL`` seconds (:mod:`ui.settings`) that have no event
-  pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`. An expired visitor who comes
-  back gets a fresh session: this app keeps nothing per session that the page does not resend.
-
-``tests/app/test_sessions.py`` checks the subclasses still match Gradio's (a new attribute in
-``SessionState.__init__`` fails it), so an upgrade cannot silently change them.
+Gradio (6.31) keeps a ``SessionState`` per session hash, renders every block's config into it up front (used
+only by deep links, which this app has none of) on the event loop, and drops none until 10,000 exist.
+:func:`install` makes Gradio's app use :class:`ExpiringStateHolder`: its :class:`LeanSessionState` keeps no
+per-session block configs, and its sweep (the one Gradio runs every second) drops sessions idle for
+``APP_SESSION_TTL`` seconds with no event pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`.
+``tests/app/test_sessions.py`` fails if Gradio's ``SessionState`` gains an attribute the subclass lacks.
 """
 
 from __future__ import annotations

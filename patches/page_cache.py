@@ -1,23 +1,11 @@
 """The page and its static files from memory, so a flood of runs cannot hold them up.
 
-Gradio builds the page on every load: ``GET /`` is a plain ``def`` that waits for Starlette's thread
-pool, deep-copies and walks the whole config (≈300 KB of JSON for this app) and renders a template;
-every ``/assets/…`` file is read in thread hops and brotli-compressed again on the event loop. Under
-a 300-run flood each of those steps queues for the GIL behind the runs, and the page took up to 2.6 s.
-
-:class:`PageCache` wraps the whole ASGI app (outside Gradio's compression). The first ``GET`` of a
-cacheable path goes through as usual and its response is kept; later ones are answered from memory
-in one send. Nothing here changes what a visitor receives, except that ``/`` (which Gradio sends
-uncompressed) is compressed once for clients that accept it.
-
-What makes a response the same for every visitor:
-- the page's config embeds its public root URL, taken from ``Host``/``X-Forwarded-*`` — part of the key;
-- it embeds the logged-in user (Gradio's own ``auth``): the page is not cached when auth is on, nor for
-  requests carrying Gradio's login cookie; ``?page=``/``?deep_link=`` loads go through uncached;
-- asset names carry their content hash (Vite's build), so an asset never changes under its name.
-Only 200 responses without ``Set-Cookie`` are kept; conditional (``If-None-Match``) requests get a 304
-from the entry, ``Range`` requests go through. Memory is bounded (entries and bytes, least recently
-used goes first).
+Gradio builds the page on every load (a thread-pool hop, a deep copy of the whole config, a template) and
+compresses assets again on the event loop. :class:`PageCache` wraps the whole ASGI app: the first ``GET`` of a
+cacheable path goes through and its response is kept; later ones are answered from memory in one send.
+A response is kept only when it is the same for every visitor: the public root URL is part of the key, nothing
+is cached with auth on or a login cookie, ``?page=``/``?deep_link=`` loads go through, and only 200 responses
+without ``Set-Cookie``. ``If-None-Match`` gets a 304, ``Range`` goes through; entries and bytes are bounded.
 """
 
 from __future__ import annotations

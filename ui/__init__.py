@@ -1,1 +1,1 @@
-"""Rendering helpers and page pieces for the Gradio app (``app.py`` is layout + wiring only)."""
+"""The page side of the app: ui/core (shared), ui/recordings (saved runs), then one package per feature."""

@@ -43,7 +43,7 @@ def test_handwritten_set_covers_every_category_with_stable_answers():
     items = load_dataset("handwritten")
     assert len(items) >= 30
     counts = Counter(i.category for i in items)
-    example_buttons = {"knowledge", "fresh", "multihop", "arithmetic", "code"}  # ui/examples.py's categories
+    example_buttons = {"knowledge", "fresh", "multihop", "arithmetic", "code"}  # ui/page/examples.py's categories
     assert set(counts) == example_buttons and min(counts.values()) >= 5
     for item in items:
         assert item.question and item.answer

@@ -162,8 +162,8 @@ INSPECT_APP = '''
     codes = [b.label for b in blocks if isinstance(b, gr.Code) and "prompt-code" in (b.elem_classes or [])]
     show = next(f for f in demo.fns.values() if f.api_name == "prompts").fn
     rendered = show("text", 5, None)
-    from ui.recording import REPLAY_MODES
-    from ui.render import hybrid_mode
+    from ui.recordings.reader import REPLAY_MODES
+    from ui.core.modes import hybrid_mode
     print(json.dumps({"fourth": [list(c) for c in fourth.choices], "bench": [list(c) for c in bench.choices],
                       "codes": codes, "rendered": list(rendered), "fourth_mode": hybrid_mode("Echo"),
                       "replayable": list(REPLAY_MODES)}))

@@ -67,7 +67,8 @@ def open_page(browser, url: str) -> Iterator:
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     pg = context.new_page()
     external: list[str] = []
-    pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+    local = ("http://127.0.0.1", "data:", "blob:")
+    pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith(local)
              else (external.append(route.request.url), route.abort()))
     pg.goto(url)
     pg.wait_for_selector("#run-btn")

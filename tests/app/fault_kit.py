@@ -124,7 +124,8 @@ class FaultPolicy:
             return StubReply(text=_CUT_TEXT, disconnect_after=0)
         if fault == "stop-400":
             if body.get("stop"):
-                return StubReply(status=400, error_body="Unsupported parameter: 'stop' is not supported with this model.")
+                return StubReply(status=400,
+                                 error_body="Unsupported parameter: 'stop' is not supported with this model.")
             return toy_policy(body)
         if fault == "reasoning-only":
             return StubReply(reasoning="Let me think about this very carefully. " * 20, text="")
@@ -168,7 +169,7 @@ def tool_fault(body: dict[str, Any], bad_tool: str) -> StubReply:
 POOL_THREADS = {"AnyIO worker thread": 64, "asyncio": 32}
 # Idle keep-alive connections (to the stub, in huggingface_hub's shared httpx pool; to our REST client,
 # which is closed before counting) may linger until the next request reaps them: a few fds, where a per-run
-# leak would show as 100 or more (measured: 0 extra in each of 10 runs).
+# leak would show as 100 or more.
 FD_TOLERANCE = 3
 LEAK_TIMEOUT_S = 6  # LLM_TIMEOUT of the app under test: hung requests end here; a Stop must act well before
 LEAK_FAULTS = ("429", "503-fast", "hang", "cut", "cut-early", "stop-400", "reasoning-only", "garbage", "tool-hang",

@@ -11,10 +11,10 @@ import urllib.request
 import pytest
 
 import app
-import ui.settings
+import ui.core.settings
 from agents.llm.stub_server import StubLLMServer, StubReply
-from ui.admission import Admission, Full
-from ui.settings import AppSettings
+from ui.core.admission import Admission, Full
+from ui.core.settings import AppSettings
 
 STATUS = 6  # output index of the status line
 
@@ -85,7 +85,7 @@ def statuses(url: str, event_id: str) -> list[str]:
 
 
 def test_a_full_app_says_so_and_a_queued_visitor_sees_its_place(kit, monkeypatch):
-    monkeypatch.setattr(ui.settings, "_current", AppSettings(concurrency=1, queue_size=1))
+    monkeypatch.setattr(ui.core.settings, "_current", AppSettings(concurrency=1, queue_size=1))
     with StubLLMServer(slow_answer) as server:
         demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
         with kit.launched(demo) as url:
@@ -115,7 +115,7 @@ def test_the_page_loads_at_once_while_the_app_is_full(kit, monkeypatch):
     full and more visitors turned away, a new visitor's page still arrives at once, not after a reply."""
     import re
 
-    monkeypatch.setattr(ui.settings, "_current", AppSettings(concurrency=1, queue_size=1))
+    monkeypatch.setattr(ui.core.settings, "_current", AppSettings(concurrency=1, queue_size=1))
 
     def load(url: str) -> tuple[bytes, float]:
         started = time.monotonic()

@@ -1,4 +1,4 @@
-"""APP_*/BENCH_* settings (ui/settings.py): declared once, read at start-up, a bad value stops the app with
+"""APP_*/BENCH_* settings (ui/core/settings.py): declared once, read at start-up, a bad value stops the app with
 one line naming the variable and the accepted range, never a traceback."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.settings import SettingError
-from ui.settings import AppSettings
+from ui.core.settings import AppSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 
 import app
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
-from ui import benchmark_tab as bt
+from ui.benchmark import tab as bt
 
 QUESTION = "What is 17 * 23 + 5?"
 BASE = [QUESTION, "All", "stub", "text", 5, 0.2, ["calculate"], "None", None]  # REST needs every input
@@ -183,7 +183,7 @@ def test_replay_refuses_bad_recordings_with_one_clear_line(url, tmp_path, conten
 
 
 def test_replay_refuses_too_many_steps(url, tmp_path):
-    from ui.recording import MAX_STEPS
+    from ui.recordings.reader import MAX_STEPS
 
     events = [{"t": i * 0.001, "kind": "thought", "text": "x"} for i in range(MAX_STEPS + 1)]
     path = tmp_path / "steps.json"
@@ -247,7 +247,8 @@ def write(path, text: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("name", "content", "why"), ids=["long", "nul", "nul2", "huge-cell", "deep", "dict"], argvalues=[
+@pytest.mark.parametrize(("name", "content", "why"), ids=["long", "nul", "nul2", "huge-cell", "deep", "dict"],
+                         argvalues=[
     ("long.csv", "question,answer\nWhat is 2+2?,4\n\"" + "x" * 100_021 + "\",1\n",
      "item 2 (id 'long-2'): That question is 100,021 characters long; the limit is 2,000"),
     ("nul.jsonl", '{"question": "What is 2+2?", "answer": "4"}\n{"question": "\\u0000\\u0000", "answer": "1"}\n',
@@ -305,7 +306,8 @@ def test_benchmark_results_csv_cannot_run_formulas(bench_url, tmp_path):
     results = next(p for p in (f["path"] for f in data[4]) if p.endswith("results.csv"))
     with open(results, encoding="utf-8") as f:
         cells = [c for row in csv.reader(f) for c in row]
-    dangerous = [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r") or (c.startswith("-") and not c[1:].replace(".", "").isdigit())]
+    dangerous = [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r")
+                 or (c.startswith("-") and not c[1:].replace(".", "").isdigit())]
     assert dangerous == [], dangerous
     assert "'=HYPERLINK(\"http://evil.example\",\"click\")" in cells and "'=cmd|' /C calc'!A0" in cells
     assert "-3" in cells  # a negative number stays a number

@@ -17,10 +17,10 @@ from agents.evaluation import summarise
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
-from ui import benchmark_tab as bt
-from ui import charts
-from ui.settings import app_settings
-from ui.stream import StopSignal
+from ui.benchmark import charts
+from ui.benchmark import tab as bt
+from ui.core.settings import app_settings
+from ui.core.stream import StopSignal
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 QUESTIONS = [("What is 17 * 23 + 5?", "396"), ("What is 12 * 12?", "144"), ("What is 1000 - 1?", "999")]

@@ -81,7 +81,8 @@ def test_example_run_fills_three_panels_side_by_side(page, kit):
     # presentation mode enlarges the text, in the browser only
     page.locator("#presentation input").check()
     page.wait_for_function("() => document.body.classList.contains('presentation')")
-    bigger = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#panel-react .message')).fontSize)")
+    bigger = page.evaluate(
+        "() => parseFloat(getComputedStyle(document.querySelector('#panel-react .message')).fontSize)")
     assert bigger >= font * 1.25
     page.wait_for_timeout(300)
     page.screenshot(path=str(kit.artifacts / "browser-1366x768-presentation.png"))
@@ -171,12 +172,13 @@ def test_replayed_html_is_shown_not_executed(page, tmp_path):
                            timeout=15_000)
     time.sleep(0.3)
     assert page.evaluate("() => window.__pwned") is None
-    assert page.locator("#panels img[src='x'], #panels script, #run-status img, #panels a[href^='javascript']").count() == 0
+    unsafe = "#panels img[src='x'], #panels script, #run-status img, #panels a[href^='javascript']"
+    assert page.locator(unsafe).count() == 0
     assert "<img src=x" in panel_text(page, "#panel-react")  # the markup is visible as text
 
 
 def test_closing_the_page_ends_its_replay(browser, url, tmp_path):
-    from ui.stream import live_count
+    from ui.core.stream import live_count
 
     events = [(0.0, TokenDelta("Thought: a long day"))] + [(h * 3600.0, Thought(f"hour {h}")) for h in range(1, 24)]
     path = write_recording(tmp_path / "day.json", "A long day?", events + [(86_400.0, FinalAnswer("tomorrow"))])

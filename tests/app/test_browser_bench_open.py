@@ -31,7 +31,8 @@ def test_a_benchmark_item_opens_in_the_compare_panels(browser, url, kit):
         option.click()
         assert page.input_value("#bench-item input") == label
         page.click("#bench-open")
-        page.wait_for_function("() => (document.querySelector('#run-status')?.innerText || '').includes('Benchmark item')",
+        page.wait_for_function("() => (document.querySelector('#run-status')?.innerText || '')"
+                               ".includes('Benchmark item')",
                                timeout=15_000)
         assert page.locator("#panel-react").is_visible()  # the Compare tab is in front
         question = page.input_value("#question textarea")

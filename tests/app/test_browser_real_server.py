@@ -1,7 +1,7 @@
 """The Stop button, clicked in a real browser, ends a real model server's stream (issue 8 C).
 
 ``tests/real_server/test_real_app.py`` cancels through Gradio's API (what a closed tab does); a visitor
-presses ■ Stop, a private event that signals this session's streams (``ui/stream.Stops``). Only a real
+presses ■ Stop, a private event that signals this session's streams (``ui/core/stream.Stops``). Only a real
 server shows that the request really ends there: llama-cpp-python logs "Disconnected from client" when
 it notices the closed connection, and it is free for the next request at once instead of finishing a
 600-token ramble.
@@ -43,7 +43,8 @@ def test_the_stop_button_ends_a_real_stream_on_the_server(real_server, browser, 
         mark = real_server.mark()
         page.click("#run-btn")
         # the reply is streaming into the Think panel: a few words of it are on screen
-        page.wait_for_function("() => (document.querySelector('#panel-think')?.innerText || '').split(/\\s+/).length > 12",
+        page.wait_for_function("() => (document.querySelector('#panel-think')?.innerText || '')"
+                               ".split(/\\s+/).length > 12",
                                timeout=90_000)
         assert INTERRUPTED not in real_server.log_since(mark)
         page.click("#stop-btn")

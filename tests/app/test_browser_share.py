@@ -33,7 +33,8 @@ def test_a_share_link_reopens_the_run(browser, url, kit):
         link = re.search(r"http://\S+\?run=[A-Za-z0-9_-]+", text(page, "#share-link")).group(0)
         assert link.startswith(url.rstrip("/"))
     with kit.open_page(browser, link) as shared:
-        shared.wait_for_function("() => (document.querySelector('#run-status')?.innerText || '').includes('Shared run')",
+        shared.wait_for_function("() => (document.querySelector('#run-status')?.innerText || '')"
+                                 ".includes('Shared run')",
                                  timeout=15_000)
         assert shared.input_value("#question textarea") == "What is 17 * 23 + 5?"
         assert shared.input_value("#expected textarea, #expected input") == "396"

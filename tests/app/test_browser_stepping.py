@@ -55,8 +55,9 @@ def test_step_through_three_steps_then_continue(browser, url, kit):
 
 
 def test_next_step_is_disabled_while_a_step_runs_and_enabled_when_the_run_waits(browser, kit):
-    """A second click during a step used to look possible (the engine ignored it); now the button says so."""
-    with kit.app_on_stub(responder, latency=1.0, token_delay=0.002) as slow_url, kit.open_page(browser, slow_url) as page:
+    """A second click during a step is not offered: the button is disabled until the run waits again."""
+    with (kit.app_on_stub(responder, latency=1.0, token_delay=0.002) as slow_url,
+          kit.open_page(browser, slow_url) as page):
         page.fill("#question textarea", "What is 17 * 23 + 5?")
         page.click("#step-btn")
         next_btn = page.locator("#next-btn")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 
 from agents.correctness import judge
-from ui.examples import EXAMPLES, find
+from ui.page.examples import EXAMPLES, find
 
 
 def fibonacci(n: int) -> int:

@@ -107,7 +107,7 @@ def stub(faults):
 
 
 def env_settings(url: str, timeout: float = TIMEOUT_S) -> LLMSettings:
-    """Settings as the app reads them from its environment (LLM_MAX_DURATION is read once branch llm is in)."""
+    """Settings as the app reads them from its environment (with a whole-call limit, LLM_MAX_DURATION)."""
     return LLMSettings.from_env({"LLM_BASE_URL": url, "LLM_MODEL": "stub", "LLM_TIMEOUT": str(timeout),
                                  "LLM_MAX_DURATION": "30"})
 
@@ -265,7 +265,7 @@ def test_stop_ends_a_hung_request_at_once(client, faults):
 def test_status_line_counts_failed_modes_honestly():
     from agents.events import FinalAnswer, LLMError
     from agents.trace import Trace
-    from ui.session import run_status
+    from ui.core.frame import run_status
 
     def trace(mode: str, *events) -> Trace:
         t = Trace(mode, "q")

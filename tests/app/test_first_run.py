@@ -16,8 +16,8 @@ from gradio_client import Client
 import app
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer
-from ui import backend
-from ui.settings import AppSettings
+from ui.core import backend
+from ui.core.settings import AppSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "What is 17 * 23 + 5?"

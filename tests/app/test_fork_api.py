@@ -11,7 +11,7 @@ import pytest
 
 import app
 from agents.llm.stub_server import StubLLMServer
-from ui.forking import choice_value
+from ui.fork.screen import choice_value
 
 FILES, CHAT4 = 8, 9
 

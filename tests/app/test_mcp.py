@@ -16,10 +16,10 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 import app
-import ui.settings as ui_settings
+import ui.core.settings as ui_settings
+import ui.mcp
 from agents.llm.stub_server import StubLLMServer, StubReply
 from patches import gradio_mcp
-from ui import mcp_tool
 
 QUESTION = "What is 17 * 23 + 5?"
 
@@ -93,18 +93,18 @@ def test_other_endpoints_are_not_tools(url):
 
 
 def test_app_mcp_0_turns_it_off(monkeypatch):
-    """The switch is read with the app's other settings (ui.settings), not straight from os.environ."""
+    """The switch is read with the app's other settings (ui.core.settings), not straight from os.environ."""
     monkeypatch.setattr(ui_settings, "_current", ui_settings.AppSettings.from_env({"APP_MCP": "0"}))
-    assert mcp_tool.mcp_enabled() is False
+    assert ui.mcp.mcp_enabled() is False
     monkeypatch.setattr(ui_settings, "_current", ui_settings.AppSettings.from_env({"APP_MCP": "yes"}))
-    assert mcp_tool.mcp_enabled() is True
+    assert ui.mcp.mcp_enabled() is True
 
 
 def test_parse_modes():
-    assert mcp_tool.parse_modes(None) == ("think", "act", "react") == mcp_tool.parse_modes("All")
-    assert mcp_tool.parse_modes(["react", "Think"]) == ("think", "react")
-    assert mcp_tool.parse_modes("act, react") == ("act", "react")
-    assert "Unknown mode" in mcp_tool.parse_modes(["x"]) and "list" in mcp_tool.parse_modes(3)
+    assert ui.mcp.parse_modes(None) == ("think", "act", "react") == ui.mcp.parse_modes("All")
+    assert ui.mcp.parse_modes(["react", "Think"]) == ("think", "react")
+    assert ui.mcp.parse_modes("act, react") == ("act", "react")
+    assert "Unknown mode" in ui.mcp.parse_modes(["x"]) and "list" in ui.mcp.parse_modes(3)
 
 
 def test_gradio_schema_route_lists_only_the_tool(url):
@@ -127,7 +127,8 @@ class FakeServer:
 def test_narrowing_keeps_one_tool_or_refuses_the_server():
     server = FakeServer(["/compare", "/replay", "/compare_reasoning_modes"])
     assert gradio_mcp.narrow(server, "compare_reasoning_modes") is None
-    assert server.tool_to_endpoint == server.get_tool_to_endpoint() == {"compare_reasoning_modes": "/compare_reasoning_modes"}
+    one = {"compare_reasoning_modes": "/compare_reasoning_modes"}
+    assert server.tool_to_endpoint == server.get_tool_to_endpoint() == one
     assert "not among" in gradio_mcp.narrow(FakeServer(["/compare"]), "compare_reasoning_modes")
     stale = FakeServer(["/compare", "/compare_reasoning_modes"])
     stale.get_tool_to_endpoint = lambda: {"compare": "/compare"}  # a Gradio that derives its tools elsewhere

@@ -18,7 +18,7 @@ from gradio_client import Client, handle_file
 import app
 from agents.llm.stub_server import StubLLMServer, toy_policy
 from tools import default_registry
-from ui import benchmark_tab as bt
+from ui.benchmark import tab as bt
 
 QUESTION = "What is 17 * 23 + 5?"
 MAX_TOKENS = 256

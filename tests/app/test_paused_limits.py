@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 import app
-import ui.settings
+import ui.core.settings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
-from ui.settings import AppSettings
+from ui.core.settings import AppSettings
 
 STATUS = 6
 ASK = ["What is 17 * 23 + 5?", "All", "stub", "text", 5, 0.2, ["calculate"], "None", None, None]
@@ -70,7 +70,7 @@ def slow_steps(body: dict) -> StubReply:
 @pytest.fixture
 def one_app(kit, monkeypatch):
     """The app with its default limits (64 slots; 3 paused runs per visitor, half the slots in all)."""
-    monkeypatch.setattr(ui.settings, "_current", AppSettings())
+    monkeypatch.setattr(ui.core.settings, "_current", AppSettings())
     with StubLLMServer(slow_steps) as stub:
         demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
         with kit.launched(demo) as url:
@@ -106,7 +106,7 @@ def test_66_unread_paused_runs_leave_room_for_a_normal_run_which_finishes(one_ap
 
 def test_paused_runs_of_many_visitors_hold_half_the_slots_at_most(kit, monkeypatch):
     """Behind a trusted proxy every X-Forwarded-For is another visitor: together they still hold half the slots."""
-    monkeypatch.setattr(ui.settings, "_current", AppSettings(concurrency=8, trusted_proxies=("127.0.0.1",)))
+    monkeypatch.setattr(ui.core.settings, "_current", AppSettings(concurrency=8, trusted_proxies=("127.0.0.1",)))
     with StubLLMServer(slow_steps) as stub:
         demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
         with kit.launched(demo) as url:
@@ -124,7 +124,7 @@ def test_paused_runs_of_many_visitors_hold_half_the_slots_at_most(kit, monkeypat
 
 
 def test_a_run_left_paused_ends_and_its_panels_say_why(kit, monkeypatch):
-    monkeypatch.setattr(ui.settings, "_current", AppSettings(pause_ttl_s=1.0))
+    monkeypatch.setattr(ui.core.settings, "_current", AppSettings(pause_ttl_s=1.0))
     with StubLLMServer(toy_policy) as stub:
         demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
         with kit.launched(demo) as url:

@@ -18,12 +18,11 @@ import pytest
 import app
 from agents.events import Action, FinalAnswer, Observation, Thought, TokenDelta, Usage
 from agents.trace import Trace
-from ui.export import export_dict, to_json
-from ui.playback import replay
-from ui.recording import REPLAY_MODES
-from ui.render import PANEL_MODES
-from ui.replay import REPLAY_DIR, load_recording, open_recording
-from ui.stream import live_count
+from ui.core.modes import PANEL_MODES
+from ui.core.stream import live_count
+from ui.recordings.export import export_dict, to_json
+from ui.recordings.playback import play, window_of
+from ui.recordings.reader import REPLAY_DIR, REPLAY_MODES, open_recording, read_recording
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from bench_replay import make_recording
@@ -73,11 +72,11 @@ def test_condensed_replay_ends_exactly_like_the_recording(tmp_path):
     traces = {m: busy_trace(m) for m in ("think", "act", "react")}
     path = tmp_path / "run.json"
     path.write_text(to_json(export_dict("What is 17 * 23 + 5?", "All", traces, {"model": "m"})), encoding="utf-8")
-    plain = collect(replay(load_recording(str(path)), "instant"))[-1]
+    plain = collect(play(read_recording(str(path)), "instant"))[-1]
 
     async def condensed(speed):
-        rec = await open_recording(str(path), speed)
-        frames = [f async for f in replay(rec, speed)]
+        rec = await open_recording(str(path), window_of(speed))
+        frames = [f async for f in play(rec, speed)]
         assert not rec.schedule_path.exists()  # the schedule file is gone once played
         return frames[-1]
 
@@ -104,8 +103,8 @@ def test_a_huge_recording_never_stalls_the_event_loop(tmp_path):
                 last = now
 
         tick = asyncio.create_task(ticker())
-        rec = await open_recording(str(path), "instant")
-        frames = [f async for f in replay(rec, "instant")]
+        rec = await open_recording(str(path), window_of("instant"))
+        frames = [f async for f in play(rec, "instant")]
         done.set()
         await tick
         return max(gaps), frames
@@ -116,16 +115,16 @@ def test_a_huge_recording_never_stalls_the_event_loop(tmp_path):
 
 
 def test_a_huge_recording_at_1x_costs_a_fraction_of_a_core(tmp_path):
-    """At the original pace a 100,000-token recording lasts 50 s; before the fix its replay kept the process
-    at 100 % CPU for as long. Three seconds of it now: a small share of one core, the loop never blocked."""
+    """At the original pace a 100,000-token recording lasts 50 s; three seconds of its replay cost a small
+    share of one core, and the event loop is never blocked."""
     path = tmp_path / "huge.json"
     make_recording(path, 100_000)
 
     async def run() -> tuple[float, float, int]:
-        rec = await open_recording(str(path), 1.0)
+        rec = await open_recording(str(path), window_of(1.0))
         frames, worst, last = 0, 0.0, time.perf_counter()
         cpu, wall = time.process_time(), time.perf_counter()
-        player = replay(rec, 1.0)
+        player = play(rec, 1.0)
         async for _ in player:
             now = time.perf_counter()
             worst, last, frames = max(worst, now - last), now, frames + 1
@@ -197,13 +196,14 @@ def test_closing_the_connection_ends_the_replay_and_frees_its_slot(url, tmp_path
 
 
 def test_the_fourth_panel_opens_from_a_byte_scan(tmp_path):
-    from ui.replay import hybrid_in_file
+    from ui.recordings.playback import hybrid_in_file
 
     traces = {m: busy_trace(m) for m in ("react", "react_cot_sc")}
     path = tmp_path / "hybrid.json"
     path.write_text(to_json(export_dict("q", "ReAct", traces, {"model": "m"})), encoding="utf-8")
     plain = tmp_path / "plain.json"
-    plain.write_text(to_json(export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})), encoding="utf-8")
+    data = export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})
+    plain.write_text(to_json(data), encoding="utf-8")
     assert hybrid_in_file(str(path)) == "react_cot_sc"
     assert hybrid_in_file(str(plain)) is None and hybrid_in_file(str(tmp_path / "missing.json")) is None
 
@@ -212,9 +212,9 @@ def test_every_pause_is_capped_also_before_the_first_event():
     trace = Trace("react", "q")
     trace.add(Thought("late start"), 100.0)
     trace.add(FinalAnswer("much later"), 5000.0)
-    rec = load_recording(json.dumps({"traces": {"react": trace.to_dict()}}))
+    rec = read_recording(json.dumps({"traces": {"react": trace.to_dict()}}))
     started = time.perf_counter()
-    frames = collect(replay(rec, 1.0, max_gap=0.2))
+    frames = collect(play(rec, 1.0, max_gap=0.2))
     took = time.perf_counter() - started
     assert 0.4 <= took < 2.0  # two pauses of 0.2 s, not 100 s and 4,900 s
     assert "much later" in content(frames[-1].panels[2][-1])

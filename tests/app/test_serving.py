@@ -12,7 +12,7 @@ import pytest
 import app
 from agents.llm import abort
 from agents.llm.settings import LLMSettings
-from ui.launcher import Launcher
+from ui.core.launcher import Launcher
 
 
 def test_the_launcher_runs_targets_in_their_own_named_threads():
@@ -155,7 +155,7 @@ def test_only_a_launch_that_serves_until_stopped_settles(kit, monkeypatch):
 
     settled: list[bool] = []
     monkeypatch.setattr(gc_tuning, "settle", lambda: settled.append(True))
-    monkeypatch.setattr(app.ClassroomBlocks, "block_thread", lambda self: None)
+    monkeypatch.setattr(app.AppBlocks, "block_thread", lambda self: None)
     for prevent in (True, False):
         demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
         try:

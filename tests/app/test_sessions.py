@@ -17,8 +17,8 @@ import app
 from agents.llm.stub_server import StubLLMServer
 from patches import gradio_sessions as sessions
 from patches.gradio_sessions import ExpiringStateHolder, LeanSessionState
-from ui import settings
-from ui.settings import app_settings
+from ui.core import settings
+from ui.core.settings import app_settings
 
 
 def run_in_new_session(url: str, question: str) -> None:

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 import app
-import ui.settings
+import ui.core.settings
 from agents.llm.stub_server import StubLLMServer, toy_policy
-from ui.settings import AppSettings
-from ui.share import ShareStore
+from ui.core.settings import AppSettings
+from ui.share.store import ShareStore
 
 STATUS = 6
 
@@ -32,7 +32,8 @@ def recording(path: Path, tag: str, pad_tokens: int = 0, observation_kb: int = 0
     if observation_kb:
         for i in range(20):
             events += [{"t": 1.0 + i, "kind": "action", "tool": "calculate", "input": f"{i}"},
-                       {"t": 1.5 + i, "kind": "observation", "tool": "calculate", "output": "x" * 1024 * observation_kb}]
+                       {"t": 1.5 + i, "kind": "observation", "tool": "calculate",
+                        "output": "x" * 1024 * observation_kb}]
     events.append({"t": 30.0, "kind": "answer", "text": f"391 ({tag})"})
     data = {"question": f"What is 17 * 23? ({tag})", "selection": "ReAct", "traces": {"react": {"events": events}}}
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -85,7 +86,7 @@ def run_id_of(line: str) -> str:
 def share_app(kit, monkeypatch, tmp_path) -> Iterator:
     """The app with its share store in ``tmp_path``; the test sets the limits first (``settings(...)``)."""
     def launch(**limits):
-        monkeypatch.setattr(ui.settings, "_current", AppSettings(share_dir=str(tmp_path / "store"), **limits))
+        monkeypatch.setattr(ui.core.settings, "_current", AppSettings(share_dir=str(tmp_path / "store"), **limits))
         demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
         return kit.launched(demo)
 
@@ -159,7 +160,7 @@ def test_ten_concurrent_opens_of_a_large_shared_run_keep_config_fast(share_app, 
     """A run near the size cap, opened ten times at once — and ten opens of an 18 MB run stored by a version
     without that cap: the page's /config stays fast, every open of the first shows the run (its export to download
     one copy in Gradio's cache, not one per view), and the second is one line at once."""
-    from ui.share_tab import SHARED_DOWNLOADS
+    from ui.share.handlers import SHARED_DOWNLOADS
 
     big = recording(tmp_path / "large.json", "large", pad_tokens=52_000, observation_kb=60)
     assert 4_000_000 < big.stat().st_size < 5 * 1024 * 1024

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from agents.events import Action, FinalAnswer, Observation, Thought, Usage
 from agents.trace import Trace
-from ui import verdicts
-from ui.table import comparison_markdown
+from ui.core import verdicts
+from ui.core.table import comparison_markdown
 
 QUESTION = "What is 17 * 23 + 5?"
 
 
 def trace(mode: str, answer: str | None) -> Trace:
     t = Trace(mode, QUESTION)
-    for i, event in enumerate([Thought("compute"), Action("calculate", "17*23+5"), Observation("calculate", "396", 0.01),
-                               Usage(10, 5, 0.1)]):
+    for i, event in enumerate([Thought("compute"), Action("calculate", "17*23+5"),
+                               Observation("calculate", "396", 0.01), Usage(10, 5, 0.1)]):
         t.add(event, i * 0.1)
     if answer is not None:
         t.add(FinalAnswer(answer), 0.5)

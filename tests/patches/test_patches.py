@@ -29,7 +29,8 @@ def test_every_patch_module_is_listed_once():
 
 
 def test_each_patch_was_written_for_the_pinned_version_of_what_it_touches():
-    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s#]+)", (ROOT / "requirements.txt").read_text(), re.M))
+    requirements = (ROOT / "requirements.txt").read_text()
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s#]+)", requirements, re.M))
     for patch in declared().values():
         assert pins.get(patch.library) == patch.written_for == patch.installed(), patch
 

@@ -135,7 +135,7 @@ def wait_for(condition, timeout: float):
 
 def test_llm_base_url_alone_names_the_servers_model_in_the_header_and_the_status_line(real_server):
     """As ``python app.py`` starts with only ``LLM_BASE_URL``: the model comes from the server's ``/v1/models``."""
-    from ui import backend
+    from ui.core import backend
 
     settings = backend.choose_backend(LLMSettings.from_env({"LLM_BASE_URL": real_server.url, "LLM_TIMEOUT": "120",
                                                             "LLM_MAX_TOKENS": "16"}), on_space=False, toy=True)

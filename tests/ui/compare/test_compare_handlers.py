@@ -1,0 +1,177 @@
+"""The Compare tab's handlers called directly (no browser, no Gradio server), against the local stub model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from agents.events import FinalAnswer, Thought, TokenDelta
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from agents.trace import Trace
+from ui.compare.handlers import CompareRequest, CompareTab, check_request
+from ui.core.admission import Admission
+from ui.core.frame import Frame, Outputs
+
+STATUS, TABLE, FILES = 6, 7, 8  # positions in /compare's outputs (the three panels and metrics come first)
+
+
+def outputs() -> Outputs:
+    with gr.Blocks():
+        chats = tuple(gr.Chatbot() for _ in range(3))
+        metrics = tuple(gr.Markdown() for _ in range(3))
+        return Outputs(chats, metrics, gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())  # type: ignore[arg-type]
+
+
+def responder(body: dict) -> StubReply:
+    question = next((str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"), "")
+    if "slowly" in question:
+        return StubReply(text="Thought: " + "pondering " * 300, token_delay=0.05)
+    return toy_policy(body)
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLMServer(responder, latency=0.02, token_delay=0.002) as server:
+        yield server
+
+
+def tab_for(stub, registry, **kw) -> CompareTab:
+    return CompareTab(LLMSettings(model="stub", base_url=stub.url), registry, outputs(), **kw)
+
+
+def text_of(panel: list) -> str:
+    return " ".join(str(m.get("content")) for m in panel)
+
+
+def test_the_frame_owns_the_output_order():
+    out = outputs()
+    frame = Frame(([1], [2], [3]), ("m1", "m2", "m3"), "status", "table", None, fourth=[4], fourth_metrics="m4")
+    assert len(out.all()) == len(frame.values()) == 11 and frame.values()[6:9] == ["status", "table", None]
+    assert out.exports not in out.all(files=False) and None not in frame.values(files=False)
+    assert frame.values(files=False)[-2:] == [[4], "m4"]
+
+
+@pytest.mark.parametrize(("args", "why"), [
+    (("   ", "All"), "Please type a question"),
+    (("x" * 2001, "All"), "the limit is 2,000"),
+    (("q?", "Everything"), "Unknown mode 'Everything'"),
+    (("q?", "All", None, "text", 5, 0.2, None, "Telepathy"), "Unknown fourth panel 'Telepathy'"),
+])
+def test_a_request_is_checked_once_into_one_line(registry, args, why):
+    full = (*args, *(None, "text", 5, 0.2, None, "None", None)[len(args) - 2:])
+    assert why in check_request(*full, registry=registry)
+
+
+def test_a_good_request_names_its_modes(registry):
+    checked = check_request("q?", "ReAct", None, "native tool calls", "3", 0.5, ["calculate"], "ReAct → CoT-SC", 99,
+                            registry)
+    assert isinstance(checked, CompareRequest) and checked.modes == ("react", "react_cot_sc")
+    assert (checked.config.protocol, checked.config.max_steps, checked.config.max_tokens) == ("tools", 3, 99)
+
+
+def test_a_refused_request_is_one_frame_and_no_model_call(stub, registry):
+    stub.requests.clear()
+    frames = asyncio.run(collect(tab_for(stub, registry).compare("   ")))
+    assert len(frames) == 1 and "Please type a question" in frames[0][STATUS] and stub.requests == []
+
+
+async def collect(agen, on_first=None) -> list:
+    frames = []
+    async for frame in agen:
+        frames.append(frame)
+        if on_first is not None and len(frames) == 1:
+            on_first()
+    return frames
+
+
+def test_a_run_streams_to_the_end_with_table_and_exports(stub, registry):
+    frames = asyncio.run(collect(tab_for(stub, registry).compare("What is 17 * 23 + 5?", "All")))
+    last = frames[-1]
+    assert "Done" in last[STATUS] and "Agrees with" in last[TABLE] and len(last[FILES]) == 2
+    assert all("Final answer" in text_of(panel) for panel in last[:3])
+
+
+def test_stop_ends_this_sessions_run_with_a_stopped_frame(stub, registry):
+    """The Stop handler closes the visitor's run; the stream renders "stopped" from its own view."""
+    tab = tab_for(stub, registry)
+    visitor, other = SimpleNamespace(session_hash="v1"), SimpleNamespace(session_hash="v2")
+    stub.requests.clear()
+
+    async def scenario() -> list:
+        gen = tab.compare("Think slowly about this", "All", request=visitor)
+        frames = [await anext(gen)]
+        while not all("pondering" in text_of(p) for p in frames[-1][:3]):
+            frames.append(await anext(gen))
+        await tab.stop(request=other)  # another visitor's Stop leaves this run alone
+        frames.append(await anext(gen))
+        await tab.stop(request=visitor)
+        frames.extend([f async for f in gen])
+        return frames
+
+    frames = asyncio.run(scenario())
+    last = frames[-1]
+    assert last[STATUS].startswith("■ Stopped") and frames[-2][STATUS].startswith("● Running")
+    assert all("Stopped" in text_of(panel) for panel in last[:3])
+    assert all(m["metadata"].get("status") != "pending" for panel in last[:3] for m in panel if m.get("metadata"))
+    assert json.loads(open(last[FILES][0]["path"], encoding="utf-8").read())["stopped"] is True
+    deadline = time.monotonic() + 5
+    while any(r.finished is None for r in stub.requests) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(stub.requests) == 3 and all(r.finished is not None for r in stub.requests)  # every stream closed
+    assert len(tab.stops) == 0
+
+
+def test_stop_while_waiting_for_a_slot_leaves_the_line(stub, registry):
+    admission = Admission(1, 5)
+    held = admission.ticket()  # someone else's run holds the only slot
+    tab, visitor = tab_for(stub, registry, admission=admission), SimpleNamespace(session_hash="w1")
+    stub.requests.clear()
+
+    async def scenario() -> list:
+        loop = asyncio.get_running_loop()
+        return await collect(tab.compare("What is 2+2?", "Think", request=visitor),
+                             on_first=lambda: loop.call_soon(lambda: tab.stops.stop("w1", "compare")))
+
+    started = time.monotonic()
+    frames = asyncio.run(scenario())
+    assert "number 1" in frames[0][STATUS] and "Stopped while waiting" in frames[-1][STATUS]
+    assert time.monotonic() - started < 1.0 and admission.waiting == 0 and stub.requests == []
+    held.release()
+
+
+def test_stop_ends_a_replay(tmp_path, registry, stub):
+    trace = Trace("react", "A long day?")
+    for t, event in [(0.0, TokenDelta("Thought: a long day")), (0.01, Thought("morning")), (60.0, FinalAnswer("x"))]:
+        trace.add(event, t)
+    path = tmp_path / "day.json"
+    path.write_text(json.dumps({"question": "A long day?", "selection": "ReAct", "traces": {"react": trace.to_dict()}}),
+                    encoding="utf-8")
+    tab, visitor = tab_for(stub, registry), SimpleNamespace(session_hash="r1")
+
+    async def scenario() -> list:
+        loop = asyncio.get_running_loop()
+        return await collect(tab.play(str(path), request=visitor),
+                             on_first=lambda: loop.call_later(0.3, lambda: tab.stops.stop("r1", "compare")))
+
+    started = time.monotonic()
+    frames = asyncio.run(scenario())
+    last = frames[-1]
+    assert time.monotonic() - started < 3 and last[STATUS] == "■ Replay stopped." and last[-1] == "A long day?"
+    assert "Stopped" in text_of(last[2]) and "morning" in text_of(last[2])
+
+
+def test_a_replay_opens_the_fourth_panel_only_for_a_recording_that_fills_it(tmp_path):
+    with_hybrid, plain = tmp_path / "hybrid.json", tmp_path / "plain.json"
+    with_hybrid.write_text(json.dumps({"traces": {"react_cot_sc": {"mode": "react_cot_sc", "events": []}}}))
+    plain.write_text(json.dumps({"traces": {"react": {"mode": "react", "events": []}}}))
+    column, chat = CompareTab.reveal_fourth(str(with_hybrid))
+    assert column.visible is True and chat.label == "ReAct → CoT-SC"
+    column, chat = CompareTab.reveal_fourth(str(plain))  # an empty fourth panel would stay on screen
+    assert column.visible is False and chat == gr.skip()
+    assert CompareTab.reveal_fourth(None) == (gr.skip(), gr.skip())  # no file: the replay says so, nothing moves

@@ -1,0 +1,98 @@
+"""Who a visitor is (ui/core/visitors.py): the socket's address, or behind a trusted proxy the hop it appended — never a
+client-written X-Forwarded-For — and the per-visitor quota clock."""
+
+from __future__ import annotations
+
+import os
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from ui.core import visitors
+from ui.core.visitors import Proxies, Window, visitor_of
+
+
+def request(peer: str | None, *forwarded: str, session: str = "s1") -> SimpleNamespace:
+    """A live request as a handler gets it: ``gr.Request`` keeps the Starlette request and its ASGI scope."""
+    headers = [(b"x-forwarded-for", v.encode()) for v in forwarded]
+    scope = {"type": "http", "client": (peer, 5555) if peer else None, "headers": headers}
+    return SimpleNamespace(request=SimpleNamespace(scope=scope), session_hash=session)
+
+
+def test_off_a_proxy_the_visitor_is_the_socket_whatever_the_client_writes():
+    none = Proxies()
+    assert visitor_of(request("127.0.0.1", "198.51.100.7"), none) == "127.0.0.1"
+    assert visitor_of(request("203.0.113.5", "198.51.100.7, 10.0.0.1"), none) == "203.0.113.5"
+
+
+def test_behind_a_trusted_proxy_the_visitor_is_the_hop_it_appended():
+    proxy = Proxies(["10.0.0.0/8"])
+    assert visitor_of(request("10.1.2.3", "6.6.6.6, 198.51.100.7"), proxy) == "198.51.100.7"
+    assert visitor_of(request("10.1.2.3", "6.6.6.6", "198.51.100.7:4242"), proxy) == "198.51.100.7"  # two lines
+    assert visitor_of(request("203.0.113.5", "198.51.100.7"), proxy) == "203.0.113.5"  # not the proxy: its own
+    assert visitor_of(request("10.1.2.3", "not an address"), proxy) == "10.1.2.3"  # nothing usable appended
+    assert visitor_of(request("10.1.2.3"), proxy) == "10.1.2.3"
+
+
+def test_on_a_space_its_proxy_is_trusted_unless_the_setting_names_others():
+    assert visitor_of(request("172.17.0.1", "1.1.1.1, 198.51.100.9"), Proxies(on_space=True)) == "198.51.100.9"
+    assert visitor_of(request("172.17.0.1", "198.51.100.9"), Proxies(["10.0.0.1"], on_space=True)) == "172.17.0.1"
+
+
+def test_an_ipv6_visitor_is_its_64_network():
+    none = Proxies()
+    assert visitor_of(request("2001:db8:1:2::5"), none) == visitor_of(request("2001:db8:1:2:ffff::9"), none) \
+        == "2001:db8:1:2::/64"
+    assert visitor_of(request("::ffff:198.51.100.4"), none) == "198.51.100.4"
+    assert visitor_of(request("10.0.0.1", "[2001:db8::1]:80"), Proxies(["10.0.0.1"])) == "2001:db8::/64"
+
+
+def test_without_an_address_the_session_counts():
+    assert visitor_of(request(None, session="abc"), Proxies()) == "session:abc"
+    assert visitor_of(None, Proxies()) == ""
+    rebuilt = SimpleNamespace(client=SimpleNamespace(host="198.51.100.3"), headers={}, session_hash="x")
+    assert visitor_of(rebuilt, Proxies()) == "198.51.100.3"  # a request Gradio rebuilt from its fields
+
+
+def test_the_settings_and_space_decide_the_proxies(monkeypatch):
+    import ui.core.settings
+
+    monkeypatch.setattr(ui.core.settings, "_current", ui.core.settings.AppSettings(trusted_proxies=("10.0.0.1",)))
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert visitor_of(request("10.0.0.1", "198.51.100.1")) == "198.51.100.1"
+    monkeypatch.setattr(ui.core.settings, "_current", ui.core.settings.AppSettings())
+    assert visitor_of(request("10.0.0.1", "198.51.100.1")) == "10.0.0.1"
+    monkeypatch.setenv("SPACE_ID", "me/app")
+    assert visitor_of(request("10.0.0.1", "198.51.100.1")) == "198.51.100.1"
+
+
+def test_uvicorn_is_told_to_believe_no_forwarded_header(monkeypatch):
+    monkeypatch.setenv(visitors.UVICORN_TRUST, "*")
+    visitors.pin_peer_address()
+    assert os.environ[visitors.UVICORN_TRUST] == ""
+    import uvicorn
+
+    config = uvicorn.Config(app=lambda *a: None)
+    assert visitors.peer_address_pinned(SimpleNamespace(config=config))
+    assert not visitors.peer_address_pinned(SimpleNamespace(config=SimpleNamespace(forwarded_allow_ips="127.0.0.1")))
+
+
+def test_a_window_counts_per_visitor_and_forgets(monkeypatch):
+    window = Window(60, 3)
+    assert [window.spend("a") for _ in range(4)] == [True, True, True, False]
+    assert window.spend("b", 2) and not window.spend("b", 2) and window.spent("b") == 2
+    window.refund("b", 2)
+    assert window.spent("b") == 0
+    later = time.monotonic() + 61
+    monkeypatch.setattr(visitors.time, "monotonic", lambda: later)
+    assert window.spend("a") and window.spent("a") == 1
+
+
+@pytest.mark.parametrize("bad", ["10.0.0", "example.org", "10.0.0.0/33"])
+def test_a_bad_trusted_proxy_is_one_line(bad):
+    from agents.settings import SettingError
+    from ui.core.settings import AppSettings
+
+    with pytest.raises(SettingError, match="APP_TRUSTED_PROXIES must be addresses or networks"):
+        AppSettings.from_env({"APP_TRUSTED_PROXIES": f"10.0.0.1, {bad}"})

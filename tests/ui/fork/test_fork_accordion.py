@@ -1,0 +1,310 @@
+"""Fork from here, from the handlers (no browser): choices from the run on screen, a fork in a new panel
+and in place, the export that records it and replays it, and every bad input as one status line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from agents.events import Forked
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from agents.trace import Trace
+from ui.compare.handlers import CompareTab
+from ui.core.frame import Outputs
+from ui.fork.accordion import BUSY, STALE, ForkTab
+from ui.fork.screen import NOTHING, Screen, choice_value, load_screen, path_of, screen_of, step_choices
+from ui.recordings.export import EXPORT_DIR
+from ui.recordings.playback import hybrid_in, hybrid_in_file, play
+from ui.recordings.reader import read_recording
+
+STATUS, TABLE, FILES, CHAT4, FOURTH_COL = 6, 7, 8, 9, 11
+REACT = 2  # the ReAct panel's position among the outputs
+QUESTION = "What is 17 × 23 + 5?"
+
+
+def responder(body: dict) -> StubReply:
+    """The toy policy (ReAct answers with the calculator's last observation); Think-only, asked again after
+    an edited chain of thought, answers with the last number of that reasoning."""
+    messages = body.get("messages") or []
+    if messages and messages[-1].get("role") == "user" and "a teacher may have changed it" in str(
+            messages[-1].get("content")):
+        reasoning = str(messages[-2].get("content"))
+        return StubReply(text=f"Final Answer: {re.findall(r'[0-9]+', reasoning)[-1]}")
+    if messages and "Observation: slowly" in str(messages[-1].get("content")):
+        return StubReply(text="Thought: " + "pondering " * 300, token_delay=0.05)
+    return toy_policy(body)
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLMServer(responder, latency=0.01, token_delay=0.001) as server:
+        yield server
+
+
+def outputs() -> Outputs:
+    with gr.Blocks():
+        return Outputs(tuple(gr.Chatbot() for _ in range(3)), tuple(gr.Markdown() for _ in range(3)),  # type: ignore[arg-type]
+                       gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())
+
+
+def tabs(stub, registry) -> tuple[CompareTab, ForkTab]:
+    settings, out = LLMSettings(model="stub", base_url=stub.url), outputs()
+    compare = CompareTab(settings, registry, out)
+    return compare, ForkTab(settings, registry, out, stops=compare.stops)
+
+
+async def collect(gen) -> list:
+    return [frame async for frame in gen]
+
+
+def text_of(panel) -> str:
+    panel = panel.get("value", panel) if isinstance(panel, dict) else panel
+    messages = [m if isinstance(m, dict) else {"content": m.content, "metadata": m.metadata} for m in panel]
+    messages = [{**m, "content": "".join(p.get("text", "") for p in m["content"])} if isinstance(m.get("content"), list)
+                else m for m in messages]  # a live panel's messages are in the browser's form
+    return " ".join(str(m.get("content")) + str((m.get("metadata") or {}).get("title", "")) for m in messages)
+
+
+def skipped(value) -> bool:
+    return value == gr.skip()
+
+
+def export_of(frame: list) -> dict:
+    path = path_of(frame[FILES])
+    assert path is not None
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def run_on_screen(stub):
+    """One finished "All" run of the arithmetic question: its last frame (with the export)."""
+    from tools.calculator import calculate
+    from tools.registry import ToolRegistry
+
+    compare, _ = tabs(stub, ToolRegistry([calculate]))
+    return asyncio.run(collect(compare.compare(QUESTION, "All")))[-1]
+
+
+def fork(stub, registry, exports, *, panel="react", step=None, text="400", where="new", replay_file=None):
+    _, tab = tabs(stub, registry)
+    if step is None and path_of(exports) is None:
+        step = "0:x"
+    if step is None:
+        screen = load_screen(path_of(exports))
+        step = step_choices(screen.traces[panel])[0][1] if panel in screen.traces else "0:x"
+    return asyncio.run(collect(tab.fork(panel, step, text, where, exports, replay_file)))
+
+
+def test_choices_list_each_observation_and_the_reasoning(run_on_screen, stub, registry):
+    _, tab = tabs(stub, registry)
+    panel, step, text = asyncio.run(tab.refresh(None, None, run_on_screen[FILES], None))
+    assert panel.value == "react" and [k for _, k in panel.choices] == ["think", "act", "react"]
+    assert [label for label, _ in step.choices] == ["step 1 · calculate(17 × 23 + 5) → 396"] and text == "396"
+    assert step.label == "Observation"  # the box names what the chosen panel's steps are
+    step2, text2 = asyncio.run(tab.pick_panel("think", run_on_screen[FILES], None))
+    assert step2.choices[0][0].startswith("step 1 · reasoning → ") and text2.startswith("Without tools")
+    assert step2.label == "Reasoning"
+    assert asyncio.run(tab.pick_panel("act", run_on_screen[FILES], None))[0].label == "Observation"
+
+
+def in_event(coro):
+    """Run a handler as Gradio runs it, inside an event: there a ``gr.Dropdown(...)`` it makes is only an
+    update, whose ``.value`` was never set (reading it back crashed the second refresh in the browser)."""
+    from gradio.context import LocalContext
+
+    async def go():
+        LocalContext.in_event_listener.set(True)
+        return await coro
+    return asyncio.run(go())
+
+
+def test_a_second_refresh_keeps_the_teachers_edit(run_on_screen, stub, registry):
+    """The status line may change twice as a run ends: the second refresh must not reset an edit in progress."""
+    _, tab = tabs(stub, registry)
+    panel, step, text = asyncio.run(tab.refresh(None, None, run_on_screen[FILES], None))
+    again = asyncio.run(tab.refresh(panel.value, step.value, run_on_screen[FILES], None))
+    assert again[0].value == "react" and again[1].value == step.value and skipped(again[2])
+    other = asyncio.run(tab.refresh(panel.value, "0:stale", run_on_screen[FILES], None))  # not on screen any more
+    assert other[1].value == step.value and other[2] == "396"
+    # the same inside an event, as the page calls it
+    assert skipped(in_event(tab.refresh(panel.value, step.value, run_on_screen[FILES], None))[2])
+    assert in_event(tab.refresh(panel.value, "0:stale", run_on_screen[FILES], None))[2] == "396"
+
+
+def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_screen, stub, registry):
+    frames = fork(stub, registry, run_on_screen[FILES])
+    last = frames[-1]
+    assert all(skipped(v) for v in last[:6]), "the original panels are left as they are"
+    assert "Final answer" in text_of(last[CHAT4]) and "400" in text_of(last[CHAT4])
+    assert "edited by the teacher" in text_of(last[CHAT4]) and "396" in text_of(last[CHAT4])
+    assert frames[0][CHAT4]["label"] == "ReAct (fork @1)" and frames[0][FOURTH_COL]["visible"] is True
+    assert "**ReAct (fork @1)** | 400" in last[TABLE] and "**ReAct** | 396" in last[TABLE]
+    data = export_of(last)
+    assert data["fork"] == {"panel": "fourth", "trace": "react@1"} and set(data["traces"]) == {"think", "act", "react",
+                                                                                               "react@1"}
+    forked = Trace.from_dict(data["traces"]["react@1"])
+    assert forked.of(Forked) == [Forked(0, "396", "400")] and forked.answer == "400"
+    assert "LLM_API_KEY" not in json.dumps(data) and "token" not in data["settings"]
+
+    path = path_of(last[FILES])
+    recording = read_recording(Path(path))
+    assert hybrid_in(recording) == "react@1" and hybrid_in_file(path) == "react@1"
+    replayed = asyncio.run(collect(play(recording, "instant")))[-1]
+    assert "edited by the teacher" in text_of(replayed.fourth) and "400" in text_of(replayed.fourth)
+    assert "edited by the teacher" not in text_of(replayed.panels[REACT]) and "396" in text_of(replayed.panels[REACT])
+
+    # a fork of the fork, read back from its own export: the edit history stays in the trace
+    again = fork(stub, registry, last[FILES], panel="react@1", text="401")[-1]
+    data2 = export_of(again)
+    assert data2["fork"]["trace"] == "react@1" and set(data2["traces"]) == {"think", "act", "react", "react@1"}
+    assert [f.edited for f in Trace.from_dict(data2["traces"]["react@1"]).of(Forked)] == ["400", "401"]
+    assert "401" in text_of(again[CHAT4])
+
+
+def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_screen, stub, registry):
+    last = fork(stub, registry, run_on_screen[FILES], where="in place", text="123")[-1]
+    assert "123" in text_of(last[REACT]) and "edited by the teacher" in text_of(last[REACT])
+    assert last[3 + REACT].startswith("**✎ ReAct \\(fork @1\\)** · ")  # under the panel: it shows the fork
+    assert skipped(last[0]) and skipped(last[1]) and skipped(last[CHAT4])
+    data = export_of(last)
+    assert data["fork"] == {"panel": "react", "trace": "react@1"}
+    assert Trace.from_dict(data["traces"]["react"]).answer == "396"
+    recording = read_recording(Path(path_of(last[FILES])))
+    assert hybrid_in(recording) is None and recording.slots == {"react": "react@1"}
+    assert screen_of(recording).forkable()[-2:] == [("ReAct (original)", "react"), ("ReAct (fork @1)", "react@1")]
+    replayed = asyncio.run(collect(play(recording, "instant")))[-1]
+    assert "123" in text_of(replayed.panels[REACT]) and replayed.fourth == []
+    assert replayed.metrics[REACT].startswith("**✎ ReAct \\(fork @1\\)** · ") and "✎" not in replayed.metrics[1]
+    assert "**ReAct (fork @1)** | 123" in replayed.table and "**ReAct** | 396" in replayed.table
+
+
+def test_think_only_reasoning_is_edited_and_the_answer_asked_again(run_on_screen, stub, registry):
+    last = fork(stub, registry, run_on_screen[FILES], panel="think", text="17 × 23 = 391; plus 5 makes 400")[-1]
+    assert "Final answer" in text_of(last[CHAT4]) and "400" in text_of(last[CHAT4])
+    assert Trace.from_dict(export_of(last)["traces"]["think@1"]).answer == "400"
+
+
+def test_a_replayed_file_is_forked_like_the_live_run(run_on_screen, stub, registry, tmp_path):
+    path = path_of(run_on_screen[FILES])
+    last = fork(stub, registry, None, replay_file={"path": path},
+                step=step_choices(load_screen(path).traces["react"])[0][1])[-1]
+    assert "400" in text_of(last[CHAT4])
+
+
+@pytest.mark.parametrize(("kw", "why"), [
+    ({"exports": None}, NOTHING),
+    ({"panel": "react", "step": "0:0000000000"}, STALE),
+    ({"panel": "react", "step": "7:abc"}, STALE),
+    ({"panel": "react", "step": "nonsense"}, "Pick the observation"),
+    ({"text": "   "}, "Type the edited text"),
+    ({"panel": "weather"}, "Pick a panel"),
+    ({"where": "sideways"}, "Choose where the fork continues"),
+])
+def test_bad_input_is_one_status_line_and_nothing_else(run_on_screen, stub, registry, kw, why):
+    stub.requests.clear()
+    exports = kw.pop("exports", run_on_screen[FILES])
+    frames = fork(stub, registry, exports, **kw)
+    assert len(frames) == 1 and why in frames[0][STATUS]
+    assert all(skipped(v) for i, v in enumerate(frames[0]) if i != STATUS) and stub.requests == []
+
+
+def test_a_hybrid_panel_and_an_old_export_are_refused_in_one_line(run_on_screen, stub, registry, tmp_path):
+    data = export_of(run_on_screen)
+    data["traces"]["react_cot_sc"] = {**data["traces"]["react"], "mode": "react_cot_sc"}
+    hybrid = EXPORT_DIR / "test-fork" / "hybrid.json"
+    hybrid.parent.mkdir(parents=True, exist_ok=True)
+    hybrid.write_text(json.dumps(data), encoding="utf-8")
+    frames = fork(stub, registry, [str(hybrid)], panel="react_cot_sc", step="0:x")
+    assert len(frames) == 1 and "cannot be forked: it combines several runs" in frames[0][STATUS]
+
+    for trace in data["traces"].values():  # as saved before runs kept the model's replies
+        trace["events"] = [{k: v for k, v in e.items() if k not in ("reply", "tool_calls")} for e in trace["events"]]
+    old = hybrid.with_name("old.json")
+    old.write_text(json.dumps(data), encoding="utf-8")
+    frames = fork(stub, registry, [str(old)])
+    assert len(frames) == 1 and "saved before runs could be forked" in frames[0][STATUS]
+
+
+def test_a_file_outside_the_apps_folders_is_not_read(tmp_path):
+    outside = tmp_path / "run.json"
+    outside.write_text("{}", encoding="utf-8")
+    assert path_of([str(outside)]) is None and path_of({"path": "/etc/passwd"}) is None
+
+
+def test_a_running_run_blocks_a_fork_and_a_paused_one_is_forked(stub, registry):
+    compare, tab = tabs(stub, registry)
+    request = SimpleNamespace(session_hash="s1")
+
+    async def scenario() -> tuple[str, list, list]:
+        gen = compare.step_compare(QUESTION, "ReAct", request=request)
+        frames = []
+        async for frame in gen:
+            frames.append(frame)
+            if frame[STATUS].startswith("⏸"):
+                break
+        assert frames[-1][STATUS].startswith("⏸")
+        screen = await tab.screen(None, None, request)
+        assert isinstance(screen, Screen) and "react" in screen.traces
+        panel, step, text = await tab.refresh(None, None, None, None, request)
+        assert text == "396"
+        rest = asyncio.ensure_future(collect(gen))  # the paused run's stream goes on (and is stopped by the fork)
+        forked = await collect(tab.fork("react", step.value, "400", "new", None, None, request=request))
+        return (await rest)[-1][STATUS], forked, frames
+
+    stopped, forked, _ = asyncio.run(scenario())
+    assert stopped.startswith("■ Stopped") and "400" in text_of(forked[-1][CHAT4])
+    assert compare.stops.live("s1", "compare") == []
+
+
+def test_a_fork_while_a_run_streams_is_refused(stub, registry):
+    compare, tab = tabs(stub, registry)
+    request = SimpleNamespace(session_hash="s2")
+    with compare.stops.signal("s2", "compare"):
+        frames = asyncio.run(collect(tab.fork("react", "0:x", "1", "new", None, None, request=request)))
+    assert len(frames) == 1 and BUSY in frames[0][STATUS]
+
+
+def test_stop_ends_a_fork_and_its_export_says_so(run_on_screen, stub, registry):
+    compare, tab = tabs(stub, registry)
+    request = SimpleNamespace(session_hash="s3")
+    step = choice_value(0, "396")
+
+    async def scenario() -> list:
+        frames = []
+        async for values in tab.fork("react", step, "slowly", "new", run_on_screen[FILES], None, request=request):
+            frames.append(values)
+            if "pondering" in text_of(values[CHAT4]) and compare.stops.live("s3", "compare"):
+                await compare.stop(request)  # the Compare tab's Stop button
+        return frames
+
+    frames = asyncio.run(scenario())
+    assert frames[-1][STATUS].startswith("■ Stopped") and "Stopped" in text_of(frames[-1][CHAT4])
+    assert export_of(frames[-1])["stopped"] is True
+
+
+def test_a_fork_waits_for_a_compare_slot_like_a_run(run_on_screen, stub, registry):
+    from ui.core.admission import Admission
+
+    _, tab = tabs(stub, registry)
+    tab.admission = Admission(1, 2)
+    step = choice_value(0, "396")
+
+    async def scenario() -> list:
+        held = tab.admission.ticket()  # another visitor's run holds the only slot
+        frames = []
+        async for values in tab.fork("react", step, "400", "new", run_on_screen[FILES], None):
+            frames.append(values)
+            if len(frames) == 1:
+                held.release()
+        return frames
+
+    frames = asyncio.run(scenario())
+    assert "**number 1** in the queue" in frames[0][STATUS] and all(skipped(v) for v in frames[0][:6])
+    assert "400" in text_of(frames[-1][CHAT4]) and tab.admission.running == 0

@@ -1,0 +1,1 @@
+"""The Compare tab: its handlers, one live run, and Step through."""

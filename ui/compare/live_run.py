@@ -1,0 +1,144 @@
+"""One visitor's live Compare run, as a stream of :class:`~ui.core.frame.Frame`\\ s.
+
+:func:`live_run` waits for a slot (``ui/core/admission.py``), makes the run (:func:`make_run`, the one
+place a run is created) and hands it to the stream adapter (``ui/core/stream.py``) with a
+:class:`LiveView`, which turns the modes' events into panels and, at the end, the status line, the
+comparison table and the export files. The request was checked before (``ui/compare/handlers.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agents.events import Event, Paused, Resumed
+from agents.hosting import make_run  # the one place a live run is made: a worker process, or in-process
+from agents.llm.base import ModelBuilder
+from agents.llm.settings import LLMSettings
+from agents.modes import RunConfig
+from agents.trace import Trace
+from tools.registry import ToolRegistry
+from ui.compare.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
+from ui.core import render
+from ui.core.admission import Admission, Full
+from ui.core.frame import Frame, PanelsView, refusal, run_status, waiting
+from ui.core.stream import THROTTLE_S, Outcome, StopSignal, stream
+from ui.core.verdicts import comparison_table
+from ui.recordings.export import export_dict, run_settings, write_exports
+
+NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKEN, sign in with Hugging Face "
+                        "(on the Space) or set LLM_BASE_URL — see the status line above.")
+STOPPED = "■ Stopped. Every mode's model stream was closed."
+STOPPED_WAITING = "■ Stopped while waiting for a free slot: nothing was run."
+
+
+def answered_where(settings: LLMSettings, traces: dict[str, Trace]) -> str:
+    """The backend as the status line names it after a run: the model that answered, as the server named it
+    in its replies (several: each), else the configured or discovered one."""
+    answered = list(dict.fromkeys(t.answered_by for t in traces.values() if t.answered_by))
+    return render.plain(settings.describe(" / ".join(answered) or None))
+
+
+def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegistry) -> dict[str, Any]:
+    """The export's settings block: model, backend line (no token), protocol, budget, enabled tools."""
+    return run_settings(settings, protocol=config.protocol, max_steps=config.max_steps,
+                        temperature=config.temperature or 0.0, tools=registry.names)
+
+
+class LiveView:
+    """A live run's panels for the stream adapter: ``(mode, event)`` items in, Compare frames out."""
+
+    def __init__(self, question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
+                 registry: ToolRegistry, config: RunConfig, *, export: bool = True,
+                 expected: str | None = None, stepping: bool = False) -> None:
+        self.question, self.selection, self.expected = question, selection, expected
+        self.panels = PanelsView(question, selection, modes, expected)
+        self.settings = settings
+        self.where = render.plain(settings.describe())
+        self.export_settings = config_settings(settings, config, registry) if export else None
+        self.status = f"● Running **{render.plain(selection)}** on {self.where}…"
+        self.pauses = PauseState() if stepping else None
+
+    def add(self, item: tuple[str, Event]) -> bool:
+        mode, event = item
+        if self.pauses is not None:
+            self.pauses.add(mode, event)
+            if isinstance(event, (Paused, Resumed)):
+                self.panels.add(mode, event)
+                return True  # the status line and the buttons' meaning change: show it at once
+        return self.panels.add(mode, event)
+
+    def running(self) -> Frame:
+        if self.pauses is None:
+            return self.panels.frame(self.status)
+        if self.pauses.paused(self.panels.modes, self.panels.finished):
+            return self.panels.frame(PAUSED_STATUS.format(step=self.pauses.step))
+        return self.panels.frame(STEPPING_STATUS.format(selection=render.plain(self.selection), where=self.where,
+                                                        step=self.pauses.step + 1))
+
+    def expired(self, ttl_s: float) -> str | None:
+        """Why a stepping run must end now: paused for ``ttl_s`` without Next step or Continue (else None)."""
+        if self.pauses is None:
+            return None
+        return self.pauses.expired(self.panels.modes, self.panels.finished, ttl_s)
+
+    async def end(self, outcome: Outcome) -> Frame:
+        """Spinners closed (a stopped mode says so), then the status line, the table and the exports."""
+        view = self.panels
+        view.finish(stopped=outcome.stopped, reason=outcome.reason)
+        if outcome.stopped and outcome.reason:
+            status = f"⏹ {render.safe_markdown(outcome.reason)}"
+        elif outcome.stopped:
+            status = STOPPED
+        else:
+            status = run_status(view.traces, time.perf_counter() - view.started,
+                                answered_where(self.settings, view.traces), outcome.failure)
+        files = None
+        if self.export_settings is not None:  # off the event loop: other visitors' frames keep flowing
+            data = export_dict(self.question, self.selection, view.traces, self.export_settings,
+                               stopped=outcome.stopped, expected=self.expected)
+            files = list(await asyncio.to_thread(write_exports, data, None, view.traces))
+        return view.frame(status, final=True, table=comparison_table(view.traces, self.expected), files=files)
+
+
+async def live_run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
+                   registry: ToolRegistry, config: RunConfig, *, model_factory: ModelBuilder | None = None,
+                   throttle: float = THROTTLE_S, export: bool = True, admission: Admission | None = None,
+                   stop: StopSignal | None = None, expected: str | None = None,
+                   stepping: bool = False, pause_ttl_s: float | None = None) -> AsyncIterator[Frame]:
+    """Run ``modes`` (already checked) in parallel and yield frames until they finish or ``stop`` is set.
+    With ``admission``, first wait for a slot, showing the place in line. A ``stepping`` run pauses after
+    each step and is attached to ``stop``, where Next step / Continue find it (``ui/compare/stepping.py``); left
+    paused for ``pause_ttl_s`` it ends, and its panels say why."""
+    if settings.problem() is not None:
+        yield refusal(str(settings.problem()), short=None if settings.configured else NOT_CONFIGURED_SHORT)
+        return
+    stop = stop or StopSignal()
+    try:
+        ticket = admission.ticket() if admission is not None else None
+    except Full as exc:
+        yield refusal(str(exc), short="⏳ The app is full right now — please try again in a minute.")
+        return
+    try:
+        if ticket is not None and admission is not None:
+            stop.on_stop(ticket.cancel)
+            async for place in ticket.wait():
+                yield waiting(place, admission.running)
+            if stop.stopped:
+                panel = render.notice("■ **Stopped** while waiting for a free slot: nothing was run.")
+                yield Frame((panel, panel, panel), ("", "", ""), STOPPED_WAITING)
+                return
+        run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping,
+                       options={"expected": expected})  # a mode that grades its own attempts (Reflexion) takes it
+        view = LiveView(question, selection, modes, settings, registry, config, export=export, expected=expected,
+                        stepping=stepping)
+        if stepping:
+            stop.run, stop.view = run, view
+        watch = (lambda: view.expired(pause_ttl_s)) if stepping and pause_ttl_s is not None else None
+        async for frame in stream(run, view, stop=stop, throttle=throttle, watch=watch):
+            yield frame
+    finally:
+        if ticket is not None:
+            ticket.release()

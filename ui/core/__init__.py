@@ -1,0 +1,2 @@
+"""What several features share: the stream adapter, frames, the waiting line, input checks, settings, the mode
+list and the renderers."""

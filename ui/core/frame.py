@@ -1,0 +1,181 @@
+"""What the Compare tab shows at one moment (:class:`Frame`), and the order its outputs go out in.
+
+:class:`Outputs` holds the tab's output components; :meth:`Frame.values` lists a frame's values in
+the same order. That order is ``/compare``'s contract (the three panels first, the optional hybrid
+panel last) and is written only here. :class:`PanelsView` is the panels and traces of the modes in
+play, shared by live runs and replays.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gradio as gr
+
+from agents.events import Event, FinalAnswer, TokenDelta
+from agents.modes.registry import mode_title
+from agents.trace import Trace
+from ui.core import render, verdicts
+from ui.core.modes import MODES
+from ui.core.render import Panel
+from ui.core.table import metrics_markdown
+
+WAITING = render.to_wire(render.waiting())  # a running panel before its first text (the same every frame)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The Compare tab's output components; :meth:`all` is the order of ``/compare``'s outputs."""
+
+    chats: tuple[gr.Chatbot, gr.Chatbot, gr.Chatbot]
+    metrics: tuple[gr.Markdown, gr.Markdown, gr.Markdown]
+    status: gr.Markdown
+    table: gr.Markdown
+    exports: gr.File
+    chat4: gr.Chatbot
+    metrics4: gr.Markdown
+
+    def all(self, *, files: bool = True) -> list[gr.Component]:
+        """Every output in order; without the export files for a replay (it has none to offer)."""
+        order = [*self.chats, *self.metrics, self.status, self.table, self.exports, self.chat4, self.metrics4]
+        return order if files else [c for c in order if c is not self.exports]
+
+
+@dataclass
+class Frame:
+    """Everything the Compare tab shows (``None`` table/files: clear them)."""
+
+    panels: tuple[list, list, list]
+    metrics: tuple[str, str, str]
+    status: str
+    table: str = ""
+    files: list[str] | None = None
+    question: str | None = None  # replay only: the recorded question
+    fourth: list = field(default_factory=list)  # the optional hybrid panel (after everything else)
+    fourth_metrics: str = ""
+
+    def values(self, *, files: bool = True) -> list[Any]:
+        """The values in :meth:`Outputs.all` order."""
+        order = [*self.panels, *self.metrics, self.status, self.table, self.files, self.fourth, self.fourth_metrics]
+        return order if files else order[:8] + order[9:]
+
+    def to_outputs(self, outputs: Outputs, *, files: bool = True) -> list[Any]:
+        """The values as the browser receives them (for events registered with ``postprocess=False``)."""
+        return prepared(outputs.all(files=files), self.values(files=files))
+
+
+def prepared(components: list, values: Iterable[Any]) -> list:
+    """Values as the browser receives them: each component's own ``postprocess``, serialised.
+
+    Streamed events use ``postprocess=False``: the components' own postprocess runs here, inline,
+    instead of on Gradio's thread pool (a thread hop per output per frame). A panel already in the
+    browser's form (:meth:`render.Panel.wire`, a list of dicts) goes as it is.
+    """
+    out = []
+    for component, value in zip(components, values, strict=True):
+        if isinstance(component, gr.Chatbot) and isinstance(value, list) and (not value or isinstance(value[0], dict)):
+            out.append(value)
+            continue
+        value = component.postprocess(value)
+        out.append(value.model_dump() if hasattr(value, "model_dump") else value)
+    return out
+
+
+def refusal(message: str, question: str | None = None, *, short: str | None = None) -> Frame:
+    """A frame that shows ``message`` in the status line (``short`` or the message in every panel), no model call."""
+    panel = render.notice(f"⚠ {render.safe_markdown(short or message)}")
+    return Frame((panel, panel, panel), ("", "", ""), f"⚠ {render.safe_markdown(message)}", "", None, question)
+
+
+def waiting(place: int, running: int) -> Frame:
+    """What a visitor sees while its run waits for a slot: its place in line, updated as the line moves."""
+    panel = render.notice(f"⏳ Waiting for a free slot — you are number {place} in the queue.")
+    status = (f"⏳ The app is busy: you are **number {place}** in the queue ({running} runs in progress). "
+              "Your run starts by itself — keep this tab open.")
+    return Frame((panel, panel, panel), ("", "", ""), status)
+
+
+class PanelsView:
+    """Panels + traces of the modes in play; renders a :class:`Frame`."""
+
+    def __init__(self, question: str, selection: str, modes: tuple[str, ...], expected: str | None = None,
+                 slots: dict[str, str] | None = None) -> None:
+        self.selection, self.modes, self.expected = selection, modes, expected
+        self.slots = dict(slots or {})  # base panel → the trace it shows instead (a fork made in place)
+        self.traces = {m: Trace(m, question) for m in modes}
+        self.panels = {m: Panel(m) for m in modes}
+        self.started = time.perf_counter()
+        self._metrics: dict[str, tuple[tuple, str]] = {}
+        self._steps = dict.fromkeys(modes, 0)  # non-token events so far, per mode
+        self._ended = dict.fromkeys(modes, False)  # an answer or a final error so far, per mode
+
+    def add(self, mode: str, event: Event, t: float | None = None) -> bool:
+        """Record an event; True when it should be shown at once (the first text of a panel)."""
+        panel = self.panels[mode]
+        first = not panel.messages
+        self.traces[mode].add(event, t)
+        panel.add(event)
+        if not isinstance(event, TokenDelta):
+            self._steps[mode] += 1
+            trace = self.traces[mode]  # only a step can end a mode: tokens never rescan the trace
+            # trace.error, not any LLMError: a mode cut off by a one-at-a-time server runs again (agents/comparison.py)
+            self._ended[mode] = bool(trace.of(FinalAnswer) or trace.error)
+        return first and bool(panel.messages)
+
+    def finish(self, *, stopped: bool = False, reason: str = "") -> None:
+        """Close every panel's spinners (a stopped one says so, and why when it was not the visitor's Stop)."""
+        for panel in self.panels.values():
+            panel.finish(stopped=stopped and not self.finished(panel.mode), reason=reason)
+
+    def metrics(self, mode: str, running: bool) -> str:
+        """The metrics line, recomputed only after a step or when the shown seconds change."""
+        trace = self.traces[mode]
+        key = (self._steps[mode], round(trace.elapsed_s, 1), running)
+        cached = self._metrics.get(mode)
+        if cached is None or cached[0] != key:
+            line = metrics_markdown(trace, running=running)
+            cached = (key, verdicts.metrics_with_verdict(line, trace, self.expected, running=running))
+            self._metrics[mode] = cached
+        return cached[1]
+
+    def finished(self, mode: str) -> bool:
+        """Ended with an answer or an error (read every frame for every panel: kept by :meth:`add`)."""
+        return self.panels[mode].done or self._ended.get(mode, False)
+
+    def frame(self, status: str, *, final: bool = False, table: str = "", files: list[str] | None = None,
+              question: str | None = None) -> Frame:
+        panels, metrics = [], []
+        for m in (self.slots.get(m, m) for m in MODES):
+            if m in self.panels:
+                panels.append(self.panels[m].wire() or WAITING)
+                line = self.metrics(m, running=not final and not self.finished(m))
+                shown_in_place = m in self.slots.values()  # a fork in its mode's own panel says so under it
+                metrics.append(f"**✎ {render.plain(mode_title(m))}** · {line}" if shown_in_place else line)
+            else:
+                panels.append(render.not_run(m, self.selection))
+                metrics.append(metrics_markdown(None))
+        frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
+        hybrid = next((m for m in self.modes if m not in MODES and m not in self.slots.values()), None)
+        if hybrid is not None:
+            frame.fourth = self.panels[hybrid].wire() or WAITING
+            frame.fourth_metrics = self.metrics(hybrid, running=not final and not self.finished(hybrid))
+        return frame
+
+
+def run_status(traces: dict[str, Trace], elapsed: float, where: str, failure: Exception | None = None) -> str:
+    """The status line after a run: "✔ Done" only when no mode failed; otherwise which failed and why."""
+    if failure is not None:
+        return f"⚠ The run failed: {render.safe_markdown(str(failure))}"
+    failed = {m: t.error for m, t in traces.items() if t.error and t.answer is None}
+    if not failed:
+        return f"✔ Done in {elapsed:.1f} s on {where}."
+    first_mode, first_error = next(iter(failed.items()))
+    why = f"{mode_title(first_mode)}: {render.plain(str(first_error))[:300]}"
+    if len(failed) == len(traces):
+        what = "the mode failed" if len(traces) == 1 else f"all {len(traces)} modes failed"
+        return f"⚠ The run failed on {where}: {what} ({why})."
+    names = ", ".join(mode_title(m) for m in failed)
+    return f"⚠ Done in {elapsed:.1f} s on {where}, but {len(failed)} of {len(traces)} modes failed: {names} ({why})."

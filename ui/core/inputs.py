@@ -1,0 +1,137 @@
+"""What an API client may send to ``/compare`` and ``/benchmark``, checked into one clear line.
+
+The events use ``preprocess=False`` (cheaper), so values arrive as sent: ``1e400`` (JSON's
+infinity), ``NaN``, a list where a name belongs, a tool that does not exist. Each is refused
+here with a sentence that names the setting and what it accepts — never a bare error or a
+traceback — before any model is called.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gradio as gr
+
+from agents.modes import RunConfig
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
+from tools.registry import ToolRegistry, normalize_name
+from ui.core.modes import HYBRIDS, MODE_CHOICES
+
+PROTOCOLS = {"text": "text", "tools": "tools"}
+MAX_TOKENS_LIMIT = 32768  # the largest per-reply budget a request may ask for
+
+
+def kind_of(value: Any) -> str:
+    """"a list", "a number", ... for messages about a value of the wrong type."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    names = {list: "a list", dict: "an object", str: "text", type(None): "nothing"}
+    return names.get(type(value), type(value).__name__)
+
+
+def shown(value: Any) -> str:
+    """A short, safe rendering of a bad value for a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def number_problem(value: Any, label: str, low: float, high: float) -> str | None:
+    """None for a finite number (or numeric text); else what ``label`` accepts."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return f"{label} must be a number from {low:g} to {high:g} (got {kind_of(value)})."
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return f"{label} must be a number from {low:g} to {high:g} (got {shown(value)})."
+    if not math.isfinite(number):
+        return f"{label} must be a number from {low:g} to {high:g} (got {shown(number)})."
+    return None
+
+
+def tools_problem(tools: Any, registry: ToolRegistry) -> str | None:
+    """None when ``tools`` is None (all) or a list of known tool names; else which names are unknown."""
+    if tools is None:
+        return None
+    if not isinstance(tools, list | tuple) or not all(isinstance(t, str) for t in tools):
+        available = ", ".join(registry.names)
+        return f"Enabled tools must be a list of tool names (got {kind_of(tools)}); available: {available}."
+    known = {normalize_name(n) for n in registry.names}
+    unknown = [t for t in tools if normalize_name(t) not in known]
+    if unknown:
+        names = ", ".join(shown(t) for t in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+        return f"Unknown tool(s): {names}. Available tools: {', '.join(registry.names) or 'none'}."
+    return None
+
+
+def protocol_value(protocol: Any) -> str | None:
+    """``text``/``tools`` from the value or its label; None when it is neither."""
+    if not isinstance(protocol, str):
+        return None
+    key = protocol.strip().lower()
+    if key in PROTOCOLS:
+        return PROTOCOLS[key]
+    return "tools" if key.startswith("native") else "text" if key.startswith("text") else None
+
+
+def settings_problem(*, model: Any, protocol: Any, max_steps: Any, temperature: Any, tools: Any,
+                     registry: ToolRegistry) -> str | None:
+    """The Settings accordion's values, shared by Compare and Benchmark."""
+    if model is not None and not isinstance(model, str):
+        return f"The model must be a model id (text), not {kind_of(model)}."
+    if protocol is not None and protocol_value(protocol) is None:
+        return f"Unknown protocol {shown(protocol)}: choose text or tools."
+    return (number_problem(max_steps, "Max steps", 1, 10) or number_problem(temperature, "Temperature", 0, 2)
+            or tools_problem(tools, registry))
+
+
+def compare_problem(*, mode: Any, model: Any, protocol: Any, max_steps: Any, temperature: Any, tools: Any,
+                    fourth: Any, registry: ToolRegistry, max_tokens: Any = None) -> str | None:
+    """One line saying what is wrong with a ``/compare`` request (the question is checked separately), or None."""
+    choices = ", ".join(MODE_CHOICES)
+    if not isinstance(mode, str):
+        return f"The mode must be one of {choices} (got {kind_of(mode)})."
+    if mode not in MODE_CHOICES:
+        return f"Unknown mode {shown(mode)}: choose {choices}."
+    if fourth is not None and not isinstance(fourth, str):
+        return f"The fourth panel must be one of {', '.join(HYBRIDS)} (got {kind_of(fourth)})."
+    if max_tokens is not None and (problem := number_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT)):
+        return problem
+    return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
+                            tools=tools, registry=registry)
+
+
+def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
+    """Settings from the UI or the API, clamped to what the engine accepts (no ``max_tokens``: LLM_MAX_TOKENS)."""
+    try:
+        steps = min(10, max(1, int(float(max_steps))))
+    except (TypeError, ValueError, OverflowError):  # NaN, infinity, text: the default (callers refuse them first)
+        steps = DEFAULT_MAX_STEPS
+    try:
+        temp = min(2.0, max(0.0, float(temperature)))
+    except (TypeError, ValueError, OverflowError):
+        temp = DEFAULT_TEMPERATURE
+    if temp != temp:  # NaN
+        temp = DEFAULT_TEMPERATURE
+    try:
+        tokens: int | None = min(MAX_TOKENS_LIMIT, max(1, int(max_tokens))) if max_tokens is not None else None
+    except (TypeError, ValueError, OverflowError):
+        tokens = None
+    return RunConfig(protocol=protocol if protocol in ("text", "tools") else "text", max_steps=steps, temperature=temp,
+                     max_tokens=tokens)
+
+
+def lenient(slider: gr.Slider) -> gr.Slider:
+    """Let a value no slider could send (``"lots"``, ``NaN``, infinity) reach the handler, which refuses it
+    in one line: Gradio's own check would fail on text with a bare ``{"error": null}``."""
+    strict = slider.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        if isinstance(payload, bool) or not isinstance(payload, int | float) or not math.isfinite(payload):
+            return payload
+        return strict(payload)
+
+    slider.preprocess = preprocess  # type: ignore[method-assign]
+    return slider

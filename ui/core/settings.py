@@ -1,0 +1,136 @@
+"""The app's own settings (``APP_*``, ``BENCH_*``): declared once, read once, validated at start-up.
+
+Each field's default and accepted range live here and nowhere else; the values are read through
+:mod:`agents.settings`' reader, so ``APP_CONCURRENCY=abc`` stops ``python app.py`` with the one line
+``APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'`` instead of a traceback at import.
+Nothing reads them at import time: :func:`app_settings` reads them the first time it is called.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agents.settings import SettingError, env_bool, env_float, env_int, env_text
+
+# variable → (field, default, low, high); floats are seconds
+_INTS = {
+    "APP_CONCURRENCY": ("concurrency", 64, 1, 1000),  # Compare runs at once
+    "APP_QUEUE_SIZE": ("queue_size", 200, 0, 10_000),  # runs waiting in line; past it: "full, try again"
+    "BENCH_MAX_N": ("bench_max_n", 200, 1, 100_000),  # items per benchmark run
+    "BENCH_VISITOR_MAX_N": ("bench_visitor_max_n", 20, 1, 100_000),  # for Space visitors not signed in
+    "BENCH_CONCURRENCY": ("bench_concurrency", 4, 1, 64),  # benchmarks at once, each with up to 8 pairs
+    "APP_SHARE_MAX_MB": ("share_max_mb", 200, 1, 100_000),  # shared runs kept on disk; oldest evicted past it
+    "APP_SHARE_PER_HOUR": ("share_per_hour", 20, 1, 100_000),  # new Share links per visitor (address) per hour
+    "APP_SHARE_RUN_MB": ("share_run_mb", 5, 1, 20),  # the largest run a link may hold (the upload limit is 20 MB)
+    "APP_PAUSED_PER_VISITOR": ("paused_per_visitor", 3, 1, 1000),  # stepping runs one visitor may hold at once
+}
+_SHARE_MB_PER_HOUR = (1, 100_000)  # megabytes of new links per visitor per hour; unset: a tenth of the store
+_SHARES = {
+    "APP_PAUSED_SHARE": ("paused_share", 0.5, 0.05, 0.9),  # of APP_CONCURRENCY: stepping runs together, at most
+}
+_SECONDS = {
+    "APP_SESSION_TTL": ("session_ttl_s", 900.0, 1.0, 7 * 86400.0),  # an idle visitor's session state is kept
+    "APP_PAUSE_TTL": ("pause_ttl_s", 300.0, 1.0, 86400.0),  # a paused run ends after this long without Next/Continue
+}
+_DAYS = {
+    "APP_SHARE_DAYS": ("share_days", 30.0, 0.001, 3650.0),  # a share link works this many days
+}
+_SWITCHES = {
+    "APP_MCP": ("mcp", True),  # serve the one MCP tool (ui/mcp.py) when the mcp package is there
+    # off a Space with no model configured, start the toy one (ui/core/backend.py)
+    "APP_TOY_MODEL": ("toy_model", True),
+}
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """The app's limits; the defaults are the ones documented in the README."""
+
+    concurrency: int = _INTS["APP_CONCURRENCY"][1]
+    queue_size: int = _INTS["APP_QUEUE_SIZE"][1]
+    session_ttl_s: float = _SECONDS["APP_SESSION_TTL"][1]
+    bench_max_n: int = _INTS["BENCH_MAX_N"][1]
+    bench_visitor_max_n: int = _INTS["BENCH_VISITOR_MAX_N"][1]
+    bench_concurrency: int = _INTS["BENCH_CONCURRENCY"][1]
+    mcp: bool = _SWITCHES["APP_MCP"][1]
+    toy_model: bool = _SWITCHES["APP_TOY_MODEL"][1]
+    share_max_mb: int = _INTS["APP_SHARE_MAX_MB"][1]
+    share_days: float = _DAYS["APP_SHARE_DAYS"][1]
+    share_per_hour: int = _INTS["APP_SHARE_PER_HOUR"][1]
+    share_dir: str | None = None  # APP_SHARE_DIR; None: a folder in the system's temp dir (ui/share/store.py)
+    share_mb_per_hour: int = 0  # APP_SHARE_MB_PER_HOUR; 0 (unset): a tenth of the store (share_hourly_mb)
+    share_run_mb: int = _INTS["APP_SHARE_RUN_MB"][1]
+    pause_ttl_s: float = _SECONDS["APP_PAUSE_TTL"][1]
+    paused_per_visitor: int = _INTS["APP_PAUSED_PER_VISITOR"][1]
+    paused_share: float = _SHARES["APP_PAUSED_SHARE"][1]
+    trusted_proxies: tuple[str, ...] = ()  # APP_TRUSTED_PROXIES (ui/core/visitors.py); on a Space: its proxy
+
+    @property
+    def share_hourly_mb(self) -> int:
+        """Megabytes of new links one visitor may add an hour: ``APP_SHARE_MB_PER_HOUR``, else a tenth of the store."""
+        return self.share_mb_per_hour or max(1, self.share_max_mb // 10)
+
+    @property
+    def paused_max(self) -> int:
+        """Stepping runs the whole app may hold at once: ``APP_PAUSED_SHARE`` of ``APP_CONCURRENCY`` (at least one),
+        so that live runs always keep the rest of the slots."""
+        return max(1, int(self.concurrency * self.paused_share))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> AppSettings:
+        """Read every ``APP_*``/``BENCH_*`` variable; raises :class:`~agents.settings.SettingError` (one line)."""
+        values: dict[str, float | bool | str | None] = {}
+        for name, (field, default, low, high) in _INTS.items():
+            values[field] = env_int(name, default, low, high, environ)
+        for name, (field, default, low, high) in _SECONDS.items():
+            values[field] = env_float(name, default, low, high, environ, unit="seconds")
+        for name, (field, on) in _SWITCHES.items():
+            values[field] = env_bool(name, on, environ)
+        for name, (field, default, low, high) in _DAYS.items():
+            values[field] = env_float(name, default, low, high, environ, unit="days")
+        for name, (field, default, low, high) in _SHARES.items():
+            values[field] = env_float(name, default, low, high, environ)
+        values["share_dir"] = env_text("APP_SHARE_DIR", None, environ)
+        values["share_mb_per_hour"] = _share_mb_per_hour(int(values["share_max_mb"]), environ)  # type: ignore[arg-type]
+        values["trusted_proxies"] = trusted_proxies(env_text("APP_TRUSTED_PROXIES", None, environ))
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _share_mb_per_hour(store_mb: int, environ: Mapping[str, str] | None) -> int:
+    """``APP_SHARE_MB_PER_HOUR`` (0: unset, a tenth of the store); never more than half of the store, or one visitor
+    could push every other visitor's link out of it within the hour."""
+    name, (low, high) = "APP_SHARE_MB_PER_HOUR", _SHARE_MB_PER_HOUR
+    value = env_int(name, 0, low, high, environ)
+    if value and 2 * value > store_mb:
+        raise SettingError(f"{name} must be at most half of APP_SHARE_MAX_MB ({store_mb}), got '{value}': one "
+                           "visitor could otherwise push everyone else's links out of the store within an hour")
+    return value
+
+
+def trusted_proxies(raw: str | None) -> tuple[str, ...]:
+    """``APP_TRUSTED_PROXIES``: addresses or networks (``10.0.0.5``, ``10.0.0.0/8``, ``::1``) or ``*`` (any peer),
+    comma-separated; a bad item is one line naming it."""
+    items = tuple(item.strip() for item in (raw or "").split(",") if item.strip())
+    for item in items:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            shown = item if len(item) <= 40 else item[:37] + "..."
+            raise SettingError("APP_TRUSTED_PROXIES must be addresses or networks (e.g. 10.0.0.5, 10.0.0.0/8) or *, "
+                               f"comma-separated, got {shown!r}") from None
+    return items
+
+
+_current: AppSettings | None = None
+
+
+def app_settings() -> AppSettings:
+    """The settings of this process, read from the environment on first use (tests may replace ``_current``)."""
+    global _current
+    if _current is None:
+        _current = AppSettings.from_env()
+    return _current

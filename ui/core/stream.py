@@ -1,0 +1,244 @@
+"""One stream adapter: a run → the throttled frames a tab shows, for Compare and Benchmark alike.
+
+A *run* has ``start()``, ``poll(timeout)``, ``done`` and a ``close()`` that works from any thread; a *view*
+(:class:`StreamView`) turns its items into what the tab shows. :func:`stream` polls the run every
+:data:`POLL_S` and yields a frame at once for a panel's first text, else at most every :func:`frame_interval`,
+and every :data:`TICK_S` while idle. Stop is a :class:`StopSignal` in :class:`Stops`, seen at the next poll;
+a ``watch`` stops it the same way; a closed tab cancels the generator. Either way ``finally`` closes the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from ui.core.launcher import launcher
+
+log = logging.getLogger(__name__)
+
+THROTTLE_S = 0.1  # at most ten frames a second per run
+FRAME_BUDGET_PER_S = 200  # frames a second for all live runs together; past it, each run's frames are rarer
+TICK_S = 1.0  # refresh the live seconds counter this often while nothing happens
+POLL_S = 0.1  # how often a live run's new items are collected
+_live = 0  # runs and replays streaming right now, in this process
+_live_lock = threading.Lock()
+
+Out = TypeVar("Out")
+
+
+def frame_interval(throttle: float = THROTTLE_S) -> float:
+    """Seconds between two frames of one run: ``throttle``, or more when many runs stream at once."""
+    return max(throttle, _live / FRAME_BUDGET_PER_S)
+
+
+def live_count() -> int:
+    """Runs and replays streaming in this process right now."""
+    return _live
+
+
+@contextlib.contextmanager
+def counted() -> Iterator[None]:
+    """Count one streaming run or replay for as long as the block lasts (see :func:`frame_interval`)."""
+    global _live
+    with _live_lock:
+        _live += 1
+    try:
+        yield
+    finally:
+        with _live_lock:
+            _live -= 1
+
+
+class Run(Protocol):
+    """What :func:`stream` drives (a comparison, a benchmark, or a run in another process)."""
+
+    def start(self) -> Any: ...
+
+    def poll(self, timeout: float | None = None) -> Any: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a stream ended: on its own, by Stop, or by a failure of the run itself."""
+
+    stopped: bool = False
+    failure: Exception | None = None
+    reason: str = ""  # why it was stopped, when not by the visitor (e.g. a paused run left too long)
+
+
+class StreamView(Protocol[Out]):
+    """A tab's picture of one run: takes the run's items, renders running and final frames."""
+
+    def add(self, item: Any) -> bool:
+        """Record an item; True when the next frame should go out at once (e.g. a panel's first text)."""
+        ...
+
+    def running(self) -> Out | None:
+        """The frame while the run goes (None: nothing to show yet)."""
+        ...
+
+    async def end(self, outcome: Outcome) -> Out:
+        """The last frame: finished, stopped or failed (may write files, off the event loop)."""
+        ...
+
+
+class StopSignal:
+    """Set by the Stop button (on the event loop); read by the stream it belongs to.
+
+    ``run`` is the live run behind the stream once there is one (None while waiting for a slot, and
+    for replays): the step buttons find a stepping run through it (:meth:`Stops.runs`).
+    """
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self.reason = ""  # set when something other than the visitor stopped it
+        self.run: Any = None
+        self.view: Any = None  # a stepping run's view: a fork of the paused run reads its traces (ui/fork/accordion.py)
+        self._callbacks: list[Callable[[], None]] = []
+
+    def stop(self, reason: str = "") -> None:
+        if not self.stopped:
+            self.reason = reason
+        self.stopped = True
+        for callback in self._callbacks:
+            callback()
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when stopped (e.g. to wake a wait for a slot)."""
+        self._callbacks.append(callback)
+
+
+def session_of(request: Any) -> str | None:
+    """The visitor's session (one per open page), which the Stop button's request shares."""
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
+class Stops:
+    """The streams of each visitor's session, per tab, so that a Stop press finds the right ones.
+
+    A stream registers for its lifetime (:meth:`signal`), so the table holds only live streams:
+    nothing to expire, and a stream that ended (or whose tab closed) is gone from it.
+    """
+
+    def __init__(self) -> None:
+        self._signals: dict[tuple[str, str], list[StopSignal]] = {}
+
+    @contextlib.contextmanager
+    def signal(self, session: str | None, tab: str) -> Iterator[StopSignal]:
+        """A signal the tab's Stop sets while the block lasts (no session, e.g. a direct call: never set)."""
+        signal = StopSignal()
+        key = (session or "", tab)
+        if session:
+            self._signals.setdefault(key, []).append(signal)
+        try:
+            yield signal
+        finally:
+            if session:
+                signals = self._signals.get(key, [])
+                with contextlib.suppress(ValueError):
+                    signals.remove(signal)
+                if not signals:
+                    self._signals.pop(key, None)
+
+    def stop(self, session: str | None, tab: str) -> int:
+        """Stop every stream of this session's tab; how many there were."""
+        signals = list(self._signals.get((session or "", tab), ())) if session else []
+        for signal in signals:
+            signal.stop()
+        return len(signals)
+
+    def runs(self, session: str | None, tab: str) -> list[Any]:
+        """The live runs of this session's tab (for Next step / Continue); none without a session."""
+        signals = self._signals.get((session or "", tab), ()) if session else ()
+        return [signal.run for signal in signals if signal.run is not None and not signal.stopped]
+
+    def live(self, session: str | None, tab: str) -> list[StopSignal]:
+        """The signals of this session's tab still streaming (a run, a replay, a fork); none without a session."""
+        return list(self._signals.get((session or "", tab), ())) if session else []
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._signals.values())
+
+
+def _start_off_loop(run: Run, failed: list[Exception]) -> None:
+    """Start the run in the launcher's thread (starting threads on the loop makes every visitor wait)."""
+
+    def start() -> None:
+        try:
+            run.start()
+        except Exception as exc:
+            log.exception("run failed to start")
+            failed.append(exc)
+
+    launcher.call(start)
+
+
+class _Drain(Generic[Out]):
+    """One poll: everything the run has for the view; whether the run ended, and why."""
+
+    def __init__(self, run: Run, view: StreamView[Out]) -> None:
+        self.run, self.view = run, view
+        self.failure: Exception | None = None
+
+    def __call__(self) -> tuple[bool, bool, bool]:
+        """(any news, urgent, ended)."""
+        news = urgent = False
+        try:
+            while (item := self.run.poll(timeout=0)) is not None:
+                urgent = self.view.add(item) or urgent
+                news = True
+            return news, urgent, self.run.done
+        except Exception as exc:
+            log.exception("run failed")
+            self.failure = exc
+            return news, urgent, True
+
+
+async def stream(run: Run, view: StreamView[Out], *, stop: StopSignal | None = None,
+                 throttle: float = THROTTLE_S, watch: Callable[[], str | None] | None = None) -> AsyncIterator[Out]:
+    """Start ``run`` and yield ``view``'s frames until the run ends or ``stop`` is set; then its last frame.
+    ``watch``, asked at every poll, may end it too: the reason it returns is the stopped outcome's."""
+    start_failed: list[Exception] = []
+    drain = _Drain(run, view)
+    stop = stop if stop is not None else StopSignal()
+    stopped = False
+    with counted():
+        try:
+            _start_off_loop(run, start_failed)
+            if (first := view.running()) is not None:
+                yield first
+            last, dirty = time.perf_counter(), False
+            while True:
+                await asyncio.sleep(POLL_S)
+                news, urgent, ended = drain()
+                dirty = dirty or news
+                if start_failed:
+                    drain.failure, ended = start_failed[0], True
+                if watch is not None and not ended and (reason := watch()):
+                    stop.stop(reason)
+                if stop.stopped:
+                    stopped = True
+                    break
+                if ended:
+                    break
+                now = time.perf_counter()
+                if urgent or now - last >= (frame_interval(throttle) if dirty else TICK_S):
+                    if (frame := view.running()) is not None:
+                        yield frame
+                        dirty, last = False, time.perf_counter()
+        finally:
+            # Stop, a closed tab, or the end: cancel the run and close the clients still open (ending
+            # their streams at once). close() joins threads, so it runs off the event loop.
+            launcher.start(run.close, "run-close")
+    yield await view.end(Outcome(stopped=stopped, failure=drain.failure, reason=stop.reason if stopped else ""))

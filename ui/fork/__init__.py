@@ -1,0 +1,1 @@
+"""Fork from here: the accordion, the run on screen it forks, and the fork's stream view."""

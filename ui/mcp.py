@@ -1,0 +1,190 @@
+"""The app as an MCP server with exactly one tool, ``compare_reasoning_modes``.
+
+:class:`OneToolMCP` serves this one tool, or no MCP at all (``patches/gradio_mcp.py``), so no MCP caller
+reaches the tool registry's tools. The tool runs the engine with the app's settings, the same input checks as
+Compare and the same waiting line (``ui/core/admission.py``). ``APP_MCP=0`` turns the MCP server off.
+"""
+
+
+import contextlib
+import importlib.util
+import io
+import json
+import logging
+from typing import Any
+
+import gradio as gr
+
+from agents.comparison import validate_question
+from agents.correctness import clean_expected, judge
+from agents.hosting import make_run
+from agents.llm.base import ModelBuilder
+from agents.llm.settings import LLMSettings
+from agents.modes import RunConfig
+from agents.modes.registry import list_modes, mode_ids, mode_title
+from agents.trace import Trace
+from patches.gradio_mcp import OneTool
+from tools.registry import ToolRegistry
+from ui.core.admission import Admission, Full
+from ui.core.inputs import make_config
+from ui.core.modes import MODES
+from ui.core.settings import app_settings
+from ui.core.stream import Outcome, stream
+from ui.core.verdicts import expected_problem
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = "compare_reasoning_modes"
+# What a caller may name a base mode by: its id, title, label or paper row ("cot", "Think-only", …).
+COMPARED = mode_ids("base", "hybrid")  # every mode a panel can show: the base three and the extra panel's choices
+_ALIASES = {name.lower(): spec.id for spec in list_modes("base", "hybrid")
+            for name in (spec.id, spec.title, spec.label, spec.paper_row) if name}
+
+
+def mcp_enabled() -> bool:
+    """``APP_MCP`` (default on; ``0``/``false``/``off``/``no`` turns it off), and only if the ``mcp`` package is
+    there."""
+    if not app_settings().mcp:
+        return False
+    if importlib.util.find_spec("mcp") is None:
+        log.warning("APP_MCP is on but the mcp package is missing (pip install 'gradio[mcp]'): no MCP server")
+        return False
+    return True
+
+
+class OneToolMCP(OneTool):
+    """Mixin for ``gr.Blocks``: MCP on unless ``APP_MCP=0``, serving :data:`TOOL_NAME` only
+    (``patches/gradio_mcp.py``)."""
+
+    one_tool = TOOL_NAME
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("mcp_server", mcp_enabled())
+        if kwargs["mcp_server"] and kwargs.get("quiet") and kwargs.get("prevent_thread_lock"):
+            # Gradio prints the MCP URL even when quiet, and a launcher that reads the app's first
+            # line of output (tests/app/fault_kit.py) would read that instead of its own.
+            with contextlib.redirect_stdout(io.StringIO()):
+                return super().launch(*args, **kwargs)  # type: ignore[misc]
+        return super().launch(*args, **kwargs)  # type: ignore[misc]
+
+
+def parse_modes(modes: Any) -> tuple[str, ...] | str:
+    """Mode names from the tool's argument (a list, or text such as "All" or "think, react") → mode ids,
+    or a one-line reason to refuse them. Nothing (or "all") is the three base modes; any mode a panel can show
+    (:data:`COMPARED`) may be named, by id, title, label or paper row."""
+    if modes is None or modes == "" or modes == []:
+        return MODES
+    if isinstance(modes, str):
+        modes = [m for m in modes.replace(",", " ").split()]
+    if not isinstance(modes, list | tuple) or not all(isinstance(m, str) for m in modes):
+        return f"modes must be a list of mode names: {', '.join(COMPARED)} (or \"all\")."
+    if [m.lower() for m in modes] == ["all"]:
+        return MODES
+    unknown = [m for m in modes if m.strip().lower() not in _ALIASES]
+    if unknown:
+        return (f"Unknown mode(s) {', '.join(repr(m) for m in unknown[:5])}: "
+                f"choose from {', '.join(COMPARED)} (or \"all\").")
+    chosen = {_ALIASES[m.strip().lower()] for m in modes}
+    return tuple(m for m in COMPARED if m in chosen)
+
+
+def description() -> str:
+    """The tool's description (its docstring, which Gradio sends to MCP clients), built from the mode registry."""
+    base = ", ".join(mode_title(m) for m in MODES)
+    quoted = ", ".join(f'"{m}"' for m in MODES)
+    others = "; ".join(f'"{s.id}" ({s.title})' for s in list_modes("hybrid"))
+    return (f"Run one question through reasoning modes of a language model side by side ({base} by default, as "
+            "in Yao et al., ReAct) and compare them: each mode's answer, whether it is right, its steps, tokens, "
+            "seconds and full trace. Returns JSON text.\n\n"
+            "Args:\n"
+            "    question: The question to answer (at most 2,000 characters).\n"
+            f"    modes: Which modes to run: any of {quoted}"
+            f"{'; or the others: ' + others if others else ''}; empty or \"all\" for the three base modes.\n"
+            "    expected: Optional expected answer; each mode is then marked ✓ or ✗ by the ReAct paper's scoring "
+            "(normalised exact match, numbers by value) with its F1.\n")
+
+
+def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dict[str, Any]:
+    """What the tool returns: per mode the answer, ✓/✗ and F1 (with an expected answer), steps, tokens,
+    seconds and the trace as Markdown text."""
+    modes = {}
+    for mode, trace in traces.items():
+        verdict = judge(trace.answer, expected, question) if expected else None
+        modes[mode] = {
+            "title": mode_title(mode),
+            "answer": trace.answer,
+            "correct": None if verdict is None else verdict.correct,
+            "mark": None if verdict is None else verdict.mark,
+            "f1": None if verdict is None else round(verdict.f1, 4),
+            "error": trace.error,
+            "forced": trace.forced,
+            "steps": len(trace.steps),
+            "llm_calls": trace.llm_calls,
+            "tool_calls": trace.tool_calls,
+            "tokens": {"prompt": trace.prompt_tokens, "completion": trace.completion_tokens,
+                       "estimated": trace.tokens_estimated},
+            "seconds": round(trace.elapsed_s, 2),
+            "trace": trace.to_markdown(),
+        }
+    return {"question": question, "expected": expected, "modes": modes}
+
+
+class _Collect:
+    """A stream view that shows nothing: it only collects one :class:`Trace` per mode for the tool's answer."""
+
+    def __init__(self, question: str, modes: tuple[str, ...]) -> None:
+        self.traces = {m: Trace(m, question) for m in modes}
+
+    def add(self, item: tuple[str, Any]) -> bool:
+        self.traces[item[0]].add(item[1])
+        return False
+
+    def running(self) -> None:
+        return None
+
+    async def end(self, outcome: Outcome) -> Outcome:
+        return outcome
+
+
+async def run_traces(question: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
+                     config: RunConfig, model_factory: ModelBuilder | None = None,
+                     expected: str | None = None) -> dict[str, Trace]:
+    """Run the modes to the end, hosted like a Compare run (``agents/hosting``), through the one stream adapter
+    (``ui/core/stream.py``: started off the event loop, polled, closed however it ends — a cancelled call stops
+    every mode)."""
+    run = make_run(question, modes, settings, registry, config, model_factory, options={"expected": expected})
+    view = _Collect(question, modes)
+    outcome = [o async for o in stream(run, view)][-1]  # the view shows nothing while running: only its end
+    if outcome.failure is not None:
+        raise gr.Error(f"The run failed: {outcome.failure}", print_exception=False)
+    return view.traces
+
+
+def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
+             model_factory: ModelBuilder | None = None) -> None:
+    """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
+
+    async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
+                                      expected: str | None = None) -> str:
+        chosen = parse_modes(modes)
+        problem = validate_question(question) or (chosen if isinstance(chosen, str) else None) \
+            or expected_problem(expected) or (str(settings.problem()) if settings.problem() else None)
+        if problem is not None:
+            raise gr.Error(problem, print_exception=False)
+        assert isinstance(chosen, tuple)
+        try:
+            ticket = admission.ticket()
+        except Full as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        try:
+            async for _place in ticket.wait():
+                pass
+            config = make_config("text", 5, 0.2, settings.max_tokens)  # the Compare tab's defaults
+            traces = await run_traces(question, chosen, settings, registry, config, model_factory,
+                                      clean_expected(expected))
+        finally:
+            ticket.release()
+        return json.dumps(result(question, clean_expected(expected), traces), ensure_ascii=False)
+
+    compare_reasoning_modes.__doc__ = description()  # the modes as the registry has them today
+    gr.api(compare_reasoning_modes, api_name=TOOL_NAME, concurrency_limit=None, concurrency_id="compare")

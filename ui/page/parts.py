@@ -1,0 +1,199 @@
+"""Building blocks of the page, one function each, so ``app.py`` stays layout + wiring.
+
+A new tab is ``with gr.Tab("Name"): build_something(...)`` in ``app.py``.
+"""
+
+
+import json
+from pathlib import Path
+
+import gradio as gr
+
+from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
+from agents.modes.registry import list_modes
+from agents.prompts import render_prompt
+from agents.settings import DEFAULT_MAX_STEPS
+from tools.registry import ToolRegistry
+from ui.core.inputs import number_problem, protocol_value, shown, tools_problem
+from ui.core.safe_text import escape_html, plain
+from ui.page.examples import by_category
+
+CSS_PATH = Path(__file__).with_name("theme.css")
+TITLE = "Think · Act · ReAct"
+TAGLINE = ("One question, three reasoning modes side by side — **Think-only**: chain of thought, no tools · "
+           "**Act-only**: tool calls, no thoughts · **ReAct**: Thought → Action → Observation.")
+
+# Hugging Face router models that support tool calling (any other id can be typed in).
+ROUTER_MODELS = (
+    "openai/gpt-oss-20b",
+    "openai/gpt-oss-120b",
+    "Qwen/Qwen3-32B",
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "moonshotai/Kimi-K2-Instruct",
+    "deepseek-ai/DeepSeek-V3-0324",
+)
+
+# An event of the page itself, not a run: no API endpoint, no progress overlay, and answered at once beside the
+# runs instead of waiting in Gradio's queue (showing a panel, Stop, enabling a button).
+SLIDER_MAX_STEPS = 10  # the Max steps slider's end (app.settings_layout)
+PRESENTATION_JS = "(on) => { document.body.classList.toggle('presentation', !!on); }"
+
+
+def css() -> str:
+    return CSS_PATH.read_text(encoding="utf-8")
+
+
+def theme() -> gr.themes.Base:
+    """System fonts only: the page makes no request outside the app (offline classrooms)."""
+    return gr.themes.Soft(
+        font=["ui-sans-serif", "system-ui", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+    )
+
+
+def backend_line(settings: LLMSettings, *, visitor_signed_in: bool | None = None) -> str:
+    if settings.toy:
+        return f"**Backend:** {TOY} (arithmetic only) — see below to connect a real model."
+    if visitor_signed_in:
+        return (f"**Backend:** {plain(settings.model)} via the Hugging Face router — signed in: your account pays "
+                "for your runs.")
+    if settings.configured:
+        return f"**Backend:** {plain(settings.describe())}"
+    if visitor_signed_in is False:
+        return "**Backend:** not configured — sign in with Hugging Face above to run with your own account."
+    return "**Backend:** no model configured (replay, prompts and examples still work)."
+
+
+def header(settings: LLMSettings, *, on_space: bool) -> gr.Markdown:
+    """Title, the one-line explanation, the backend status line (returned: a signed-in visitor updates it)
+    and, when the backend needs setting up, a banner saying how."""
+    with gr.Row(elem_id="header"):
+        with gr.Column(scale=5, min_width=300):
+            gr.Markdown(f"# {TITLE}\n{TAGLINE}", elem_id="title")
+            status = gr.Markdown(backend_line(settings), elem_id="backend-status")
+        if on_space:
+            with gr.Column(scale=0, min_width=200, elem_id="header-tools"):
+                gr.LoginButton(size="sm")  # only on a Space: it needs the Hub (and fails a local/CI launch)
+    banner = setup_banner(settings)
+    gr.Markdown(banner, elem_id="setup-banner", visible=bool(banner))
+    return status
+
+
+def setup_banner(settings: LLMSettings) -> str:
+    """What to set up, when something is missing: the problem, or (the toy model runs) how to connect a real one."""
+    if settings.toy:
+        return (f"⚙ **No model is configured, so a toy runs:** {TOY_LIMITS}; it is not a language model. "
+                "**To connect a real model**, set `HF_TOKEN` (the Hugging Face router), sign in with Hugging Face "
+                "(on a Space), or set `LLM_BASE_URL` to an OpenAI-compatible server, e.g. "
+                "`http://localhost:11434/v1` (Ollama). `APP_TOY_MODEL=0` turns the toy off.")
+    problem = settings.problem()
+    return f"⚙ **Setup needed.** {escape_html(problem)}" if problem else ""
+
+
+def model_info(settings: LLMSettings) -> str:
+    """The Settings model box's hint: where its choices come from."""
+    if settings.toy:
+        return "The toy model answers whatever the id"
+    if settings.base_url:
+        return "The models the server lists, or type any model id"
+    return "HF router models with tool calling, or type any model id"
+
+
+def presentation_toggle() -> gr.Checkbox:
+    """Enlarges the fonts for a projector, entirely in the browser."""
+    box = gr.Checkbox(label="Presentation mode (large text)", value=False, elem_id="presentation",
+                      container=False, scale=0, min_width=240)
+    box.change(fn=None, inputs=box, js=PRESENTATION_JS)
+    return box
+
+
+def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[gr.Button]:
+    """Example buttons in one tab per category; a click fills the question box (and the expected answer,
+    emptied for an example without a stable one) in the browser (no server call)."""
+    buttons = []
+    with gr.Tabs(elem_id="examples"):
+        for category, items in by_category():
+            with gr.Tab(category.label, elem_classes="example-tab"):
+                with gr.Row(elem_classes="example-row"):
+                    for ex in items:
+                        btn = gr.Button(ex.label, size="sm", variant="secondary", elem_classes="example-btn",
+                                        min_width=80, scale=0)
+                        if expected is None:
+                            btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
+                        else:
+                            btn.click(fn=None, outputs=[question, expected],
+                                      js=f"() => {json.dumps([ex.question, ex.answer or ''])}")
+                        buttons.append(btn)
+                    gr.Markdown(f"_{category.blurb}_", elem_classes="example-cat")
+    return buttons
+
+
+def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider, tools: gr.CheckboxGroup,
+                load_event: gr.Blocks) -> None:
+    """The exact rendered prompt of each mode for the current settings."""
+    gr.Markdown("What each mode sends as its first request, for the settings chosen on the **Compare** tab "
+                "(`<question>` stands for your question). Think-only never sees the tools.")
+    specs = [s for s in list_modes() if s.prompt]  # modes with a prompt of their own (the hybrids reuse theirs)
+    codes = [gr.Code(label=s.title, language="markdown", interactive=False, lines=12, max_lines=40,
+                     wrap_lines=True, elem_classes="prompt-code") for s in specs]
+
+    def show(protocol: str = "text", max_steps: float | str = DEFAULT_MAX_STEPS,
+             tools: list[str] | None = None) -> tuple[str, ...]:
+        """The rendered first request of each mode with its own prompt (Think, Act, ReAct) for these settings."""
+        # preprocess=False: values arrive as sent, and a bad one is one line (never Gradio's {"error": null})
+        problem = (None if protocol is None or protocol_value(protocol) else f"Unknown protocol {shown(protocol)}: "
+                   "choose text or tools.") or number_problem(max_steps, "Max steps", 1, SLIDER_MAX_STEPS) \
+            or tools_problem(tools, registry)
+        if problem:
+            raise gr.Error(problem, print_exception=False)
+        reg = registry.subset(tools if tools is not None else registry.names)
+        # as /compare clamps it (ui/core/inputs.make_config)
+        steps = min(SLIDER_MAX_STEPS, max(1, int(float(max_steps))))
+        return tuple(render_prompt(s.prompt, reg, protocol=protocol_value(protocol) or "text",  # type: ignore[arg-type]
+                                   max_steps=steps, uses_tools=s.uses_tools) for s in specs)
+
+    gr.on([protocol.change, max_steps.change, tools.change, load_event.load], show,
+          inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden",
+          preprocess=False)
+
+
+def about_tab() -> None:
+    gr.Markdown(
+        """
+### What you are looking at
+- **Think-only** reasons in one go from what the model already knows: fast and cheap, but it cannot look anything up.
+- **Act-only** calls tools (search, Wikipedia, weather, calculator, Python) without writing thoughts: it gathers
+  facts but loses the thread on multi-step questions.
+- **ReAct** interleaves a *Thought* before each *Action* and reads each *Observation* (Yao et al., 2023): it plans
+  the next lookup from the last result.
+
+Under each panel: steps (action → observation rounds), LLM calls, tool calls, tokens in/out (`~` = estimated),
+seconds, and flags for a *forced* answer (the step budget ran out) and *format retries* (the model broke the
+format and was re-prompted). After a run, the table compares the answers; with an **Expected answer** (under the
+question, filled in by the examples that have one) it marks each mode ✓ or ✗ by the ReAct paper's scoring, F1 beside.
+
+### Three ways to give it a model
+1. `HF_TOKEN` — a Hugging Face token with *Inference Providers* permission (the Hugging Face router).
+2. On the Space, **Sign in with Hugging Face** — your own account pays for your runs.
+3. `LLM_BASE_URL` — any OpenAI-compatible server (Ollama, vLLM, llama.cpp, TGI, LM Studio), e.g.
+   `LLM_BASE_URL=http://localhost:11434/v1 python app.py`: the app uses the model the server lists
+   (`LLM_MODEL` picks another).
+
+With none of them, `python app.py` runs a built-in toy model that only does arithmetic with the calculator.
+
+### Offline classroom
+Export a run (JSON) beforehand; **Replay** plays it back in the panels at its original pace — no model, no network.
+
+### API
+```python
+from gradio_client import Client
+client = Client("http://127.0.0.1:7860/")  # or the Space id
+job = client.submit(question="What is 17 * 23 + 5?", mode="All", api_name="/compare")
+for think, act, react, *rest in job:  # streamed updates: the three panels first
+    pass
+print(job.result()[:3])
+```
+AI assistants can use the app as an MCP server at `/gradio_api/mcp/` (one tool, `compare_reasoning_modes`; see the
+README).
+"""
+    )

@@ -1,0 +1,135 @@
+"""Export a run: the JSON (every event with its time offset, the settings, never a token) and a Markdown report.
+
+``ui/recordings/reader.py`` reads these files back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gradio.utils import get_upload_folder
+
+from agents.llm.settings import LLMSettings
+from agents.trace import Trace
+from ui.core.table import agreement, comparison_rows
+from ui.core.verdicts import comparison_table, export_fields
+from ui.recordings.reader import traces_in
+
+FORMAT = "think-act-react/run@1"
+# Inside Gradio's own file cache: Gradio serves a file from there as it is, where a file from anywhere else is
+# hashed, its folder made and the file copied into that cache (``Block.async_move_resource_to_block_cache``) on
+# the event loop, for every finished run — syscalls that each wait for the GIL while 150 streams are live.
+EXPORT_DIR = Path(get_upload_folder()) / "think-act-react-exports"
+EXPORT_TTL_S = 3600.0
+_last_cleanup = 0.0
+
+
+def backend_description(settings: LLMSettings) -> str:
+    """``settings.describe()`` minus any credentials written into a URL (``//user:pass@host``)."""
+    return settings.redact(re.sub(r"//[^/@\s]+@", "//", settings.describe()))
+
+
+def run_settings(settings: LLMSettings, *, protocol: str, max_steps: int, temperature: float,
+                 tools: Iterable[str]) -> dict[str, Any]:
+    """What a reader of the export needs to reproduce the run (no token, ever)."""
+    return {
+        "model": settings.model,
+        "backend": backend_description(settings),
+        "provider": None if settings.base_url else settings.provider,
+        "protocol": protocol,
+        "max_steps": max_steps,
+        "temperature": temperature,
+        "tools": list(tools),
+    }
+
+
+def export_dict(question: str, selection: str, traces: dict[str, Trace], settings: dict[str, Any],
+                started_at: float | None = None, stopped: bool = False, expected: str | None = None) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "question": question,
+        "selection": selection,
+        "created_at": datetime.fromtimestamp(started_at or time.time(), timezone.utc).isoformat(timespec="seconds"),
+        "stopped": stopped,
+        "settings": settings,
+        "elapsed_s": round(max((t.elapsed_s for t in traces.values()), default=0.0), 4),
+        "comparison": {"rows": comparison_rows(traces), "agreement": agreement(traces)},
+        **export_fields(traces, expected, question),  # "expected" and each mode's ✓/✗ verdict
+        "traces": {mode: trace.to_dict() for mode, trace in traces.items()},
+    }
+
+
+def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None) -> str:
+    """A readable report: question, settings, comparison table, then each mode's transcript."""
+    traces = traces if traces is not None else traces_in(data)
+    s = data.get("settings", {})
+    lines = [
+        "# Think · Act · ReAct — run report",
+        "",
+        f"**Question:** {data.get('question', '')}",
+        "",
+        f"**Model:** {s.get('backend', s.get('model', '?'))} · protocol `{s.get('protocol', '?')}` · "
+        f"max steps {s.get('max_steps', '?')} · temperature {s.get('temperature', '?')} · "
+        f"tools: {', '.join(s.get('tools') or []) or 'none'}",
+        f"**Date:** {data.get('created_at', '')}" + (" · stopped by the user" if data.get("stopped") else ""),
+        "",
+        "## Comparison",
+        "",
+        comparison_table(traces, data.get("expected") if isinstance(data.get("expected"), str) else None),
+        "",
+    ]
+    for trace in traces.values():
+        lines += [trace.to_markdown(), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_exports(data: dict[str, Any], directory: Path | None = None,
+                  traces: dict[str, Trace] | None = None) -> tuple[str, str]:
+    """Write ``run-<time>.json`` (one event per line) and ``.md`` into a fresh folder; returns both paths."""
+    base = directory or EXPORT_DIR
+    _cleanup(base)
+    folder = base / uuid.uuid4().hex[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    json_path, md_path = folder / f"run-{stamp}.json", folder / f"run-{stamp}.md"
+    json_path.write_text(to_json(data), encoding="utf-8")
+    md_path.write_text(export_markdown(data, traces), encoding="utf-8")
+    return str(json_path), str(md_path)
+
+
+def json_of(files: Any) -> str | None:
+    """The ``.json`` among a File component's export files (a path, Gradio's file dicts, or a list of them)."""
+    for f in files if isinstance(files, list) else [files]:
+        path = f.get("path") if isinstance(f, dict) else getattr(f, "path", f)
+        if isinstance(path, str) and path.endswith(".json"):
+            return path
+    return None
+
+
+def to_json(data: dict[str, Any]) -> str:
+    """Compact JSON with one event per line: a quarter of the cost of ``indent=1``, still diffable."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.replace(',{"t":', ',\n{"t":')
+
+
+def _cleanup(base: Path) -> None:
+    """Drop export folders older than an hour (best effort: a Space's disk is small); every few minutes."""
+    global _last_cleanup
+    if not base.is_dir() or time.monotonic() - _last_cleanup < 300:
+        return
+    _last_cleanup = time.monotonic()
+    cutoff = time.time() - EXPORT_TTL_S
+    for child in base.iterdir():
+        try:
+            if child.is_dir() and child.stat().st_mtime < cutoff:
+                shutil.rmtree(child, ignore_errors=True)
+        except OSError:
+            pass

@@ -1,0 +1,119 @@
+"""The Share button and the ``/?run=<id>`` page load: handlers, no layout (``app.py`` wires them).
+
+Sharing reads the file as a recording (``ui/recordings/reader.open_recording``), plays it instantly
+(``ui/recordings/playback.final_frame``) and stores the export with that view (``ui/share/store.py``).
+Opening a link reads the view, with at most :data:`OPENS_AT_ONCE` opens at a time and
+:data:`OPENS_PER_MINUTE` per visitor: never a parse or a replay per view.
+"""
+
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from agents.modes.registry import mode_title
+from ui.core import render
+from ui.core.frame import Outputs, prepared, refusal
+from ui.core.visitors import Window, visitor_of
+from ui.recordings.export import EXPORT_DIR, json_of
+from ui.recordings.playback import final_frame
+from ui.recordings.reader import RecordingError, open_recording
+from ui.share.store import ShareError, ShareStore, page_url_of, share_url
+
+log = logging.getLogger(__name__)
+
+OPENS_AT_ONCE = 2  # shared runs being opened at the same time (each reads and sends up to a few MB)
+OPENS_PER_MINUTE = 60  # per visitor: a class behind one address opens a link together, a loop does not
+SHARED_DOWNLOADS = EXPORT_DIR / "shared"  # one copy of each opened run's export, in Gradio's cache
+VIEW_FORMAT = 1
+VIEW_FACTOR = 2  # a view may be this much larger than the largest run a link holds (escaping, message markup)
+
+
+class ShareHandlers:
+    """Share (exports or replayed file → a link) and open (``?run=`` → panels, metrics, table)."""
+
+    def __init__(self, outputs: Outputs, store: ShareStore | None = None) -> None:
+        self.outputs = outputs
+        self._store = store
+        self._opening: asyncio.Semaphore | None = None  # made on the event loop, on first use
+        self._opens = Window(60, OPENS_PER_MINUTE)
+
+    @property
+    def store(self) -> ShareStore:
+        if self._store is None:  # read the settings on first use, never at import
+            self._store = ShareStore.from_settings()
+        return self._store
+
+    async def share(self, exports: Any, replay_file: Any, request: gr.Request | None = None) -> str:
+        """A link that reopens the run on screen: the live run's export, else the replayed file — either one
+        stored only if it replays (a share link is no file host)."""
+        source = json_of(exports) or (replay_file if isinstance(replay_file, str) else None)
+        if source is None:
+            return "⚠ Nothing to share yet: run a question (or replay a saved run) first."
+        try:  # size, an existing link, this visitor's hourly quotas: before any parsing
+            admitted = await asyncio.to_thread(self.store.admit, source, visitor_of(request))
+            run_id = admitted.known
+            if run_id is None:
+                view = await self.view_of(source)
+                run_id = await asyncio.to_thread(self.store.store, source, admitted, view)
+        except (ShareError, RecordingError) as exc:
+            return f"⚠ {render.plain(str(exc))}"
+        url = share_url(page_url_of(getattr(request, "headers", None)), run_id)
+        days = self.store.max_age_s / 86400
+        return (f"**Share this run:** [{url}]({url})  \nAnyone with the link sees these panels and this table "
+                f"for {days:g} day{'s' if days != 1 else ''} (a restart of the app without persistent storage "
+                "ends it sooner; the JSON export always works).")
+
+    async def view_of(self, source: str | Path) -> bytes:
+        """The recording at ``source`` checked (a :class:`RecordingError` if it is not one) and rendered into what
+        the page receives, as JSON; refused past :data:`VIEW_FACTOR` times the store's run cap."""
+        recording = await open_recording(str(source))
+        frame, hybrid = await final_frame(recording, "✔ Shared run")
+        view = {"format": VIEW_FORMAT, "values": frame.to_outputs(self.outputs), "question": recording.question,
+                "expected": recording.expected or "", "hybrid": mode_title(hybrid) if hybrid else None}
+        data = await asyncio.to_thread(lambda: json.dumps(view, ensure_ascii=False, separators=(",", ":")).encode())
+        if len(data) > VIEW_FACTOR * self.store.max_run_bytes:
+            raise ShareError("This run shows too much to share by link; download its JSON export instead.")
+        return data
+
+    async def open(self, request: gr.Request | None = None) -> list:
+        """On page load: ``?run=<id>`` fills question, panels, metrics, table and export at once; else nothing.
+        Values go out as the browser receives them (the event does not postprocess)."""
+        params = getattr(request, "query_params", None) or {}
+        run_id = params.get("run") if hasattr(params, "get") else None
+        if not run_id:
+            return [gr.skip()] * (len(self.outputs.all()) + 3)  # + question, expected, fourth column
+        if not self._opens.spend(visitor_of(request)):
+            return self._refused("You opened many shared runs in the last minute; wait a moment, then reload.")
+        if self._opening is None:
+            self._opening = asyncio.Semaphore(OPENS_AT_ONCE)
+        async with self._opening:
+            try:
+                view = await asyncio.to_thread(self.store.view, run_id)
+                if view is None or view.get("format") != VIEW_FORMAT:  # a link made before views existed
+                    data = await self.view_of(await asyncio.to_thread(self.store.legacy_path, run_id))
+                    await asyncio.to_thread(self.store.save_view, run_id, data)
+                    view = json.loads(data)
+                download = await asyncio.to_thread(self.store.download_copy, run_id, SHARED_DOWNLOADS)
+            except (ShareError, RecordingError) as exc:
+                return self._refused(str(exc))
+            except OSError:
+                log.exception("could not open a shared run")
+                return self._refused("That shared run could not be read; ask for its JSON export instead.")
+        return self._on_screen(view, download)
+
+    def _on_screen(self, view: dict[str, Any], download: Path) -> list:
+        values = list(view["values"])
+        values[self.outputs.all().index(self.outputs.exports)] = prepared([self.outputs.exports], [[str(download)]])[0]
+        hybrid = view.get("hybrid")
+        if hybrid:
+            values[-2] = gr.Chatbot(value=values[-2], label=str(hybrid))
+        return [*values, str(view.get("question") or ""), str(view.get("expected") or ""),
+                gr.Column(visible=True) if hybrid else gr.skip()]
+
+    def _refused(self, message: str) -> list:
+        return [*refusal(message).to_outputs(self.outputs), gr.skip(), gr.skip(), gr.skip()]

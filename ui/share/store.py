@@ -1,0 +1,286 @@
+"""Share links: a run's JSON export kept under an unguessable id, beside its *view*, reopened by ``/?run=<id>``.
+
+The view is what the page receives, ready to send, so opening a link parses no recording. Ids come from
+``secrets.token_urlsafe``, never a path. The store is capped in bytes (oldest first) and links expire
+(``APP_SHARE_DIR``, ``APP_SHARE_MAX_MB``, ``APP_SHARE_DAYS``); one visitor may add ``APP_SHARE_PER_HOUR`` links
+and ``APP_SHARE_MB_PER_HOUR`` an hour, a run over ``APP_SHARE_RUN_MB`` is refused, and the same run shared
+again gets its existing link. Without persistent storage (``/data``) links end with a restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ui.core.settings import app_settings
+from ui.core.visitors import Window
+from ui.recordings.reader import MAX_REPLAY_BYTES
+
+log = logging.getLogger(__name__)
+
+ID_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")  # what token_urlsafe makes: no dot, no slash, no traversal
+SPACE_DATA = Path("/data")  # a Space's persistent storage, when it is switched on
+SUFFIX = ".json"
+VIEW_SUFFIX = ".view"  # the prepared panels of the run of the same id
+MB = 1024 * 1024
+
+
+class ShareError(Exception):
+    """One clear line for the visitor (unknown or expired id, nothing to share, store full)."""
+
+
+def default_root() -> Path:
+    """``APP_SHARE_DIR``, else a Space's persistent ``/data`` if writable, else the temp dir (lost on restart)."""
+    configured = app_settings().share_dir
+    if configured:
+        return Path(configured)
+    if SPACE_DATA.is_dir() and os.access(SPACE_DATA, os.W_OK):
+        return SPACE_DATA / "think-act-react-shared"
+    return Path(tempfile.gettempdir()) / "think-act-react-shared"
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A run allowed into the store: its size and digest, or the live link it already has."""
+
+    size: int
+    digest: str
+    known: str | None = None
+
+
+class ShareStore:
+    """Shared exports on disk: ``put`` a file, get an id; ``path`` of a live id, or a :class:`ShareError`."""
+
+    def __init__(self, root: str | Path, max_bytes: int, max_age_s: float, per_hour: int = 20, *,
+                 bytes_per_hour: int | None = None, max_run_bytes: int = MAX_REPLAY_BYTES) -> None:
+        self.root, self.max_bytes, self.max_age_s = Path(root), int(max_bytes), float(max_age_s)
+        self.per_hour = int(per_hour)
+        self.max_run_bytes = min(int(max_run_bytes), MAX_REPLAY_BYTES)
+        self._lock = threading.Lock()
+        self._by_digest: dict[str, str] = {}  # content → its live id: the same run shared twice is one link
+        self._links = Window(3600, self.per_hour)  # visitor → their new links in the last hour
+        self._bytes = Window(3600, bytes_per_hour if bytes_per_hour is not None else float("inf"))  # None: no cap
+
+    @classmethod
+    def from_settings(cls) -> ShareStore:
+        limits = app_settings()
+        return cls(default_root(), limits.share_max_mb * MB, limits.share_days * 86400.0, limits.share_per_hour,
+                   bytes_per_hour=limits.share_hourly_mb * MB, max_run_bytes=limits.share_run_mb * MB)
+
+    @staticmethod
+    def valid_id(run_id: object) -> bool:
+        return isinstance(run_id, str) and ID_RE.fullmatch(run_id) is not None
+
+    def put(self, source: str | Path, visitor: str = "", view: bytes | None = None) -> str:
+        """Copy an export (and its prepared ``view``) into the store under a fresh id; older runs are evicted to
+        stay under the cap. A run already stored keeps its link; the limits are :meth:`admit`'s."""
+        admitted = self.admit(source, visitor, extra=len(view or b""))
+        return admitted.known or self.store(source, admitted, view)
+
+    def admit(self, source: str | Path, visitor: str = "", *, extra: int = 0) -> Admitted:
+        """Whether ``source`` may be stored for ``visitor``: its live link if the same run is stored already, else
+        its size and digest with this hour's quotas charged (``extra``: bytes stored beside it, when known);
+        one line (:class:`ShareError`) for a missing file, a run over the size cap, or a visitor past a quota."""
+        source = Path(source)
+        try:
+            size = source.stat().st_size
+        except OSError:
+            raise ShareError("There is no run to share yet: run a question (or replay a file) first.") from None
+        if size > min(self.max_bytes, self.max_run_bytes):
+            cap = min(self.max_bytes, self.max_run_bytes) / MB
+            raise ShareError(f"This run is too large to share by link ({size / MB:.1f} MB; the most is {cap:g} MB): "
+                             "download its JSON export instead.")
+        digest = _digest(source)
+        known = self._by_digest.get(digest)
+        if known is not None and self._live(known):
+            return Admitted(size, digest, known)
+        self._charge(visitor, size + extra)
+        return Admitted(size, digest)
+
+    def store(self, source: str | Path, admitted: Admitted, view: bytes | None = None) -> str:
+        """Store an admitted run (and its view) under a fresh id; evict to stay under the cap."""
+        run_id = self._store(Path(source), view)
+        if len(self._by_digest) >= 10_000:
+            self._by_digest.clear()  # only a convenience: a forgotten run is stored again, never lost
+        self._by_digest[admitted.digest] = run_id
+        return run_id
+
+    def _live(self, run_id: str) -> bool:
+        try:
+            self.path(run_id)
+        except ShareError:
+            return False
+        return True
+
+    def _charge(self, visitor: str, size: int) -> None:
+        """Record one new link of ``size`` bytes for ``visitor``, or refuse it past an hourly quota."""
+        if not self._links.spend(visitor):
+            raise ShareError(f"You have made {self.per_hour} share links in the last hour, the most allowed; "
+                             "try again later, or download the JSON export instead.")
+        if not self._bytes.spend(visitor, size):
+            self._links.refund(visitor)
+            quota = self._bytes.limit / MB
+            raise ShareError(f"Your share links of the last hour hold {self._bytes.spent(visitor) / MB:.1f} MB and "
+                             f"this run {size / MB:.1f} MB more, past the {quota:.3g} MB one visitor may add an hour; "
+                             "try again later, or download the JSON export instead.")
+
+    def _store(self, source: Path, view: bytes | None) -> str:
+        run_id = secrets.token_urlsafe(16)
+        self.root.mkdir(parents=True, exist_ok=True)
+        target = self.root / f"{run_id}{SUFFIX}"
+        try:
+            if view is not None:
+                _write_whole(self.root / f"{run_id}{VIEW_SUFFIX}", view)
+            partial = self.root / f".{run_id}.part"
+            try:
+                shutil.copyfile(source, partial)
+                os.replace(partial, target)  # a reader never sees half a file
+            finally:
+                with contextlib.suppress(OSError):
+                    partial.unlink()
+        except OSError as exc:
+            self._remove(run_id)
+            log.exception("could not store a shared run")
+            raise ShareError(f"The run could not be stored for sharing ({exc.strerror or 'disk error'}).") from None
+        self.evict(keep=target)
+        return run_id
+
+    def path(self, run_id: object) -> Path:
+        """The stored export of a live id; one line for a malformed, unknown or expired one."""
+        if not self.valid_id(run_id):
+            raise ShareError("That share link is not valid (the run id is malformed).")
+        target = self.root / f"{run_id}{SUFFIX}"
+        try:
+            age = time.time() - target.stat().st_mtime
+        except OSError:
+            raise ShareError("That shared run is unknown or has expired (links last a limited time, and a "
+                             "restart of the app may lose them). Ask for its JSON export instead.") from None
+        if age > self.max_age_s:
+            self._remove(str(run_id))
+            raise ShareError("That shared run has expired. Ask for its JSON export instead.")
+        return target
+
+    def view(self, run_id: object) -> dict[str, Any] | None:
+        """The prepared view of a live id (None when the run was stored without one); :class:`ShareError` as
+        :meth:`path`. Read and parsed in the caller's thread: call it off the event loop."""
+        self.path(run_id)
+        try:
+            text = (self.root / f"{run_id}{VIEW_SUFFIX}").read_bytes()
+        except OSError:
+            return None
+        try:
+            view = json.loads(text)
+        except ValueError:
+            return None
+        return view if isinstance(view, dict) else None
+
+    def legacy_path(self, run_id: str) -> Path:
+        """The export of a run stored without a view, if it is small enough to make one now (once)."""
+        path = self.path(run_id)
+        if path.stat().st_size > self.max_run_bytes:
+            raise ShareError(f"This shared run is larger than the {self.max_run_bytes / MB:g} MB a link may open now; "
+                             "ask for its JSON export instead.")
+        return path
+
+    def save_view(self, run_id: str, view: bytes) -> None:
+        """Keep the view of a run stored without one (a link made before views existed)."""
+        self.path(run_id)
+        with contextlib.suppress(OSError):
+            _write_whole(self.root / f"{run_id}{VIEW_SUFFIX}", view)
+
+    def download_copy(self, run_id: str, folder: Path, name: str = "shared-run.json") -> Path:
+        """The run's export where Gradio serves files from (``folder``, in its cache), copied once and reused by
+        every later view while it is there."""
+        source = self.path(run_id)
+        target = folder / run_id / name
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f".{secrets.token_hex(4)}.part")
+            shutil.copyfile(source, partial)
+            os.replace(partial, target)
+        return target
+
+    def evict(self, keep: Path | None = None) -> None:
+        """Delete expired runs, then the oldest until the store fits ``max_bytes`` (``keep`` stays)."""
+        with self._lock:
+            entries = []
+            now = time.time()
+            for child in self.root.glob(f"*{SUFFIX}"):
+                try:
+                    st = child.stat()
+                except OSError:
+                    continue
+                if now - st.st_mtime > self.max_age_s and child != keep:
+                    self._remove(child.stem)
+                    continue
+                entries.append((st.st_mtime, st.st_size + self._view_size(child.stem), child))
+            entries.sort()
+            total = sum(size for _, size, _ in entries)
+            for _, size, child in entries:
+                if total <= self.max_bytes:
+                    break
+                if child == keep:
+                    continue
+                self._remove(child.stem)
+                total -= size
+
+    def _view_size(self, run_id: str) -> int:
+        try:
+            return (self.root / f"{run_id}{VIEW_SUFFIX}").stat().st_size
+        except OSError:
+            return 0
+
+    def _remove(self, run_id: str) -> None:
+        for suffix in (SUFFIX, VIEW_SUFFIX):
+            with contextlib.suppress(OSError):
+                (self.root / f"{run_id}{suffix}").unlink()
+
+
+def _write_whole(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` so that a reader sees the old file or the whole new one."""
+    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, target)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def _digest(path: Path) -> str:
+    """The file's SHA-256 (exports are capped at the replay limit, so reading one is bounded)."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def share_url(page_url: str, run_id: str) -> str:
+    """The page's own address with ``?run=<id>`` (any other query or fragment dropped)."""
+    parts = urlsplit(page_url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", f"run={run_id}", ""))
+
+
+def page_url_of(headers: object) -> str:
+    """The visitor's page address: the ``Referer`` the browser sent with the event (the app's own page,
+    same origin), else the host it reached (``x-forwarded-*`` behind a proxy such as a Space's)."""
+    get = getattr(headers, "get", None)
+    if get is None:
+        return "http://localhost:7860/"
+    referer = get("referer") or ""
+    if referer.startswith(("http://", "https://")):
+        return referer
+    host = get("x-forwarded-host") or get("host") or "localhost:7860"
+    proto = (get("x-forwarded-proto") or "http").split(",")[0].strip()
+    return f"{proto}://{host.split(',')[0].strip()}/"
