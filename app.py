@@ -37,7 +37,7 @@ from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import lenient
 from ui.core.launcher import launcher
-from ui.core.modes import HYBRIDS, MODE_CHOICES, MODES
+from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, MODES
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.core.verdicts import MAX_EXPECTED_CHARS
@@ -250,7 +250,7 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
             max_steps = lenient(gr.Slider(1, 10, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
             temperature = lenient(gr.Slider(0.0, 1.5, value=DEFAULT_TEMPERATURE, step=0.1, label="Temperature"))
             tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
-            fourth = gr.Dropdown(list(HYBRIDS), value="None", label="Fourth panel",
+            fourth = gr.Dropdown(list(EXTRA_CHOICES), value="None", label="Fourth panel",
                                  info="The ReAct paper's hybrids with chain-of-thought self-consistency")
             max_tokens = gr.Number(settings.max_tokens, label="Max tokens", minimum=1, maximum=32768,
                                    precision=0, elem_id="max-tokens",

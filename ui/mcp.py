@@ -36,8 +36,8 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME = "compare_reasoning_modes"
 # What a caller may name a base mode by: its id, title, label or paper row ("cot", "Think-only", …).
-COMPARED = mode_ids("base", "hybrid")  # every mode a panel can show: the base three and the extra panel's choices
-_ALIASES = {name.lower(): spec.id for spec in list_modes("base", "hybrid")
+COMPARED = mode_ids("base", "extra")  # every mode a panel can show: the base three and the extra panel's choices
+_ALIASES = {name.lower(): spec.id for spec in list_modes("base", "extra")
             for name in (spec.id, spec.title, spec.label, spec.paper_row) if name}
 
 
@@ -92,7 +92,7 @@ def description() -> str:
     """The tool's description (its docstring, which Gradio sends to MCP clients), built from the mode registry."""
     base = ", ".join(mode_title(m) for m in MODES)
     quoted = ", ".join(f'"{m}"' for m in MODES)
-    others = "; ".join(f'"{s.id}" ({s.title})' for s in list_modes("hybrid"))
+    others = "; ".join(f'"{s.id}" ({s.title})' for s in list_modes("extra"))
     return (f"Run one question through reasoning modes of a language model side by side ({base} by default, as "
             "in Yao et al., ReAct) and compare them: each mode's answer, whether it is right, its steps, tokens, "
             "seconds and full trace. Returns JSON text.\n\n"

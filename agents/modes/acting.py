@@ -38,7 +38,7 @@ def _loop(spec: ModeSpec, question: str, model: ChatModel, registry: ToolRegistr
                 notes=notes)
 
 
-ACT = register(ModeSpec("act", "Act-only", act_only, kind="base", label="Act", paper_row="Act", prompt="act",
+ACT = register(ModeSpec("act", "Act-only", act_only, placement="base", label="Act", paper_row="Act", prompt="act",
                         uses_tools=True, options=("runner",), order=20))
-REACT = register(ModeSpec("react", "ReAct", react, kind="base", label="ReAct", paper_row="ReAct", prompt="react",
+REACT = register(ModeSpec("react", "ReAct", react, placement="base", label="ReAct", paper_row="ReAct", prompt="react",
                           uses_tools=True, options=("runner",), order=30))

@@ -209,6 +209,6 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, kind="hybrid", table_title="ReAct + Reflexion",
+REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, placement="extra", table_title="ReAct + Reflexion",
                               paper_row="ReAct + Reflexion", uses_tools=True, options=("trials", "expected"),
                               order=50))

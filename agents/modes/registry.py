@@ -3,14 +3,16 @@
 A mode is one module of the ``agents.modes`` package that calls :func:`register` with a
 :class:`ModeSpec` (and, if it has its own system prompt, a template in ``prompts/``). The
 registry imports every module of the package on first use (:mod:`pkgutil`), so adding a
-mode needs no edit anywhere else: ``python -m agents ask --mode``, the Compare tab's fourth
-panel, the Prompts view, the Benchmark tab, ``eval --modes`` and the reports all list it.
+mode needs no edit anywhere else: ``python -m agents ask --mode``, the Compare tab's panels,
+the Prompts view, the Benchmark tab, ``eval --modes``, the MCP tool and the reports all list it.
 
-Kinds say where a mode shows up:
+A mode's ``placement`` says where it appears:
 
-- ``"base"``: the paper's three modes, one fixed Compare panel each (``All`` runs them);
-- ``"hybrid"``: every further mode a visitor can pick for the fourth panel;
-- ``"benchmark"``: benchmark only (CoT-SC alone is a row of the paper's table, not a panel).
+- ``"base"``: a fixed Compare panel of its own (``All`` runs them; ``/compare``'s outputs list them first);
+- ``"extra"``: a choice of the Compare tab's extra panel (the paper's hybrids, CodeAct, Reflexion, …);
+- ``"benchmark"``: the benchmark only (CoT-SC alone is a row of the paper's table, not a panel).
+
+Every placement is a CLI and ``eval --modes`` choice and a Benchmark checkbox.
 
 This module imports nothing of the modes themselves, so any module may import it.
 """
@@ -33,10 +35,10 @@ if TYPE_CHECKING:
     from agents.modes.base import RunConfig
     from tools.registry import ToolRegistry
 
-Kind = Literal["base", "hybrid", "benchmark"]
-KINDS: tuple[Kind, ...] = ("base", "hybrid", "benchmark")
+Placement = Literal["base", "extra", "benchmark"]
+PLACEMENTS: tuple[Placement, ...] = ("base", "extra", "benchmark")
 ModeFn = Callable[..., Iterator[Event]]  # (question, model, registry, config, **options) -> events
-RESERVED_IDS = ("all", "none")  # "all" is a CLI choice, "None" the empty fourth panel
+RESERVED_IDS = ("all", "none")  # "all" is a CLI choice, "None" the empty extra panel
 FORK_OPTIONS = frozenset({"runner", "reasoning"})  # what makes a mode forkable (ModeSpec.forkable)
 _ID = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -55,14 +57,14 @@ class ModeSpec:
     id: str  # CLI choice, JSON key, export key: lower-case, stable
     title: str  # panel titles, traces, the CLI and the answers table ("Think-only")
     run: ModeFn = field(repr=False)
-    kind: Kind = "hybrid"
+    placement: Placement = "extra"  # where it appears (module docstring)
     label: str = ""  # short name for buttons and choices ("Think"); default: the title
     table_title: str = ""  # name in benchmark tables and checkboxes ("Think-only (CoT)"); default: the title
     paper_row: str | None = None  # its row in the ReAct paper's Table 1, if any
     prompt: str | None = None  # template name in prompts/ (see above)
     uses_tools: bool = False  # sees the tool list (and, natively, the tool schemas)
     options: tuple[str, ...] = ()  # keyword options ``run`` accepts
-    order: int = 100  # position among the modes of its kind (registration order breaks ties)
+    order: int = 100  # position among the modes of its placement (registration order breaks ties)
 
     @property
     def forkable(self) -> bool:
@@ -74,8 +76,8 @@ class ModeSpec:
         if not _ID.fullmatch(self.id) or self.id in RESERVED_IDS:
             raise ValueError(f"mode id {self.id!r} must be lower-case letters, digits and _ "
                              f"(not {' or '.join(RESERVED_IDS)})")
-        if self.kind not in KINDS:
-            raise ValueError(f"mode {self.id!r}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"mode {self.id!r}: placement {self.placement!r} is not one of {', '.join(PLACEMENTS)}")
         object.__setattr__(self, "label", self.label or self.title)
         object.__setattr__(self, "table_title", self.table_title or self.title)
         if {self.label.lower(), self.title.lower()} & set(RESERVED_IDS):
@@ -129,24 +131,24 @@ def discover() -> None:
     _discovered = True
 
 
-def list_modes(*kinds: Kind) -> tuple[ModeSpec, ...]:
-    """Registered modes of these kinds (default: all), by kind, then ``order``, then registration."""
+def list_modes(*placements: Placement) -> tuple[ModeSpec, ...]:
+    """Registered modes with these placements (default: all), by placement, then ``order``, then registration."""
     discover()
-    wanted = kinds or KINDS
-    rank = {k: i for i, k in enumerate(KINDS)}
+    wanted = placements or PLACEMENTS
+    rank = {k: i for i, k in enumerate(PLACEMENTS)}
     with _lock:
-        specs = [s for s in _specs.values() if s.kind in wanted]
-    return tuple(sorted(specs, key=lambda s: (rank[s.kind], s.order)))  # stable: ties keep registration order
+        specs = [s for s in _specs.values() if s.placement in wanted]
+    return tuple(sorted(specs, key=lambda s: (rank[s.placement], s.order)))  # stable: ties keep registration order
 
 
-def mode_ids(*kinds: Kind) -> tuple[str, ...]:
+def mode_ids(*placements: Placement) -> tuple[str, ...]:
     """The ids of :func:`list_modes`."""
-    return tuple(s.id for s in list_modes(*kinds))
+    return tuple(s.id for s in list_modes(*placements))
 
 
 def panel_ids() -> tuple[str, ...]:
-    """Modes a Compare panel can show: the fixed base panels, then the fourth panel's choices."""
-    return mode_ids("base", "hybrid")
+    """Modes a Compare panel can show: the base panels, then the extra panel's choices."""
+    return mode_ids("base", "extra")
 
 
 def get_mode(mode_id: str) -> ModeSpec:

@@ -37,5 +37,6 @@ def think_only(
     yield FinalAnswer(answer, forced=False) if answer is not None else FinalAnswer(reply.text.strip(), forced=True)
 
 
-THINK = register(ModeSpec("think", "Think-only", think_only, kind="base", label="Think", table_title="Think-only (CoT)",
-                          paper_row="CoT", prompt="think", options=("reasoning",), order=10))
+THINK = register(ModeSpec("think", "Think-only", think_only, placement="base", label="Think",
+                          table_title="Think-only (CoT)", paper_row="CoT", prompt="think", options=("reasoning",),
+                          order=10))

@@ -173,7 +173,7 @@ def test_a_failed_check_or_reflection_call_ends_the_run_too():
 
 def test_options_are_checked_and_passed_by_the_registry():
     spec = get_mode("reflexion")
-    assert (spec.kind, spec.options, spec.uses_tools, spec.prompt) == ("hybrid", ("trials", "expected"), True, None)
+    assert (spec.placement, spec.options, spec.uses_tools) == ("extra", ("trials", "expected"), True)
     assert spec not in forkable_modes()
     for bad in (0, 11, 2.5, True):
         with pytest.raises(ValueError, match="from 1 to 10"):

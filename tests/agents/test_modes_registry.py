@@ -87,7 +87,7 @@ def test_run_mode_passes_only_the_options_a_mode_names():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"id": "All"}, "lower-case"), ({"id": "all"}, "not all or none"), ({"id": "two words"}, "lower-case"),
-    ({"kind": "fancy"}, "kind 'fancy'"), ({"label": "None"}, "cannot be all or none"),
+    ({"placement": "hybrid"}, "placement 'hybrid'"), ({"label": "None"}, "cannot be all or none"),
 ])
 def test_specs_are_checked_when_made(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -96,8 +96,8 @@ def test_specs_are_checked_when_made(kwargs, message):
 
 def test_a_spec_fills_its_label_and_table_title_from_the_title():
     spec = ModeSpec("x", "Some mode", _noop)
-    assert (spec.label, spec.table_title, spec.kind, spec.prompt, spec.options) == ("Some mode", "Some mode",
-                                                                                    "hybrid", None, ())
+    assert (spec.label, spec.table_title, spec.placement, spec.prompt, spec.options) == ("Some mode", "Some mode",
+                                                                                    "extra", None, ())
 
 
 def test_an_id_taken_by_another_module_is_refused():
@@ -163,9 +163,9 @@ INSPECT_APP = '''
     show = next(f for f in demo.fns.values() if f.api_name == "prompts").fn
     rendered = show("text", 5, None)
     from ui.recordings.reader import REPLAY_MODES
-    from ui.core.modes import hybrid_mode
+    from ui.core.modes import extra_mode
     print(json.dumps({"fourth": [list(c) for c in fourth.choices], "bench": [list(c) for c in bench.choices],
-                      "codes": codes, "rendered": list(rendered), "fourth_mode": hybrid_mode("Echo"),
+                      "codes": codes, "rendered": list(rendered), "fourth_mode": extra_mode("Echo"),
                       "replayable": list(REPLAY_MODES)}))
 '''
 

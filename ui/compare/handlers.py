@@ -23,7 +23,7 @@ from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_ste
 from ui.core.frame import refusal
 from ui.core.handlers import TabHandlers
 from ui.core.inputs import compare_problem, make_config, protocol_value
-from ui.core.modes import MODE_CHOICES, hybrid_mode
+from ui.core.modes import MODE_CHOICES, extra_mode
 from ui.core.stream import session_of
 from ui.core.verdicts import expected_problem
 from ui.core.visitors import visitor_of
@@ -55,7 +55,7 @@ def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps
     if problem is not None:
         return problem
     try:
-        hybrid = hybrid_mode(fourth)
+        hybrid = extra_mode(fourth)
     except ValueError as exc:
         return str(exc)
     modes = MODE_CHOICES[mode] + ((hybrid,) if hybrid else ())

@@ -16,7 +16,7 @@ import gradio as gr
 from agents.modes import RunConfig
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry, normalize_name
-from ui.core.modes import HYBRIDS, MODE_CHOICES
+from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES
 
 PROTOCOLS = {"text": "text", "tools": "tools"}
 MAX_TOKENS_LIMIT = 32768  # the largest per-reply budget a request may ask for
@@ -96,7 +96,7 @@ def compare_problem(*, mode: Any, model: Any, protocol: Any, max_steps: Any, tem
     if mode not in MODE_CHOICES:
         return f"Unknown mode {shown(mode)}: choose {choices}."
     if fourth is not None and not isinstance(fourth, str):
-        return f"The fourth panel must be one of {', '.join(HYBRIDS)} (got {kind_of(fourth)})."
+        return f"The fourth panel must be one of {', '.join(EXTRA_CHOICES)} (got {kind_of(fourth)})."
     if max_tokens is not None and (problem := number_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT)):
         return problem
     return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,

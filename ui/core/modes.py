@@ -11,16 +11,16 @@ from agents.modes.registry import list_modes, mode_ids, panel_ids
 MODES = mode_ids("base")
 MODE_CHOICES = {**{s.label: (s.id,) for s in list_modes("base")}, "All": MODES}  # the Compare radio
 # Every other non-benchmark mode (the paper's hybrids) can be shown in a fourth panel beside them.
-HYBRIDS = {"None": None, **{s.label: s.id for s in list_modes("hybrid")}}
+EXTRA_CHOICES = {"None": None, **{s.label: s.id for s in list_modes("extra")}}
 PANEL_MODES = panel_ids()
 
 
-def hybrid_mode(choice: str | None) -> str | None:
+def extra_mode(choice: str | None) -> str | None:
     """A fourth-panel choice (label or mode id) → mode id, None for none; ValueError if unknown."""
     if choice in (None, "", "None", "none"):
         return None
-    if choice in HYBRIDS:
-        return HYBRIDS[choice]
-    if choice in HYBRIDS.values():
+    if choice in EXTRA_CHOICES:
+        return EXTRA_CHOICES[choice]
+    if choice in EXTRA_CHOICES.values():
         return choice
-    raise ValueError(f"Unknown fourth panel {choice!r}: choose one of {', '.join(HYBRIDS)}.")
+    raise ValueError(f"Unknown fourth panel {choice!r}: choose one of {', '.join(EXTRA_CHOICES)}.")
