@@ -120,7 +120,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_compare(handlers, page, knobs)
         wire_share(ShareHandlers(page.outputs), page, demo)
         open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
-                        [*page.outputs.all(), page.question, page.expected, page.fourth_col])
+                        [*page.outputs.all(), page.question, page.expected, page.extra_col])
         wire_stepping(handlers, page, knobs)
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                    admission=admission), page.fork, page, knobs)
@@ -150,7 +150,7 @@ class ComparePage:
     run_btn: gr.Button
     stop_btn: gr.Button
     outputs: Outputs
-    fourth_col: gr.Column
+    extra_col: gr.Column
     replay_file: gr.File
     speed: gr.Radio
     replay_btn: gr.Button
@@ -204,8 +204,8 @@ def compare_layout() -> ComparePage:
         parts.presentation_toggle()
     with gr.Row(elem_id="panels", equal_height=True):
         columns = [panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run") for m in MODES]
-        col4, chat4, metrics4 = panel_column("fourth", "Hybrid", "**Hybrid** — pick one under Settings → Fourth panel",
-                                             visible=False)
+        extra_col, extra_chat, extra_metrics = panel_column(
+            "fourth", "Extra panel", "**Extra panel** — pick a mode under Settings → Fourth panel", visible=False)
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
     fork = accordion.layout()  # under the table: pick a panel's observation, edit it, fork
     with gr.Row(elem_id="share-row", equal_height=True):
@@ -221,8 +221,8 @@ def compare_layout() -> ComparePage:
                 speed = gr.Radio(list(SPEEDS), value=DEFAULT_SPEED, label="Replay speed", scale=3)
                 replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
-                      exports, chat4, metrics4)
-    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, col4, replay_file, speed, replay_btn,
+                      exports, extra_chat, extra_metrics)
+    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, extra_col, replay_file, speed, replay_btn,
                        share_btn, share_link, step, fork)
 
 
@@ -261,7 +261,7 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     """Run, Replay, Stop and the fourth panel's visibility."""
     out = page.outputs
-    knobs.fourth.change(handlers.show_fourth, knobs.fourth, [page.fourth_col, out.chat4], api_visibility="private",
+    knobs.fourth.change(handlers.show_fourth, knobs.fourth, [page.extra_col, out.extra_chat], api_visibility="private",
                         show_progress="hidden")
     gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,
           inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
@@ -271,7 +271,7 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
           # the run waits in `admission` instead, showing its place in line
           api_name="compare", concurrency_limit=None, concurrency_id="compare",
           show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
-    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.fourth_col, out.chat4], **PAGE_EVENT)
+    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.extra_col, out.extra_chat], **PAGE_EVENT)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
                           outputs=[*out.all(files=False), page.question], api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
@@ -292,7 +292,7 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
           outputs=page.share_link, **PAGE_EVENT)
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue);
     # with one, the handler bounds opens itself (a few at a time, a rate per visitor) and sends a stored view as is
-    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.fourth_col], postprocess=False,
+    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.extra_col], postprocess=False,
               **PAGE_EVENT)
 
 
@@ -328,10 +328,10 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
 def wire_fork(handlers: accordion.ForkTab, controls: accordion.ForkControls, page: ComparePage, knobs: Knobs) -> None:
     """The Fork accordion (ui/fork/accordion.py, private events); a new run gives the fourth panel back to its
     Settings choice (a fork shown there is no longer on screen)."""
-    accordion.wire(handlers, controls, page.outputs, page.replay_file, page.fourth_col,
+    accordion.wire(handlers, controls, page.outputs, page.replay_file, page.extra_col,
                   [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
-          CompareTab.show_fourth, knobs.fourth, [page.fourth_col, page.outputs.chat4], **PAGE_EVENT)
+          CompareTab.show_fourth, knobs.fourth, [page.extra_col, page.outputs.extra_chat], **PAGE_EVENT)
 
 
 def launch_kwargs() -> dict[str, Any]:

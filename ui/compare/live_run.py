@@ -23,7 +23,7 @@ from tools.registry import ToolRegistry
 from ui.compare.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
 from ui.core import render
 from ui.core.admission import Admission, Full
-from ui.core.frame import Frame, PanelsView, refusal, run_status, waiting
+from ui.core.frame import Frame, PanelsView, everywhere, refusal, run_status, waiting
 from ui.core.stream import THROTTLE_S, Outcome, StopSignal, stream
 from ui.core.verdicts import comparison_table
 from ui.recordings.export import export_dict, run_settings, write_exports
@@ -128,7 +128,7 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                 yield waiting(place, admission.running)
             if stop.stopped:
                 panel = render.notice("■ **Stopped** while waiting for a free slot: nothing was run.")
-                yield Frame((panel, panel, panel), ("", "", ""), STOPPED_WAITING)
+                yield Frame(everywhere(panel), everywhere(""), STOPPED_WAITING)
                 return
         run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping,
                        options={"expected": expected})  # a mode that grades its own attempts (Reflexion) takes it

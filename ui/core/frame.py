@@ -1,8 +1,9 @@
 """What the Compare tab shows at one moment (:class:`Frame`), and the order its outputs go out in.
 
 :class:`Outputs` holds the tab's output components; :meth:`Frame.values` lists a frame's values in
-the same order. That order is ``/compare``'s contract (the three panels first, the optional hybrid
-panel last) and is written only here. :class:`PanelsView` is the panels and traces of the modes in
+the same order. That order is ``/compare``'s contract — a panel and a metrics line per base mode of the
+registry (the three by default), status, table, files, then the extra panel and its metrics — and is
+written only here. :class:`PanelsView` is the panels and traces of the modes in
 play, shared by live runs and replays.
 """
 
@@ -30,17 +31,18 @@ WAITING = render.to_wire(render.waiting())  # a running panel before its first t
 class Outputs:
     """The Compare tab's output components; :meth:`all` is the order of ``/compare``'s outputs."""
 
-    chats: tuple[gr.Chatbot, gr.Chatbot, gr.Chatbot]
-    metrics: tuple[gr.Markdown, gr.Markdown, gr.Markdown]
+    chats: tuple[gr.Chatbot, ...]  # one per base mode, in MODES order
+    metrics: tuple[gr.Markdown, ...]
     status: gr.Markdown
     table: gr.Markdown
     exports: gr.File
-    chat4: gr.Chatbot
-    metrics4: gr.Markdown
+    extra_chat: gr.Chatbot
+    extra_metrics: gr.Markdown
 
     def all(self, *, files: bool = True) -> list[gr.Component]:
         """Every output in order; without the export files for a replay (it has none to offer)."""
-        order = [*self.chats, *self.metrics, self.status, self.table, self.exports, self.chat4, self.metrics4]
+        order = [*self.chats, *self.metrics, self.status, self.table, self.exports, self.extra_chat,
+                 self.extra_metrics]
         return order if files else [c for c in order if c is not self.exports]
 
 
@@ -48,19 +50,19 @@ class Outputs:
 class Frame:
     """Everything the Compare tab shows (``None`` table/files: clear them)."""
 
-    panels: tuple[list, list, list]
-    metrics: tuple[str, str, str]
+    panels: tuple[list, ...]  # one per base mode, in MODES order
+    metrics: tuple[str, ...]
     status: str
     table: str = ""
     files: list[str] | None = None
     question: str | None = None  # replay only: the recorded question
-    fourth: list = field(default_factory=list)  # the optional hybrid panel (after everything else)
-    fourth_metrics: str = ""
+    extra: list = field(default_factory=list)  # the extra panel (after everything else)
+    extra_metrics: str = ""
 
     def values(self, *, files: bool = True) -> list[Any]:
         """The values in :meth:`Outputs.all` order."""
-        order = [*self.panels, *self.metrics, self.status, self.table, self.files, self.fourth, self.fourth_metrics]
-        return order if files else order[:8] + order[9:]
+        head = [*self.panels, *self.metrics, self.status, self.table]
+        return [*head, *([self.files] if files else []), self.extra, self.extra_metrics]
 
     def to_outputs(self, outputs: Outputs, *, files: bool = True) -> list[Any]:
         """The values as the browser receives them (for events registered with ``postprocess=False``)."""
@@ -84,10 +86,15 @@ def prepared(components: list, values: Iterable[Any]) -> list:
     return out
 
 
+def everywhere(value: Any) -> tuple:
+    """The same value for every base panel (a notice, an empty metrics line)."""
+    return (value,) * len(MODES)
+
+
 def refusal(message: str, question: str | None = None, *, short: str | None = None) -> Frame:
     """A frame that shows ``message`` in the status line (``short`` or the message in every panel), no model call."""
     panel = render.notice(f"⚠ {render.safe_markdown(short or message)}")
-    return Frame((panel, panel, panel), ("", "", ""), f"⚠ {render.safe_markdown(message)}", "", None, question)
+    return Frame(everywhere(panel), everywhere(""), f"⚠ {render.safe_markdown(message)}", "", None, question)
 
 
 def waiting(place: int, running: int) -> Frame:
@@ -95,7 +102,7 @@ def waiting(place: int, running: int) -> Frame:
     panel = render.notice(f"⏳ Waiting for a free slot — you are number {place} in the queue.")
     status = (f"⏳ The app is busy: you are **number {place}** in the queue ({running} runs in progress). "
               "Your run starts by itself — keep this tab open.")
-    return Frame((panel, panel, panel), ("", "", ""), status)
+    return Frame(everywhere(panel), everywhere(""), status)
 
 
 class PanelsView:
@@ -158,10 +165,10 @@ class PanelsView:
                 panels.append(render.not_run(m, self.selection))
                 metrics.append(metrics_markdown(None))
         frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
-        hybrid = next((m for m in self.modes if m not in MODES and m not in self.slots.values()), None)
-        if hybrid is not None:
-            frame.fourth = self.panels[hybrid].wire() or WAITING
-            frame.fourth_metrics = self.metrics(hybrid, running=not final and not self.finished(hybrid))
+        extra = next((m for m in self.modes if m not in MODES and m not in self.slots.values()), None)
+        if extra is not None:
+            frame.extra = self.panels[extra].wire() or WAITING
+            frame.extra_metrics = self.metrics(extra, running=not final and not self.finished(extra))
         return frame
 
 

@@ -248,7 +248,7 @@ def layout() -> ForkControls:
     return ForkControls(panel, step, text, where, button)
 
 
-def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_file: gr.File, fourth_col: gr.Column,
+def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_file: gr.File, extra_col: gr.Column,
          knobs: list[gr.Component]) -> None:
     """Choices refresh when the status line changes (a run ends or pauses, a replay or shared run is shown);
     the button streams the fork. All private. ``knobs``: model, protocol, max steps, temperature, tools,
@@ -263,5 +263,5 @@ def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_fil
                         **private)
     controls.button.click(handlers.fork, [controls.panel, controls.step, controls.text, controls.where, *sources,
                                           *knobs],
-                          [*outputs.all(), fourth_col], concurrency_limit=None, concurrency_id="compare",
+                          [*outputs.all(), extra_col], concurrency_limit=None, concurrency_id="compare",
                           trigger_mode="once", postprocess=False, **private)

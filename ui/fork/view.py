@@ -23,7 +23,9 @@ from ui.core.verdicts import comparison_table
 from ui.fork.screen import Screen, after_fork
 from ui.recordings.export import export_dict, write_exports
 
-STATUS, TABLE, FILES, CHAT4, METRICS4, FOURTH_COL = 6, 7, 8, 9, 10, 11  # indices in ForkView outputs
+# indices in ForkView's outputs (Outputs.all(), then the extra panel's column): a panel and a metrics line per base mode
+_N = len(MODES)
+STATUS, TABLE, FILES, EXTRA_CHAT, EXTRA_METRICS, EXTRA_COL = range(2 * _N, 2 * _N + 6)
 
 
 def skip_all(outputs: Outputs, status: str) -> list:
@@ -58,9 +60,9 @@ class ForkView:
         old = (screen.fork or {}).get("panel")
         for panel in {slot, old} - {None}:
             if panel in MODES:
-                owned |= {MODES.index(panel), 3 + MODES.index(panel)}
+                owned |= {MODES.index(panel), _N + MODES.index(panel)}
             elif panel == "fourth" and (slot == "fourth" or screen.fork):
-                owned |= {CHAT4, METRICS4, FOURTH_COL}
+                owned |= {EXTRA_CHAT, EXTRA_METRICS, EXTRA_COL}
         return owned
 
     def add(self, item: tuple[str, Event]) -> bool:
@@ -94,12 +96,12 @@ class ForkView:
         for i, (component, value) in enumerate(zip(components, values, strict=True)):
             if i not in owned:
                 out.append(gr.skip())
-            elif i == FOURTH_COL:
+            elif i == EXTRA_COL:
                 out.append({"__type__": "update", "visible": self.slot == "fourth" or self._hybrid_stays()})
             else:
                 ready = component.postprocess(value)
                 ready = ready.model_dump() if hasattr(ready, "model_dump") else ready
-                if i == CHAT4 and self.first:
+                if i == EXTRA_CHAT and self.first:
                     label = mode_title(self.key) if self.slot == "fourth" else mode_title(self._hybrid_stays() or "")
                     ready = {"__type__": "update", "label": label, "value": ready}
                 out.append(ready)

@@ -148,7 +148,7 @@ async def run_on_screen(recording: Recording, path: Path, label: str, download_n
     last.files = [await asyncio.to_thread(_copy_for_download, path, download_name)]
     values = last.values()
     if hybrid:
-        values[-2] = gr.Chatbot(value=last.fourth, label=mode_title(hybrid))
+        values[-2] = gr.Chatbot(value=last.extra, label=mode_title(hybrid))
     fourth = gr.Column(visible=True) if hybrid else gr.skip()
     return [*values, recording.question, recording.expected or "", fourth]
 

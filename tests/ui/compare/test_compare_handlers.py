@@ -51,7 +51,7 @@ def text_of(panel: list) -> str:
 
 def test_the_frame_owns_the_output_order():
     out = outputs()
-    frame = Frame(([1], [2], [3]), ("m1", "m2", "m3"), "status", "table", None, fourth=[4], fourth_metrics="m4")
+    frame = Frame(([1], [2], [3]), ("m1", "m2", "m3"), "status", "table", None, extra=[4], extra_metrics="m4")
     assert len(out.all()) == len(frame.values()) == 11 and frame.values()[6:9] == ["status", "table", None]
     assert out.exports not in out.all(files=False) and None not in frame.values(files=False)
     assert frame.values(files=False)[-2:] == [[4], "m4"]

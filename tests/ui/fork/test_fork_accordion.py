@@ -157,7 +157,7 @@ def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_s
     recording = read_recording(Path(path))
     assert hybrid_in(recording) == "react@1" and hybrid_in_file(path) == "react@1"
     replayed = asyncio.run(collect(play(recording, "instant")))[-1]
-    assert "edited by the teacher" in text_of(replayed.fourth) and "400" in text_of(replayed.fourth)
+    assert "edited by the teacher" in text_of(replayed.extra) and "400" in text_of(replayed.extra)
     assert "edited by the teacher" not in text_of(replayed.panels[REACT]) and "396" in text_of(replayed.panels[REACT])
 
     # a fork of the fork, read back from its own export: the edit history stays in the trace
@@ -180,7 +180,7 @@ def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_scr
     assert hybrid_in(recording) is None and recording.slots == {"react": "react@1"}
     assert screen_of(recording).forkable()[-2:] == [("ReAct (original)", "react"), ("ReAct (fork @1)", "react@1")]
     replayed = asyncio.run(collect(play(recording, "instant")))[-1]
-    assert "123" in text_of(replayed.panels[REACT]) and replayed.fourth == []
+    assert "123" in text_of(replayed.panels[REACT]) and replayed.extra == []
     assert replayed.metrics[REACT].startswith("**✎ ReAct \\(fork @1\\)** · ") and "✎" not in replayed.metrics[1]
     assert "**ReAct (fork @1)** | 123" in replayed.table and "**ReAct** | 396" in replayed.table
 

@@ -1,0 +1,98 @@
+"""A fourth base mode needs no edit of ``ui/``: one module and one prompt in a copy of the repository give a
+fourth Compare panel, a fourth row of the table and a fourth trace in the export, through ``/compare`` against
+the stub model (the app's run workers included). The default three keep ``/compare``'s contract
+(``tests/app/test_app_api.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ECHO_MODULE = '''
+    """Echo: one call with its own prompt; the reply is the answer. A toy base mode for a test."""
+
+    from agents import prompts
+    from agents.events import FinalAnswer
+    from agents.modes.base import complete
+    from agents.modes.registry import ModeSpec, register
+
+
+    def echo(question, model, registry, config):
+        messages = [{"role": "system", "content": prompts.system_prompt("echo", registry)},
+                    {"role": "user", "content": prompts.question_message(question)}]
+        reply = yield from complete(model, messages, config)
+        if reply is not None:
+            yield FinalAnswer(reply.text.strip())
+
+
+    register(ModeSpec("echo", "Echo-only", echo, placement="base", label="Echo", prompt="echo", order=35))
+'''
+
+# Runs in the copy: the app against the stub, one "All" run through /compare, what it shows and exports.
+DRIVE_APP = '''
+    import json
+    import gradio as gr
+    from gradio_client import Client
+    import app
+    from agents.llm.settings import LLMSettings
+    from agents.llm.stub_server import StubLLMServer
+    from tools.calculator import calculate
+    from tools.registry import ToolRegistry
+
+    def text(panel):
+        return "\\n".join(str(m.get("content")) + str((m.get("metadata") or {}).get("title", "")) for m in panel)
+
+    with StubLLMServer() as stub:
+        demo = app.build_demo(settings=LLMSettings(model="stub", base_url=stub.url),
+                              registry=ToolRegistry([calculate]))
+        demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+        try:
+            out = Client(demo.local_url, verbose=False).predict(question="What is 17 * 23 + 5?", mode="All",
+                                                                api_name="/compare")
+        finally:
+            demo.close()
+    radio = next(b for b in demo.blocks.values() if isinstance(b, gr.Radio) and b.label == "Modes")
+    export = next(p for p in out[10] if p.endswith(".json"))
+    print(json.dumps({"n": len(out), "panels": [text(p) for p in out[:4]], "metrics": out[4:8], "status": out[8],
+                      "table": out[9], "traces": list(json.load(open(export))["traces"]),
+                      "radio": [c[0] for c in radio.choices]}))
+'''
+
+
+def copy_app(dest: Path) -> Path:
+    """The app's code in ``dest`` (no tests, no git), so a new module there cannot touch the real tree."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
+    for name in ("agents", "tools", "ui", "patches", "prompts", "data"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    shutil.copy2(ROOT / "app.py", dest / "app.py")
+    return dest
+
+
+def test_a_fourth_base_mode_is_a_fourth_panel_row_and_trace(tmp_path):
+    repo = copy_app(tmp_path / "repo")
+    (repo / "agents" / "modes" / "echo.py").write_text(textwrap.dedent(ECHO_MODULE), encoding="utf-8")
+    (repo / "prompts" / "echo.md").write_text("You are Echo, without any tools. Answer: Final Answer: <answer>",
+                                              encoding="utf-8")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LLM_", "HF_", "GRADIO_", "SPACE_", "APP_")) and k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(repo), GRADIO_ANALYTICS_ENABLED="False", PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(DRIVE_APP)], capture_output=True, text=True,
+                          cwd=repo, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert shown["n"] == 4 + 4 + 3 + 2  # four panels, four metrics lines, status, table, files, the extra panel
+    assert shown["radio"] == ["Think", "Act", "ReAct", "Echo", "All"]
+    assert all("Final answer" in panel for panel in shown["panels"]), shown["panels"]
+    assert "396" in shown["panels"][1] and "396" in shown["panels"][2]
+    assert all("LLM call" in line for line in shown["metrics"]) and "Done" in shown["status"]
+    rows = [line for line in shown["table"].splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 4 and "Echo-only" in shown["table"]
+    assert shown["traces"] == ["think", "act", "react", "echo"]
