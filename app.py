@@ -20,6 +20,7 @@ import patches
 from agents import gc_tuning, hosting
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
+from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
 from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
@@ -65,7 +66,7 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
     collector (``agents/gc_tuning.py``)."""
 
-    optional_tail = {"compare": 1, "compare_step": 1}
+    optional_tail = {"compare": 2, "compare_step": 2}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -180,6 +181,7 @@ class Knobs:
     tools: gr.CheckboxGroup
     fourth: gr.Dropdown
     max_tokens: gr.Number
+    trials: gr.Slider
 
 
 def compare_layout() -> ComparePage:
@@ -251,11 +253,13 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
             temperature = lenient(gr.Slider(0.0, 1.5, value=DEFAULT_TEMPERATURE, step=0.1, label="Temperature"))
             tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
             fourth = gr.Dropdown(list(EXTRA_CHOICES), value="None", label="Fourth panel",
-                                 info="The ReAct paper's hybrids with chain-of-thought self-consistency")
+                                 info="One more mode beside the others: the paper's hybrids, CodeAct, Reflexion")
             max_tokens = gr.Number(settings.max_tokens, label="Max tokens", minimum=1, maximum=32768,
                                    precision=0, elem_id="max-tokens",
                                    info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
-    return Knobs(model, protocol, max_steps, temperature, tools, fourth, max_tokens)
+            trials = lenient(gr.Slider(1, MAX_TRIALS, value=DEFAULT_TRIALS, step=1, label="Reflexion trials",
+                                       elem_id="trials", info="Attempts Reflexion may make (its extra panel)"))
+    return Knobs(model, protocol, max_steps, temperature, tools, fourth, max_tokens, trials)
 
 
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
@@ -265,7 +269,7 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
                         show_progress="hidden")
     gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,
           inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
-                  knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
+                  knobs.tools, knobs.fourth, knobs.max_tokens, page.expected, knobs.trials],
           outputs=out.all(),
           # no limit in Gradio's queue, which would leave waiting visitors with a frozen page:
           # the run waits in `admission` instead, showing its place in line
@@ -309,7 +313,7 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
     buttons.step_btn.click(show(True), outputs=controls, **PAGE_EVENT).then(
         handlers.step_compare,
         inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
-                knobs.tools, knobs.fourth, knobs.max_tokens, page.expected],
+                knobs.tools, knobs.fourth, knobs.max_tokens, page.expected, knobs.trials],
         outputs=out.all(), api_name="compare_step", concurrency_limit=None, concurrency_id="compare",
         show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False).then(
         show(False), outputs=controls, **PAGE_EVENT)

@@ -1,5 +1,5 @@
-"""The expected answer through ``/compare`` (its 10th input): ✓ / ✗ and F1 in the table, the metrics
-lines and the export, replayed from the export; old callers that omit it keep working."""
+"""The expected answer through ``/compare`` (its 10th input): ✓ / ✗ and F1 in the table, the metrics lines and
+the export, replayed from the export; old callers that omit it keep working. Reflexion's trials (the 11th)."""
 
 from __future__ import annotations
 
@@ -102,3 +102,26 @@ def test_bad_expected_is_one_clear_line_without_a_model_call(url, stub, bad, why
 def test_eight_inputs_are_still_refused_by_gradio(url):
     event, _ = rest(url, NINE[:8])
     assert event == "error"  # only the optional last input may be left out
+
+
+def panel_text(panel: list) -> str:
+    return json.dumps(panel, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_trials_bound_reflexion_in_the_extra_panel(url, trials):
+    """The 11th input: how many attempts Reflexion makes (here every one is graded wrong against "42")."""
+    event, data = rest(url, [QUESTION, "Think", "stub", "text", 5, 0.2, ["calculate"], "Reflexion", None, "42",
+                             trials])
+    assert event == "complete", data
+    extra = panel_text(data[9])
+    assert f"Trial {trials} of {trials}" in extra and f"Trial {trials + 1}" not in extra
+    assert extra.count("⚖ Trial verdict (graded against the expected answer)") == trials
+
+
+@pytest.mark.parametrize("bad", [0, 11, 2.5, "many", [3]])
+def test_bad_trials_are_one_clear_line_without_a_model_call(url, stub, bad):
+    stub.requests.clear()
+    event, data = rest(url, [*NINE, "396", bad])
+    assert event == "complete" and "Reflexion trials must be a whole number from 1 to 10" in data[6], data[6]
+    assert stub.requests == []

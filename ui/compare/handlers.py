@@ -22,7 +22,7 @@ from ui.compare.live_run import live_run
 from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_step
 from ui.core.frame import refusal
 from ui.core.handlers import TabHandlers
-from ui.core.inputs import compare_problem, make_config, protocol_value
+from ui.core.inputs import compare_problem, make_config, protocol_value, trials_problem
 from ui.core.modes import MODE_CHOICES, extra_mode
 from ui.core.stream import session_of
 from ui.core.verdicts import expected_problem
@@ -43,15 +43,17 @@ class CompareRequest:
     registry: ToolRegistry
     config: RunConfig
     expected: str | None = None  # the teacher's expected answer: each mode is marked ✓ / ✗ against it
+    trials: int | None = None  # Reflexion's attempts (None: its default)
 
 
 def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps: Any, temperature: Any,
                   tools: Any, fourth: Any, max_tokens: Any, registry: ToolRegistry,
-                  expected: Any = None) -> CompareRequest | str:
+                  expected: Any = None, trials: Any = None) -> CompareRequest | str:
     """The request to run, or one line saying what is wrong with it (no model is called for a bad one)."""
     problem = validate_question(question) or compare_problem(
         mode=mode, model=model, protocol=protocol, max_steps=max_steps, temperature=temperature, tools=tools,
-        fourth=fourth, registry=registry, max_tokens=max_tokens) or expected_problem(expected)
+        fourth=fourth, registry=registry, max_tokens=max_tokens) or expected_problem(expected) \
+        or trials_problem(trials)
     if problem is not None:
         return problem
     try:
@@ -60,7 +62,8 @@ def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps
         return str(exc)
     modes = MODE_CHOICES[mode] + ((hybrid,) if hybrid else ())
     config = make_config(protocol_value(protocol) or "text", max_steps, temperature, max_tokens)
-    return CompareRequest(question, mode, modes, registry.subset(tools), config, expected or None)
+    return CompareRequest(question, mode, modes, registry.subset(tools), config, expected or None,
+                          None if trials is None else int(float(trials)))
 
 
 class CompareTab(TabHandlers):
@@ -74,25 +77,26 @@ class CompareTab(TabHandlers):
     async def compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                       max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
                       fourth: str = "None", max_tokens: float | None = None, expected: str | None = None,
-                      oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None,
-                      ) -> AsyncIterator[list]:
-        """Run the question through the chosen modes in parallel; streams the three panels, then
-        the three metrics lines, the status line, the comparison table, the export files, and the
-        optional fourth (hybrid) panel with its metrics. ``max_tokens`` caps each reply (None: LLM_MAX_TOKENS);
-        ``expected`` (the last input, optional) marks each mode's answer ✓ / ✗ in the table and metrics."""
+                      trials: float | None = None, oauth_token: gr.OAuthToken | None = None,
+                      request: gr.Request | None = None) -> AsyncIterator[list]:
+        """Run the question through the chosen modes in parallel; streams the base panels (three by default),
+        their metrics lines, the status line, the comparison table, the export files, and the extra panel
+        with its metrics. ``max_tokens`` caps each reply (None: LLM_MAX_TOKENS);
+        ``expected`` (optional) marks each mode's answer ✓ / ✗ in the table and metrics; ``trials`` (the last
+        input, optional) is how many attempts Reflexion may make."""
         async for outputs in self._run((question, mode, model, protocol, max_steps, temperature, tools, fourth,
-                                         max_tokens, expected), oauth_token, request, stepping=False):
+                                         max_tokens, expected, trials), oauth_token, request, stepping=False):
             yield outputs
 
     async def step_compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
                            max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
                            fourth: str = "None", max_tokens: float | None = None, expected: str | None = None,
-                           oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None,
-                           ) -> AsyncIterator[list]:
+                           trials: float | None = None, oauth_token: gr.OAuthToken | None = None,
+                           request: gr.Request | None = None) -> AsyncIterator[list]:
         """The Step button (``/compare_step``): the same inputs and outputs as :meth:`compare`, but the modes
         pause after each step until :meth:`next_step` or :meth:`continue_run` (same session) lets them go."""
         async for outputs in self._run((question, mode, model, protocol, max_steps, temperature, tools, fourth,
-                                         max_tokens, expected), oauth_token, request, stepping=True):
+                                         max_tokens, expected, trials), oauth_token, request, stepping=True):
             yield outputs
 
     async def next_step(self, request: gr.Request | None = None) -> None:
@@ -106,11 +110,11 @@ class CompareTab(TabHandlers):
     async def _run(self, inputs: tuple, oauth_token: gr.OAuthToken | None, request: gr.Request | None, *,
                    stepping: bool) -> AsyncIterator[list]:
         """One Compare run, stepping or not: check the request, then stream its frames."""
-        question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens, expected = inputs
+        question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens, expected, trials = inputs
         # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); they are checked
         # once here (one clear line, no model call), which saves Gradio a thread hop per input.
         checked = check_request(question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens,
-                                self.registry, expected)
+                                self.registry, expected, trials)
         if isinstance(checked, str):
             yield refusal(checked).to_outputs(self.outputs)
             return
@@ -128,6 +132,7 @@ class CompareTab(TabHandlers):
                 async for frame in live_run(checked.question, checked.selection, checked.modes, run_settings,
                                             checked.registry, checked.config, model_factory=self.model_factory,
                                             admission=self.admission, stop=stop, expected=checked.expected,
+                                            trials=checked.trials,
                                             stepping=stepping, pause_ttl_s=self.pauses.ttl_s if self.pauses else None):
                     yield frame.to_outputs(self.outputs)
 

@@ -106,7 +106,7 @@ class LiveView:
 async def live_run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
                    registry: ToolRegistry, config: RunConfig, *, model_factory: ModelBuilder | None = None,
                    throttle: float = THROTTLE_S, export: bool = True, admission: Admission | None = None,
-                   stop: StopSignal | None = None, expected: str | None = None,
+                   stop: StopSignal | None = None, expected: str | None = None, trials: int | None = None,
                    stepping: bool = False, pause_ttl_s: float | None = None) -> AsyncIterator[Frame]:
     """Run ``modes`` (already checked) in parallel and yield frames until they finish or ``stop`` is set.
     With ``admission``, first wait for a slot, showing the place in line. A ``stepping`` run pauses after
@@ -131,7 +131,8 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                 yield Frame(everywhere(panel), everywhere(""), STOPPED_WAITING)
                 return
         run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping,
-                       options={"expected": expected})  # a mode that grades its own attempts (Reflexion) takes it
+                       # offered to every mode; one that grades its own attempts (Reflexion) takes them
+                       options={"expected": expected, **({"trials": trials} if trials else {})})
         view = LiveView(question, selection, modes, settings, registry, config, export=export, expected=expected,
                         stepping=stepping)
         if stepping:

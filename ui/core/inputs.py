@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 
 from agents.modes import RunConfig
+from agents.modes.reflexion import MAX_TRIALS
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry, normalize_name
 from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES
@@ -101,6 +102,17 @@ def compare_problem(*, mode: Any, model: Any, protocol: Any, max_steps: Any, tem
         return problem
     return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
                             tools=tools, registry=registry)
+
+
+def trials_problem(trials: Any) -> str | None:
+    """One line when ``trials`` (Reflexion's attempts; None: its default) is not a whole number it accepts."""
+    if trials is None:
+        return None
+    if number_problem(trials, "Reflexion trials", 1, MAX_TRIALS) is None and float(trials).is_integer() \
+            and 1 <= float(trials) <= MAX_TRIALS:
+        return None
+    got = shown(trials) if isinstance(trials, int | float | str) and not isinstance(trials, bool) else kind_of(trials)
+    return f"Reflexion trials must be a whole number from 1 to {MAX_TRIALS} (got {got})."
 
 
 def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
