@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from string import Template
 
@@ -108,6 +109,12 @@ def answer_again_message() -> str:
 
 def repeat_call_message(tool: str, previous: str) -> str:
     return template("repeat_call").safe_substitute(tool=tool, previous=previous)
+
+
+def template_view(name: str) -> str:
+    """A template as the Prompts view shows it: its file name, and each ``$field`` as ``<field>``."""
+    text = re.sub(r"\$\{?(\w+)\}?", r"<\1>", template(name).template)
+    return f"[{name}.md]\n{text}"
 
 
 def render_prompt(

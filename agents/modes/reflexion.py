@@ -210,5 +210,6 @@ def _cut(text: str, limit: int) -> str:
 
 
 REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, placement="extra", table_title="ReAct + Reflexion",
+                              prompt="react", other_prompts=("reflexion_memory", "reflexion_check", "reflexion"),
                               paper_row="ReAct + Reflexion", uses_tools=True, options=("trials", "expected"),
                               order=50))

@@ -62,6 +62,7 @@ class ModeSpec:
     table_title: str = ""  # name in benchmark tables and checkboxes ("Think-only (CoT)"); default: the title
     paper_row: str | None = None  # its row in the ReAct paper's Table 1, if any
     prompt: str | None = None  # template name in prompts/ (see above)
+    other_prompts: tuple[str, ...] = ()  # further templates it sends (a reflection, a check): shown in the Prompts view
     uses_tools: bool = False  # sees the tool list (and, natively, the tool schemas)
     options: tuple[str, ...] = ()  # keyword options ``run`` accepts
     order: int = 100  # position among the modes of its placement (registration order breaks ties)

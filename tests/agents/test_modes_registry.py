@@ -60,7 +60,7 @@ def test_the_paper_modes_are_registered_in_order_with_their_names():
                                                     "CoT-SC → ReAct", "CodeAct", "Reflexion", "CoT-SC"]
     assert table_title("think") == "Think-only (CoT)" and table_title("act") == "Act-only"
     assert mode_title("telepathy") == "telepathy" == table_title("telepathy")  # e.g. an old recording's mode
-    assert [s.prompt for s in list_modes() if s.prompt] == ["think", "act", "react", "codeact"]
+    assert [s.prompt for s in list_modes() if s.prompt] == ["think", "act", "react", "codeact", "react"]
     assert not get_mode("think").uses_tools and get_mode("react").uses_tools
 
 
@@ -203,7 +203,7 @@ def test_a_toy_mode_in_one_module_appears_everywhere(tmp_path):
                                                  "Echo")]
     assert shown["fourth_mode"] == "toy" and "toy" in shown["replayable"]
     assert ["Toy echo (test)", "toy"] in shown["bench"] and len(shown["bench"]) == 9
-    assert shown["codes"] == ["Think-only", "Act-only", "ReAct", "CodeAct", "Toy echo"]
+    assert shown["codes"] == ["Think-only", "Act-only", "ReAct", "CodeAct", "Reflexion", "Toy echo"]
     assert shown["rendered"][-1].startswith("[system]\nYou are Echo.")
 
 

@@ -137,8 +137,11 @@ def test_max_tokens_is_the_last_compare_input_and_reaches_the_model(client, stub
 def test_prompts_view(client):
     think, act, react, *others = client.predict(protocol="tools", max_steps=3, tools=["calculate"], api_name="/prompts")
     assert "calculate" in act and "[tools" in act and "at most 3" not in think
-    assert len(others) == 1 and "calculate(" in others[0]  # CodeAct: the tools as Python functions
+    assert len(others) == 2 and "calculate(" in others[0]  # CodeAct: the tools as Python functions
     assert "[system]" in react and "<question>" in react
+    reflexion = others[1]  # each trial's first request is ReAct's; then the memory note, the check, the reflection
+    assert reflexion.startswith(react) and "[reflexion.md]" in reflexion and "[reflexion_check.md]" in reflexion
+    assert "<reflections>" in reflexion and "$" not in reflexion.removeprefix(react)
 
 
 def test_stop_closes_every_stream(kit):

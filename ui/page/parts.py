@@ -10,8 +10,8 @@ from pathlib import Path
 import gradio as gr
 
 from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
-from agents.modes.registry import list_modes
-from agents.prompts import render_prompt
+from agents.modes.registry import ModeSpec, list_modes
+from agents.prompts import render_prompt, template_view
 from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 from ui.core.inputs import number_problem, protocol_value, shown, tools_problem
@@ -128,11 +128,19 @@ def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[g
     return buttons
 
 
+def mode_prompts(spec: ModeSpec, registry: ToolRegistry, protocol: str, max_steps: int) -> str:
+    """A mode's box in the Prompts view: its first request, then any further template it sends."""
+    first = render_prompt(spec.prompt or spec.id, registry, protocol=protocol, max_steps=max_steps,
+                          uses_tools=spec.uses_tools)
+    return "\n\n".join([first, *map(template_view, spec.other_prompts)])
+
+
 def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider, tools: gr.CheckboxGroup,
                 load_event: gr.Blocks) -> None:
     """The exact rendered prompt of each mode for the current settings."""
     gr.Markdown("What each mode sends as its first request, for the settings chosen on the **Compare** tab "
-                "(`<question>` stands for your question). Think-only never sees the tools.")
+                "(`<question>` stands for your question), and the further prompts a mode sends (Reflexion's "
+                "reflection, its self-check and the note a new trial gets). Think-only never sees the tools.")
     specs = [s for s in list_modes() if s.prompt]  # modes with a prompt of their own (the hybrids reuse theirs)
     codes = [gr.Code(label=s.title, language="markdown", interactive=False, lines=12, max_lines=40,
                      wrap_lines=True, elem_classes="prompt-code") for s in specs]
@@ -149,8 +157,7 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
         reg = registry.subset(tools if tools is not None else registry.names)
         # as /compare clamps it (ui/core/inputs.make_config)
         steps = min(SLIDER_MAX_STEPS, max(1, int(float(max_steps))))
-        return tuple(render_prompt(s.prompt, reg, protocol=protocol_value(protocol) or "text",  # type: ignore[arg-type]
-                                   max_steps=steps, uses_tools=s.uses_tools) for s in specs)
+        return tuple(mode_prompts(s, reg, protocol_value(protocol) or "text", steps) for s in specs)
 
     gr.on([protocol.change, max_steps.change, tools.change, load_event.load], show,
           inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden",
