@@ -44,6 +44,7 @@ from ui.core.stream import Stops
 from ui.core.verdicts import MAX_EXPECTED_CHARS
 from ui.fork import accordion
 from ui.page import parts
+from ui.page.examples import Example
 from ui.recordings.playback import DEFAULT_SPEED, SPEEDS
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
@@ -159,6 +160,7 @@ class ComparePage:
     share_link: gr.Markdown
     step: StepButtons
     fork: accordion.ForkControls
+    examples: list[tuple[gr.Button, Example]]
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ def compare_layout() -> ComparePage:
     expected = gr.Textbox(lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
                           placeholder="optional: each mode's answer is then marked ✓ / ✗")
-    parts.examples(question, expected)
+    examples = parts.examples(question, expected)
     with gr.Row(elem_id="status-row"):
         status = gr.Markdown("", label="Status", elem_id="run-status")
         parts.presentation_toggle()
@@ -225,7 +227,7 @@ def compare_layout() -> ComparePage:
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
                       exports, extra_chat, extra_metrics)
     return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, extra_col, replay_file, speed, replay_btn,
-                       share_btn, share_link, step, fork)
+                       share_btn, share_link, step, fork, examples)
 
 
 def panel_column(key: str, label: str, placeholder: str, *,
@@ -265,6 +267,7 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     """Run, Replay, Stop and the fourth panel's visibility."""
     out = page.outputs
+    parts.example_hints(page.examples, out.status, knobs.fourth)
     knobs.fourth.change(handlers.show_fourth, knobs.fourth, [page.extra_col, out.extra_chat], api_visibility="private",
                         show_progress="hidden")
     gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,

@@ -226,3 +226,17 @@ def test_stop_ends_a_benchmark_and_keeps_what_finished(page):
     assert "left" not in text  # no estimate for a run that is over
     time.sleep(1.0)
     assert page.inner_text("#bench-progress") == text  # nothing moves any more
+
+
+def test_an_example_says_what_to_watch_and_a_codeact_one_opens_the_extra_panel(page):
+    page.get_by_role("tab", name="Arithmetic traps").click()
+    page.get_by_role("button", name="17 × 23 + 5").click()
+    page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('What to watch')")
+    assert "Think often gets it right" in page.inner_text("#run-status")
+    assert not page.locator("#col-fourth").is_visible()
+    page.get_by_role("tab", name="Several lookups, one program").click()
+    page.get_by_role("button", name="Warmest of three cities").click()
+    assert "Lisbon, Madrid or Rome" in page.input_value("#question textarea")
+    page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('loops over the three')")
+    page.locator("#col-fourth").wait_for(state="visible", timeout=10_000)  # the dropdown's change opened it
+    assert "CodeAct" in page.inner_text("#col-fourth")

@@ -10,13 +10,13 @@ from pathlib import Path
 import gradio as gr
 
 from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
-from agents.modes.registry import ModeSpec, list_modes
+from agents.modes.registry import ModeSpec, get_mode, list_modes
 from agents.prompts import render_prompt, template_view
 from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 from ui.core.inputs import number_problem, protocol_value, shown, tools_problem
 from ui.core.safe_text import escape_html, plain
-from ui.page.examples import by_category
+from ui.page.examples import Example, by_category
 
 CSS_PATH = Path(__file__).with_name("theme.css")
 TITLE = "Think · Act · ReAct"
@@ -107,7 +107,7 @@ def presentation_toggle() -> gr.Checkbox:
     return box
 
 
-def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[gr.Button]:
+def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[tuple[gr.Button, Example]]:
     """Example buttons in one tab per category; a click fills the question box (and the expected answer,
     emptied for an example without a stable one) in the browser (no server call)."""
     buttons = []
@@ -123,9 +123,20 @@ def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[g
                         else:
                             btn.click(fn=None, outputs=[question, expected],
                                       js=f"() => {json.dumps([ex.question, ex.answer or ''])}")
-                        buttons.append(btn)
+                        buttons.append((btn, ex))
                     gr.Markdown(f"_{category.blurb}_", elem_classes="example-cat")
     return buttons
+
+
+def example_hints(buttons: list[tuple[gr.Button, Example]], status: gr.Markdown, extra: gr.Dropdown) -> None:
+    """A click on an example also says what to watch (the status line) and, for an example about a further
+    mode (CodeAct), puts that mode in the extra panel — in the browser, no server call."""
+    for btn, ex in buttons:
+        hint = f"👀 **What to watch:** {ex.demonstrates}"
+        if ex.extra is None:
+            btn.click(fn=None, outputs=status, js=f"() => {json.dumps(hint)}")
+        else:
+            btn.click(fn=None, outputs=[status, extra], js=f"() => {json.dumps([hint, get_mode(ex.extra).label])}")
 
 
 def mode_prompts(spec: ModeSpec, registry: ToolRegistry, protocol: str, max_steps: int) -> str:
