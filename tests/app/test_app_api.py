@@ -236,3 +236,15 @@ def test_fourth_panel_runs_a_hybrid_beside_the_selected_mode(kit):
     assert "LLM call" in result[10]
     assert "ReAct → CoT-SC" in result[7]  # the comparison table includes the hybrid
     assert "Unknown fourth panel" in refused[6]
+
+
+@pytest.mark.parametrize(("extra", "shows"), [("CodeAct", "Call 1.1"), ("Reflexion", "Trial 1 of 3")])
+def test_codeact_and_reflexion_run_export_and_replay_in_the_extra_panel(client, extra, shows):
+    result = client.predict(question=QUESTION, mode="Think", fourth=extra, expected="396", api_name="/compare")
+    shown = panel_text(result[9])
+    assert shows in shown and "Final answer" in shown and "396" in shown, shown
+    assert "| Correct | F1 |" in result[7] and f"**{extra}**" in result[7]  # its row in the table, graded
+    export = next(p for p in result[8] if p.endswith(".json"))
+    assert list(json.load(open(export, encoding="utf-8"))["traces"]) == ["think", extra.lower()]
+    replayed = client.predict(handle_file(export), "instant", api_name="/replay")
+    assert shows in panel_text(replayed[8]) and "396" in panel_text(replayed[8])  # replay has no files output
