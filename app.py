@@ -67,7 +67,7 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
     collector (``agents/gc_tuning.py``)."""
 
-    optional_tail = {"compare": 2, "compare_step": 2}
+    optional_tail = {"compare": 2, "compare_step": 2, "benchmark": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -110,8 +110,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         with gr.Tab("Benchmark", id="benchmark"):
             bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                         protocol=knobs.protocol, max_steps=knobs.max_steps,
-                                        temperature=knobs.temperature, tools=knobs.tools, on_space=on_space,
-                                        stops=stops)
+                                        temperature=knobs.temperature, tools=knobs.tools, trials=knobs.trials,
+                                        on_space=on_space, stops=stops)
             picker = open_in_compare.picker_layout()
         with gr.Tab("About", id="about"):
             parts.about_tab()

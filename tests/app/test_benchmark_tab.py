@@ -235,3 +235,23 @@ def test_benchmark_bad_upload_is_the_dataset_message(bench, tmp_path):
     result = client.predict(dataset=bt.UPLOAD, upload=handle_file(str(bad)), n=5, modes=["act"],
                             api_name="/benchmark")
     assert result[0].startswith("⚠") and "missing column" in result[0] and "answer" in result[0]
+
+
+@pytest.mark.parametrize(("trials", "calls"), [(1, 2), (2, 5)])
+def test_reflexion_in_the_benchmark_takes_the_trials_setting_and_grades_by_the_items_answer(kit, tmp_path, trials,
+                                                                                             calls):
+    """An item whose answer the toy never gives: every trial is graded wrong against it, so Reflexion makes the
+    trials the setting allows (two calls each, a reflection between them); a bad setting is one line."""
+    wrong = write_jsonl(tmp_path / "wrong.jsonl", [{"question": "What is 2 + 3?", "answer": "6"}])
+    with StubLLMServer(toy_policy, latency=0.01) as server, gr.Blocks():
+        tab = bt.build_benchmark_tab(kit.settings(server), kit.registry(), refresh_s=0.05)
+
+        async def frames(*args, **kw):
+            return [f async for f in tab["handler"](*args, **kw)]
+
+        (refused,) = asyncio.run(frames(bt.UPLOAD, wrong, 1, ["reflexion"], 1, 1, trials=0))
+        assert "Reflexion trials must be a whole number from 1 to 10" in refused[0] and not server.requests
+        final = asyncio.run(frames(bt.UPLOAD, wrong, 1, ["reflexion"], 1, 1, trials=trials))[-1]
+        assert final[0].startswith("✔ Done: 1 / 1 pairs"), final[0]
+        assert len(server.requests) == calls
+    assert final[1].iloc[0]["Accuracy %"] == 0.0  # the handler's table, before Gradio serialises it

@@ -29,13 +29,22 @@ from agents.evaluation.runner import EvalRun, Progress, order_records
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
+from agents.modes.reflexion import DEFAULT_TRIALS
 from agents.modes.registry import list_modes, mode_ids
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry
 from ui.benchmark import charts
 from ui.benchmark.open_in_compare import BenchFolder, RunFolders
 from ui.core.handlers import PAGE_EVENT
-from ui.core.inputs import kind_of, lenient, make_config, number_problem, protocol_value, settings_problem
+from ui.core.inputs import (
+    kind_of,
+    lenient,
+    make_config,
+    number_problem,
+    protocol_value,
+    settings_problem,
+    trials_problem,
+)
 from ui.core.render import plain
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, Stops, StopSignal, session_of, stream
@@ -228,12 +237,13 @@ def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[
 
 def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig, *,
                      model_factory: ModelBuilder | None = None, refresh_s: float = REFRESH_S,
-                     stop: StopSignal | None = None, out_dir: str | None = None) -> AsyncIterator[tuple]:
+                     stop: StopSignal | None = None, out_dir: str | None = None,
+                     trials: int = DEFAULT_TRIALS) -> AsyncIterator[tuple]:
     """Yield (progress line, table, score chart, tokens chart, files) while the run goes; charts and files at the end.
     ``out_dir`` keeps every pair's record and full trace there (for opening an item in Compare)."""
     make = default_model_factory(settings) if model_factory is None else (lambda: model_factory(settings))
     run = EvalRun(plan.items, plan.modes, model_factory=make, registry=registry, config=config,
-                  concurrency=plan.concurrency, sc_n=plan.sc_n, out_dir=out_dir)
+                  concurrency=plan.concurrency, sc_n=plan.sc_n, out_dir=out_dir, trials=trials)
     return stream(run, BenchView(plan, settings, registry, config), stop=stop, throttle=refresh_s)
 
 
@@ -250,15 +260,15 @@ class BenchmarkTab:
     async def benchmark(self, dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
                         concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
                         max_steps: float = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
-                        tools: list[str] | None = None, oauth_token: gr.OAuthToken | None = None,
-                        request: gr.Request | None = None):
+                        tools: list[str] | None = None, trials: float | None = None,
+                        oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
         """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
         run_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)
         skip, registry = gr.skip(), self.registry
         try:
             if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
-                                        registry):
+                                        registry) or trials_problem(trials):
                 raise BenchmarkError(problem)
             if problem := run_settings.problem():
                 raise BenchmarkError(problem)
@@ -276,7 +286,8 @@ class BenchmarkTab:
         self.folders.remember(session_of(request), BenchFolder(Path(out_dir), tuple(i.id for i in plan.items)))
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in benchmark_frames(plan, run_settings, enabled, config, model_factory=self.model_factory,
-                                                refresh_s=self.refresh_s, stop=stop, out_dir=out_dir):
+                                                refresh_s=self.refresh_s, stop=stop, out_dir=out_dir,
+                                                trials=DEFAULT_TRIALS if trials is None else int(float(trials))):
                 yield frame
 
     async def stop(self, request: gr.Request | None = None) -> None:
@@ -287,7 +298,7 @@ class BenchmarkTab:
 def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_factory: ModelBuilder | None = None,
                         model: gr.Component | None = None, protocol: gr.Component | None = None,
                         max_steps: gr.Component | None = None, temperature: gr.Component | None = None,
-                        tools: gr.Component | None = None, on_space: bool = False,
+                        tools: gr.Component | None = None, trials: gr.Component | None = None, on_space: bool = False,
                         refresh_s: float = REFRESH_S, stops: Stops | None = None) -> dict[str, Any]:
     """Lay out the tab inside the current ``gr.Tab`` and wire ``/benchmark``; returns its components and
     ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too,
@@ -297,8 +308,9 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
                             **PAGE_EVENT)
     defaults = {"model": settings.model, "protocol": "text", "max_steps": DEFAULT_MAX_STEPS,
-                "temperature": DEFAULT_TEMPERATURE, "tools": None}
-    given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools}
+                "temperature": DEFAULT_TEMPERATURE, "tools": None, "trials": DEFAULT_TRIALS}
+    given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools,
+             "trials": trials}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
     tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory,
                        on_space=on_space, refresh_s=refresh_s)
