@@ -1,22 +1,10 @@
 """The program that runs *inside* the sandbox process (``python -I -S -B -c <this file's text> ...``).
 
-It is not imported by the app. :mod:`tools.sandbox` passes its text with ``-c``, the user's code on
-stdin and the settings in ``argv``:
-
-    cpu_s mem_bytes nofile out_chars restrict(0/1) drop_uid preload allowed allowed_sub blocked_names blocked_attrs
-    helpers
-
-(lists comma-separated). Order of events: read the code; import the modules it needs (``preload``,
-from the policy check) while the stdlib is still readable; build read-only module proxies; drop to
-``drop_uid`` when started as root; set the resource limits; run the code with restricted builtins
-and an allow-list importer; echo the last expression like a REPL. User output goes to fd 1 through
-a capped writer; errors (tracebacks trimmed to ``<repl>`` frames) go to fd 2. Exit codes: 0 ok,
-1 exception, 3 memory limit, 4 bad sandbox setup. It imports nothing beyond sys/os/resource/_ast
-so that a trivial call stays fast.
-
-CodeAct's persistent sandbox (:mod:`tools.sandbox_session`) runs this text followed by
-``_sandbox_session_child.py``, with ``--session`` as the first argument: ``main`` then does not run,
-and the session's loop reuses the helpers below.
+It is not imported by the app: :mod:`tools.sandbox` passes its text with ``-c``, the user's code on stdin and
+the settings in ``argv`` (see :func:`_settings`). It imports nothing beyond sys/os/resource/_ast so that a
+trivial call stays fast. CodeAct's session (:mod:`tools.sandbox_session`) runs this text followed by
+``_sandbox_session_child.py`` with ``--session`` first: :func:`main` then does not run, and the session's
+loop reuses the helpers below.
 """
 
 import _ast
@@ -145,7 +133,8 @@ def _split(s):
 
 
 def _settings():
-    """``argv`` as a dict (the order is in the module docstring)."""
+    """``argv`` as a dict. The order (lists comma-separated): cpu_s mem_bytes nofile out_chars restrict(0/1)
+    drop_uid preload allowed allowed_sub blocked_names blocked_attrs helpers."""
     names = ("cpu_s", "mem_bytes", "nofile", "out_chars", "restrict", "drop_uid", "preload", "allowed",
              "allowed_sub", "blocked", "blocked_attrs")
     cfg = dict(zip(names, sys.argv[1:12], strict=True))
@@ -284,6 +273,11 @@ def _run(src, safe_builtins, out):
 
 
 def main():
+    """Read the code; import the modules it needs (``preload``, from the policy check) while the stdlib is
+    still readable; build the restricted builtins and module proxies; drop to ``drop_uid`` when root and set
+    the resource limits; run the code, echoing its last expression like a REPL. Output goes to fd 1 through a
+    capped writer, tracebacks trimmed to ``<repl>`` frames to fd 2; the exit code is one of ``EXIT_*``
+    (ok, exception, memory limit, bad sandbox setup)."""
     cfg = _settings()
     src = sys.stdin.buffer.read().decode("utf-8", "replace")
     sys.stdin.close()

@@ -2,20 +2,9 @@
 """The loop of a persistent sandbox process (CodeAct), run *inside* it; not imported by the app.
 
 :mod:`tools.sandbox_session` starts ``python -I -S -B -c <_sandbox_child.py + this file> --session <json>``:
-this text is appended to the one-shot child's, so it reuses its capped output, module proxies,
-restricted builtins, traceback trimming and lock-down (``_sandbox_child.main`` does not run in a
-session). The settings (``argv[2]``, JSON) name the two channel descriptors, the limits and the tools.
-
-Order of events: import every allowed module (and the helpers they import lazily) while the stdlib is
-still readable; put one function per tool, ``final_answer`` and ``ToolError`` into the restricted
-builtins; drop to ``nobody`` when root; set the resource limits (CPU: a soft limit per step under a hard
-limit for the whole session); send ``ready``. Then, for each ``run`` frame: run the program in the one
-namespace that persists across steps, its prints going to fd 1 (capped per step), and send ``done``
-with the status, the trimmed traceback and the final answer, if any.
-
-The channel is a pipe pair with frames of a 4-byte big-endian length and ASCII JSON. A tool function
-sends one ``call`` frame and blocks until the ``reply``: one call at a time, never nested. Nothing here
-is trusted by the parent, which checks every frame it reads.
+this text is appended to the one-shot child's, so it reuses its capped output, module proxies, restricted
+builtins, traceback trimming and lock-down. The settings (``argv[2]``, JSON) name the two channel
+descriptors, the limits and the tools. Nothing here is trusted by the parent, which checks every frame.
 """
 
 import json
@@ -193,6 +182,10 @@ def _setup(cfg):
 
 
 def session_main():
+    """Set up (every allowed module imported while the stdlib is readable, the tools, ``final_answer`` and
+    ``ToolError`` in the builtins, then the drop to ``nobody`` and the limits), send ``ready``; then for each
+    ``run`` frame run the program in the one namespace that persists across steps, under a fresh CPU allowance,
+    its prints capped per step, and send ``done`` with the status, the trimmed traceback and the final answer."""
     cfg = _session_settings()
     safe_builtins, channel, state = _setup(cfg)
     sink = _CappedOut(STDOUT, 0)  # between steps nothing reaches the parent (a __del__ printing late)

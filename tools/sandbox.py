@@ -1,38 +1,10 @@
 """Layers 2 and 3 of the ``python_repl`` sandbox: a fresh, limited process per call.
 
-:func:`run_python` first applies the static policy (:mod:`tools.sandbox_policy`); refused code
-never runs. Accepted code is piped (stdin, not argv) to ``python -I -S -B -c <_sandbox_child.py>``:
-
-* ``env={}``: the child sees no environment variable at all, so no ``HF_TOKEN`` or other secret;
-  ``-I`` also ignores ``PYTHON*`` variables and the user site, ``-S`` skips ``site`` (faster start).
-* a new temporary working directory per call, deleted afterwards; a new session/process group,
-  killed as a whole on the wall-clock deadline or when the call ends.
-* inside the child (see :mod:`tools._sandbox_child`): restricted builtins (no ``open``, ``eval``,
-  ``exec``, ``compile``, ``getattr`` …), an importer that only hands out read-only proxies of the
-  allowed modules (public members only: ``random._os`` is not there), and resource limits:
-  ``RLIMIT_CPU`` (default 5 s), ``RLIMIT_AS`` (512 MB), ``RLIMIT_FSIZE`` 0 (no file content can be
-  written), ``RLIMIT_NPROC`` 0 (no new processes), ``RLIMIT_NOFILE`` 16, no core files.
-* when the app runs as root, the child drops to ``nobody`` before running user code, because root
-  ignores ``RLIMIT_NPROC`` and could read ``/proc/<app pid>/environ``. The modules the code imports,
-  and the stdlib helpers those import lazily (:data:`LAZY_DEPS`), are loaded before the drop: the
-  interpreter may live under an unreadable ``/root``.
-* output is capped in the child (~4,000 characters, then a marker) and again when the parent reads
-  the pipes, so a print loop cannot fill the app's memory.
-
-What does **not** hold (known limits):
-
-* the runtime layer alone is not a sandbox: without the static policy, dunder walks such as
-  ``().__class__.__base__.__subclasses__()`` reach ``os`` through objects the interpreter has
-  loaded (``tests/tools/test_sandbox_limits.py`` shows it). The policy is what blocks them; the OS
-  limits are what is left if the policy has a hole.
-* there is no network isolation (no namespaces or seccomp from the standard library): code that
-  got past both Python layers could open sockets and read world-readable files (the app's source).
-* as a non-root user (a Hugging Face Space runs as uid 1000) the child has the app's uid; the kernel
-  then lets it read ``/proc/<app pid>/environ`` unless the app is non-dumpable.
-  :func:`harden_parent_process` (``prctl(PR_SET_DUMPABLE, 0)``) closes that; :func:`run_python`
-  calls it once, lazily, when not root, unless ``SANDBOX_NO_HARDEN=1``.
-* as root, lazily imported stdlib modules not listed in :data:`LAZY_DEPS` (e.g. rare codecs) fail
-  to import after the drop to ``nobody``.
+:func:`run_python` applies the static policy (:mod:`tools.sandbox_policy`) first, then pipes accepted code
+to a new ``python -I -S -B`` running :mod:`tools._sandbox_child` (restricted builtins, module proxies,
+resource limits), with no environment, in a temporary folder, killed as a group at the wall-clock deadline.
+Model-written code is hostile; the layers, and what they do not hold, are in docs/tools.md, "The Python
+sandbox".
 """
 
 from __future__ import annotations

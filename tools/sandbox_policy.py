@@ -1,26 +1,9 @@
 """Layer 1 of the ``python_repl`` sandbox: a static policy check on the AST, before anything runs.
 
-The check refuses, with the line and the reason:
-
-* imports outside :data:`ALLOWED_MODULES` (and relative imports, and private names from them);
-* dunder names (``__builtins__``, ``__import__``, ``__loader__`` …) except reading ``__name__``,
-  and dunder *attributes* except the harmless ones in :data:`SAFE_DUNDER_ATTRS`
-  (``__name__``/``__doc__`` and protocol methods such as ``super().__init__``). Defining dunder
-  methods (``__init__``, ``__repr__`` …) in a class is fine;
-* frame / generator / traceback / code attributes (``gi_frame``, ``f_back``, ``tb_frame``,
-  ``co_code`` …), which lead back to real globals;
-* the builtins in :data:`BLOCKED_NAMES` (``eval``, ``exec``, ``open``, ``getattr`` …);
-* module members that are getattr or eval in disguise (:data:`BLOCKED_ATTRS`:
-  ``operator.attrgetter``, ``string.Formatter``, ``functools.update_wrapper`` …);
-* ``str.format`` / ``format_map`` unless called on a string literal whose fields do not
-  reach attributes (``"{0.__class__}"`` is refused, ``"{:.2f}"`` is fine);
-* ``match`` class patterns that would read attributes by name (``case C(gi_frame=f)``, or
-  positional patterns on anything but builtin types, whose ``__match_args__`` could name any
-  attribute).
-
-It is deliberately conservative: a program it refuses is usually easy to rewrite, a program
-it wrongly accepts still meets layer 2 (restricted builtins and importer) and layer 3 (the
-OS process limits) in :mod:`tools.sandbox`.
+:func:`check_code` refuses, with the line and the reason, whatever could reach the interpreter's internals
+(forbidden imports, dunders, frames, getattr or eval in disguise; the list is :class:`_Checker`'s). It is
+deliberately conservative: a refused program is usually easy to rewrite, and one wrongly accepted still meets
+layers 2 and 3 in :mod:`tools.sandbox` (see docs/tools.md, "The Python sandbox").
 """
 
 from __future__ import annotations
@@ -94,6 +77,25 @@ def _is_dunder(name: str) -> bool:
 
 
 class _Checker(ast.NodeVisitor):
+    """Walks the AST and refuses:
+
+    * imports outside :data:`ALLOWED_MODULES` (and relative imports, and private names from them);
+    * dunder names (``__builtins__``, ``__import__``, ``__loader__`` …) except reading ``__name__``,
+      and dunder *attributes* except the harmless ones in :data:`SAFE_DUNDER_ATTRS`
+      (``__name__``/``__doc__`` and protocol methods such as ``super().__init__``). Defining dunder
+      methods (``__init__``, ``__repr__`` …) in a class is fine;
+    * frame / generator / traceback / code attributes (``gi_frame``, ``f_back``, ``tb_frame``,
+      ``co_code`` …), which lead back to real globals;
+    * the builtins in :data:`BLOCKED_NAMES` (``eval``, ``exec``, ``open``, ``getattr`` …);
+    * module members that are getattr or eval in disguise (:data:`BLOCKED_ATTRS`:
+      ``operator.attrgetter``, ``string.Formatter``, ``functools.update_wrapper`` …);
+    * ``str.format`` / ``format_map`` unless called on a string literal whose fields do not
+      reach attributes (``"{0.__class__}"`` is refused, ``"{:.2f}"`` is fine);
+    * ``match`` class patterns that would read attributes by name (``case C(gi_frame=f)``, or
+      positional patterns on anything but builtin types, whose ``__match_args__`` could name any
+      attribute).
+    """
+
     def __init__(self) -> None:
         self.report = PolicyReport()
         self._scopes: list[str] = ["module"]

@@ -1,27 +1,10 @@
 """A persistent sandbox for CodeAct: one process per run, programs run step by step, tools called back.
 
-The sandbox of :mod:`tools.sandbox`, extended rather than loosened: every program still passes the
-static policy (:mod:`tools.sandbox_policy`) first, and the process is still ``python -I -S -B`` with an
-empty environment, a temporary working directory, restricted builtins and module proxies, dropped to
-``nobody`` when the app is root, with the same memory, file, process and descriptor limits. What is new:
-
-* **one process per run**: :meth:`SandboxSession.run` sends each program to the same process, whose
-  namespace persists across steps (variables, imports, functions). A step that ends the process
-  (a limit, a crash) means the next step starts a fresh one, and its result says so (``restarted``).
-* **tools as functions**: the run's tools (:func:`callable_tools`) are functions in the program's
-  builtins. A call travels as one frame over a dedicated pipe pair (:mod:`tools.sandbox_channel`); the
-  parent checks it and runs it through the same :meth:`~tools.registry.ToolRegistry.call` as every other
-  mode (enabled tools only, timeouts, cache, truncation, errors as values), then writes the reply. The
-  program waits for it: one call at a time. ``final_answer(x)`` ends the program with an answer.
-* **limits per step**: ``wall_s`` of the program's own time (time spent inside tools is not counted),
-  ``step_s`` for the whole step, tools included, and ``cpu_s`` of CPU: the child sets a soft
-  ``RLIMIT_CPU`` before each step under a hard limit for the whole session (``session_cpu_s``), which
-  nothing in the child can raise; the wall clock is the parent's. At most ``max_calls`` tool calls per step.
-
-:meth:`SandboxSession.run` is a generator: it yields :class:`CallStarted` / :class:`CallFinished` as
-each tool call happens and returns the :class:`StepResult`. A cancel event (the run's Stop), or
-:meth:`SandboxSession.close` from another thread, ends a step within ~50 ms and kills the process.
-A tool call under way then is abandoned like a timed-out one (its thread ends with the tool's timeout).
+The sandbox of :mod:`tools.sandbox`, extended rather than loosened: every program still passes the static
+policy and runs in the same locked-down process, but the process and its namespace live for the whole run,
+and the run's tools are functions that call back over a checked pipe (:mod:`tools.sandbox_channel`), so
+they run in the app, through the registry. The session, the channel and the limits per step are described
+in ARCHITECTURE.md, "CodeAct and the sandbox session".
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """``wikipedia_search``: search → best title → summary, through the maintained Wikipedia-API client.
 
-Flow (every request is a MediaWiki ``action=query`` call that Wikipedia-API builds):
-
-1. ``list=search`` for the query (``srlimit=5``); the best title is a hit whose title matches
-   the query, else the top hit.
-2. ``prop=extracts&exintro=1&explaintext=1`` for that title (``redirects=1`` is always sent, so
-   the resolved title is reported), cut to the first ~5 sentences / 1,500 characters.
-3. ``prop=categories&clcategories=Category:All disambiguation pages``: Wikipedia-API has no
-   ``pageprops`` call, and this category is what ``pageprops.disambiguation`` mirrors. A
-   disambiguation page is answered with its candidate titles (its ``prop=links``, in the order
-   they appear on the page) so the model can pick one.
-4. No hits at all → ``Could not find X. Similar: [...]`` as in the ReAct paper's environment
-   (similar titles come from the search's spelling suggestion, when there is one).
-
-"Could not find" is an answer, not a failure, so it is not an error result (and is cached).
-Network and API failures raise :class:`ToolFailure` with a one-line reason.
-The client is built by :func:`make_wiki`, which accepts ``transport=`` so tests pass an
-``httpx.MockTransport`` instead of touching the network.
+What the tool answers is in docs/tools.md; how (the MediaWiki calls) is :func:`_lookup`'s docstring.
+"Could not find" is an answer, not a failure, so it is not an error result (and is cached); network and API
+failures raise :class:`ToolFailure` with a one-line reason. :func:`make_wiki` accepts ``transport=`` so tests
+pass an ``httpx.MockTransport`` instead of touching the network.
 """
 
 from __future__ import annotations
@@ -130,6 +117,16 @@ def lookup(query: str, *, wiki: wikipediaapi.Wikipedia | None = None) -> str:
 
 
 def _lookup(q: str, wiki: wikipediaapi.Wikipedia) -> str:
+    """Every request is a MediaWiki ``action=query`` call that Wikipedia-API builds:
+
+    1. ``list=search`` (``srlimit=5``); the best title is a hit whose title matches the query, else the top hit.
+    2. ``prop=extracts&exintro=1&explaintext=1`` for that title (``redirects=1`` is always sent, so the resolved
+       title is reported), cut to the first sentences.
+    3. a disambiguation check (:func:`_is_disambiguation`); such a page is answered with its candidate titles
+       (its ``prop=links``, in the order they appear on the page) so the model can pick one.
+    4. no hits at all: ``Could not find X. Similar: [...]`` as in the ReAct paper's environment (similar titles
+       come from the search's spelling suggestion, when there is one).
+    """
     results = wiki.search(q, limit=5)
     titles = list(results.pages)
     if not titles:
@@ -154,6 +151,8 @@ def _lookup(q: str, wiki: wikipediaapi.Wikipedia) -> str:
 
 
 def _is_disambiguation(wiki: wikipediaapi.Wikipedia, page: Any) -> bool:
+    """``prop=categories`` for :data:`DISAMBIGUATION_CATEGORY`: Wikipedia-API has no ``pageprops`` call, and this
+    category is what ``pageprops.disambiguation`` mirrors."""
     if page.title.endswith("(disambiguation)"):
         return True
     categories = wiki.categories(page, clcategories=DISAMBIGUATION_CATEGORY)
