@@ -1,24 +1,9 @@
 """Run several modes on one question at once and merge their event streams.
 
-Each mode runs in its own thread with its own model client, so three modes take as long
-as the slowest one, and one mode's failure is just an event in its own stream. Closing
-the generator (the UI's Stop, a dropped connection) cancels every mode, closes every
-client (which ends in-flight streams) and joins the threads.
-
-A server that serves one request at a time may cut a mode's reply off when another mode's
-request arrives (llama-cpp-python's server does, by default). Such a mode ends with an
-``LLMError`` of reason "interrupted"; once every other mode has finished, it runs again,
-alone, after a ``Retry`` event that says why (one retry; modes waiting to retry go one at a
-time). A mode that got no first token in time while the others streamed (reason "busy": it
-was probably queued behind them) is run again too, but only when the server proved alive in
-this run (a mode answered or was interrupted): a hung server is not waited for twice.
-``LLM_MAX_CONCURRENT=1`` avoids the collisions from the start.
-
-A run started with ``stepping=True`` goes one step at a time (see ``agents/stepping.py``):
-each mode pauses after each model reply and its observations (a ``Paused`` event) until
-:meth:`ComparisonRun.step` lets every unfinished mode take one more step, or
-:meth:`ComparisonRun.resume` lets them run to the end. All three are poll-style: they never
-block, so a UI calls them straight from its event loop.
+Each mode runs in its own thread with its own model client, so three modes take as long as the slowest one,
+and one mode's failure is just an event in its own stream. Closing the run (the UI's Stop, a dropped
+connection) cancels every mode and ends their in-flight streams. A mode cut off by a one-request-at-a-time
+server runs again, alone (:meth:`ComparisonRun._worker`); stepping is ARCHITECTURE.md's "Stepping and forking".
 """
 
 from __future__ import annotations
@@ -265,6 +250,13 @@ class ComparisonRun:
                 t.join(max(0.0, deadline - time.monotonic()))
 
     def _worker(self, mode: str) -> None:
+        """Run ``mode``, and once more when its first attempt was cut off by the server. A server that serves one
+        request at a time may cut a reply off when another mode's request arrives (llama-cpp-python's server does,
+        by default): the mode ends with reason "interrupted" and, once every other mode has finished, runs again
+        alone after a ``Retry`` event that says why (one retry; modes waiting to retry go one at a time). A mode
+        that got no first token in time while the others streamed ("busy": probably queued behind them) runs
+        again too, but only when the server proved alive in this run (a mode answered or was interrupted): a hung
+        server is not waited for twice. ``LLM_MAX_CONCURRENT=1`` avoids the collisions from the start."""
         try:
             try:
                 reason = self._attempt(mode)

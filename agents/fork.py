@@ -1,20 +1,9 @@
 """Fork a run: change what a tool said at one step and let the mode continue live from there.
 
-``fork(trace, step_index, new_observation, model, registry, config)`` rebuilds the mode's
-conversation from the trace, replaces observation ``step_index`` (0-based, as in
-``Trace.steps``) with the teacher's text and continues the mode live. The rebuild is not a
-second copy of the loop: the *same* loop runs from the start, fed by a :class:`ReplayModel`
-that streams the recorded replies back (each ``Usage`` keeps the reply exactly as it was sent
-back, tool-call ids and raw arguments included) and a :class:`ReplayRunner` that returns the
-recorded observations. So the messages of the first live call are, without an edit, the very
-messages the original run sent for that call, byte for byte.
-
-The fork's events are the original run's events up to the end of that step (the edited
-observation in place of the old one, followed by a :class:`Forked` marker), then the live
-continuation; so a fork's export holds the whole conversation and can be forked again.
-
-Think-only has no observations: its "step 0" is its reasoning, and a fork asks the model for
-the answer that follows from the edited reasoning. The hybrids cannot be forked.
+There is no second copy of a loop: the *same* loop runs from the start, fed by a :class:`ReplayModel` that
+streams the recorded replies back and a :class:`ReplayRunner` that returns the recorded observations, so the
+first live call sends, without an edit, the very messages the original run sent, byte for byte. The API, its
+refusals and what a fork's events hold: ARCHITECTURE.md, "Stepping and forking".
 """
 
 from __future__ import annotations

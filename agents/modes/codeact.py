@@ -1,16 +1,9 @@
 """CodeAct (Wang et al., 2024; smolagents' ``CodeAgent``): the model acts by writing Python programs.
 
-Each step is one model reply: a Thought and a program (``prompts/codeact.md``), run in the run's
-persistent sandbox (:class:`tools.sandbox_session.SandboxSession`: one process per run, variables kept
-across steps), where the run's tools are functions. The events of a step: the Thought, an ``Action``
-for the program (``tool="python"``, ``code=True``), then each tool call the program makes, as a
-``nested`` Action and Observation the moment it starts and ends, then the program's Observation (what
-it printed, or its error), which the next model call reads. ``final_answer(x)`` ends the run. A reply
-with no program gets the corrective re-prompt, and a run out of steps the forced answer, as in ReAct.
-
-So the trace's metrics stay comparable with ReAct's: a step is one program, and ``tool_calls`` counts
-the registry calls the programs made (the program itself is not a tool call; see ``agents/trace.py``).
-CodeAct is text-protocol only: under native tool calls it says so in one line and stops.
+Each step is one model reply, a Thought and a program (``prompts/codeact.md``), run in the run's persistent
+sandbox (:class:`tools.sandbox_session.SandboxSession`) where the run's tools are functions. A step is one
+program and ``tool_calls`` counts the calls the programs made, so its metrics compare with ReAct's. Text
+protocol only. The events of a step: ARCHITECTURE.md, "CodeAct and the sandbox session".
 """
 
 from __future__ import annotations

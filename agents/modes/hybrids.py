@@ -1,15 +1,8 @@
-"""The paper's hybrids, ReAct → CoT-SC and CoT-SC → ReAct, built from the base modes.
+"""The paper's hybrids, ReAct → CoT-SC and CoT-SC → ReAct, built from the base modes (and CoT-SC alone).
 
-CoT-SC samples ``n`` chains of thought at a higher temperature and takes the majority answer.
-``react_cot_sc`` runs ReAct and falls back to CoT-SC when ReAct gives no answer within its
-steps; ``cot_sc_react`` trusts the CoT-SC majority only when at least n/2 samples agree and
-otherwise backs off to ReAct. Each is registered as a mode (``cot_sc`` for the benchmark
-only, the two hybrids also as the Compare tab's fourth panel), so the runner, the comparison
-and the app treat them like any other mode. The registry passes the benchmark's ``sc_n`` (samples)
-and ``vote_key`` (when two answers are the same vote: the dataset's own, e.g. FEVER labels).
-
-A hybrid ends with exactly one :class:`FinalAnswer`: answers and errors of the sub-runs it
-recovered from are re-emitted as :class:`Thought` lines, so ``Trace.answer`` / ``.forced`` /
+Each is registered as a mode (docs/modes.md, "The paper's hybrids"), so the runner, the comparison and the app
+treat them like any other. A hybrid ends with exactly one :class:`FinalAnswer`: answers and errors of the
+sub-runs it recovered from are re-emitted as :class:`Thought` lines, so ``Trace.answer`` / ``.forced`` /
 ``.error`` describe the hybrid's outcome, while tokens and steps still count every call.
 """
 
@@ -129,7 +122,8 @@ def cot_sc_react(question: str, model: ChatModel, registry: ToolRegistry, config
 
 
 def _as_mode(fn: Callable[..., Iterator[Event]]) -> ModeFn:
-    """``fn`` with the registry's options: ``sc_n`` samples (at least 1) and ``vote_key`` (default: SQuAD text)."""
+    """``fn`` with the registry's options: ``sc_n`` samples (at least 1) and ``vote_key``, which answers count as
+    one vote (default: SQuAD text; the benchmark passes its dataset's own, e.g. FEVER labels)."""
 
     @functools.wraps(fn)
     def run(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *,

@@ -1,27 +1,10 @@
 """Reflexion (Shinn et al., 2023): ReAct, judged after each trial; a failed trial is reflected upon, and the
 reflections are given to the next trial.
 
-Up to ``trials`` trials (default 3) of the ReAct loop itself — the same ``react`` mode, with the
-reflections added after the question through the loops' one hook (``notes``,
-:func:`agents.modes.base.opening`). After each trial an evaluator decides:
-
-- with an ``expected`` answer: the paper's exact match (``agents.correctness.judge``: SQuAD
-  normalisation and exact match, which is the paper's ``EM``; a numeric expected answer is matched
-  by value). It costs no model call, and the model never sees the expected answer;
-- without one: one self-check call, in which the model judges its own answer (yes / no and why),
-  labelled as the model's own judgement.
-
-A failed trial with a trial after it gets one reflection call (the paper's self-reflection prompt:
-what went wrong and a new plan, in a few sentences, ``prompts/reflexion.md``); the last
-``MEMORY`` reflections go into the next trial's prompt (``prompts/reflexion_memory.md``).
-
-Events: each trial starts with :class:`Trial`, its verdict is an :class:`Evaluation` (holding the
-trial's answer), a reflection is a :class:`Reflection`. Like the hybrids, the run ends with exactly
-one :class:`FinalAnswer`, the last trial's (its ``forced`` flag too), so ``Trace.answer`` / ``.forced``
-describe that trial while steps, calls and tokens count every trial, check and reflection. A model
-error ends the run there (the trial's ``LLMError`` is the run's error).
-
-A Reflexion run has several conversations, so it cannot be forked (its spec offers no ``runner``).
+Each trial is the ``react`` mode itself, the reflections added through the loops' one hook (``notes``), so
+Reflexion adds no loop of its own. The evaluator, the events and the trace it leaves are described in
+ARCHITECTURE.md ("Adding messages to a loop, and Reflexion"); what it shows a learner in docs/modes.md.
+A run has several conversations, so it cannot be forked (its spec offers no ``runner``).
 """
 
 from __future__ import annotations
