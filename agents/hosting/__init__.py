@@ -1,17 +1,10 @@
 """The app's live runs, hosted: in worker processes (the default), or with the same code in the app's process.
 
-One Python process uses one core, and a model's stream costs CPU for every chunk (huggingface_hub parses each
-into typed objects): so the modes run in ``APP_RUN_WORKERS`` worker processes (:mod:`agents.hosting.worker`) and
-the app's process renders the panels. A run is data (:class:`~agents.hosting.worker.RunSpec`); :func:`make_run`
-returns a :class:`HostedRun`, the app's handle, with :class:`~agents.comparison.ComparisonRun`'s interface
-(``start()``, ``poll(timeout)``, ``done``, ``close()`` from any thread, and the step controls). Its events
-arrive in batches from the worker's outbox; one reader thread per worker routes them to the runs' buffers.
-
-A run stays in the app's process (:class:`LocalHost`, the same :class:`~agents.hosting.worker.RunWorker` without
-the pipe) when it cannot travel — an injected model factory, a tool that another process cannot import —,
-when ``APP_RUN_WORKERS=0``, and under ``LLM_MAX_CONCURRENT``, whose gate is per process: the Benchmark tab
-and the MCP tool call the model from the app's process, so one gate sees every call there. A worker that
-dies ends its runs' unfinished modes with one error line and is started again.
+One process uses one core and a model's stream costs CPU for every chunk, so the modes run in worker processes
+(:mod:`agents.hosting.worker`) while the app's process renders the panels. :func:`make_run` / :func:`make_fork`
+return a :class:`HostedRun`, the app's handle, with :class:`~agents.comparison.ComparisonRun`'s interface.
+Which runs stay in the app's process (:class:`LocalHost`) and how events travel: ARCHITECTURE.md, "How a run
+reaches the screen".
 """
 
 from __future__ import annotations

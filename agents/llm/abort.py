@@ -1,21 +1,10 @@
 """Let a run interrupt its own blocked HTTP read from another thread.
 
-``InferenceClient`` makes blocking requests through huggingface_hub's shared httpx client.
-Closing an ``InferenceClient`` ends a stream that is already flowing, but a request still
-waiting for the server's headers (a queued provider, a hung server) sits in ``recv()``,
-and on Linux closing a socket from another thread does not wake it; ``shutdown()`` does.
-
-So we give the shared client a network backend that notes, per thread, the socket that
-thread is reading or writing right now. :func:`abort_thread` shuts down exactly that
-socket: the Stop button then ends a waiting request at once instead of at ``LLM_TIMEOUT``,
-and no other visitor's connection is touched.
-
-It is installed through huggingface_hub's public ``set_client_factory`` (its only way to configure
-the client ``InferenceClient`` uses: 2.4 has no per-client HTTP client, every request goes through
-the process-wide ``get_session()``, so this cannot be scoped to our clients alone; for any other
-caller the backend only records sockets, and nothing but our own threads is ever aborted). Putting
-the backend under the client's pool needs one private attribute of httpx2: that is a patch, in
-``patches/httpx_backend.py``.
+A request still waiting for the server's headers sits in ``recv()``, which closing its client does not wake;
+``shutdown()`` of its socket does. So huggingface_hub's shared httpx client gets a network backend that notes,
+per thread, the socket that thread blocks on, and :func:`abort_thread` shuts down exactly that one: Stop ends a
+waiting request at once, and no other visitor's connection is touched. Why it is process-wide: ARCHITECTURE.md,
+"Stop that really stops" and "Limits we know of"; the backend is attached by ``patches/httpx_backend.py``.
 """
 
 from __future__ import annotations

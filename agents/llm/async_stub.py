@@ -1,18 +1,10 @@
 """The load benchmark's stand-in model: the stub's replies served by one asyncio loop (Starlette on uvicorn).
 
-Why a second stand-in: :mod:`agents.llm.stub_server` is a ``ThreadingHTTPServer`` (a thread per
-connection, pacing with ``time.sleep``); under a crowd its many threads share one GIL with the bench's other
-processes and fall behind their own pace, so the bench would measure the stand-in, not the app. A real
-server (vLLM, TGI) paces its tokens on its own hardware. Here every stream is a coroutine on one loop, and
-each chunk is due at an absolute time (``arrival + latency + i × token_delay``), so a late wake-up does not
-push every later token back: the replies keep the pace they promise as long as the process gets a little CPU.
-
-It serves the same replies as the thread stub (a responder such as :func:`toy_model.toy_policy`
-returning :class:`StubReply`: text, reasoning, native tool calls, usage, ``stop``, ``finish_reason``,
-error statuses and per-reply delays), in the same OpenAI SSE shape (:func:`stub_server.sse_events`), and
-records each request's arrival, first byte and end (:class:`RecordedRequest`) for the bench's "first text
-after the server's first token". The thread stub stays the tests' server: its fault injection (dropped
-connections, hangs, one-at-a-time interrupts) is a contract of the test suite and is not repeated here.
+Why a second stand-in: the thread stub (:mod:`agents.llm.stub_server`, a thread per connection, pacing with
+``time.sleep``) falls behind its own pace under a crowd, sharing one GIL with the bench's other processes, so
+the bench would measure the stand-in, not the app. Here every stream is a coroutine on one loop, paced against
+absolute times (:meth:`AsyncStubServer._paced`). Same replies, same SSE shape; fault injection stays the thread
+stub's, the tests' server.
 """
 
 from __future__ import annotations
@@ -96,7 +88,10 @@ class AsyncStubServer:
         return StreamingResponse(self._paced(reply, body, record), media_type="text/event-stream")
 
     async def _paced(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest) -> AsyncIterator[bytes]:
-        """The reply's SSE events, each at its due time measured from the request's arrival."""
+        """The reply's SSE events, each at its due time measured from the request's arrival
+        (``arrival + latency + i × token_delay``), so a late wake-up does not push every later token back: the
+        replies keep the pace they promise as long as the process gets a little CPU. ``record`` notes the first
+        byte and the end, for the bench's "first text after the server's first token"."""
         loop = asyncio.get_running_loop()
         start = loop.time() - (time.perf_counter() - record.started)  # the arrival on the loop's clock
         latency = self.latency if reply.first_token_delay is None else reply.first_token_delay

@@ -1,24 +1,10 @@
 """A local OpenAI-compatible server for tests, benchmarks and offline demos.
 
-The real ``InferenceClient`` is pointed at it with ``base_url``, so every test exercises
-the real HTTP, SSE and error paths. Replies are scripted (a FIFO of :class:`StubReply`)
-or produced by a responder function; latency and faults (HTTP errors with
-``Retry-After``, rejecting ``stop``, a mid-stream disconnect, a reply that just ends without
-``finish_reason`` or ``[DONE]``, ``finish_reason="length"``, a silent gap, a hung request, no
-usage in the stream) are injectable per reply. Bodies use chunked transfer encoding, so a
-dropped connection is visible to the client as an error, as it is in production.
-
-``one_at_a_time=True`` behaves like llama-cpp-python's server with its default
-``interrupt_requests=True``: a new request aborts the one in flight, which gets ``data: [DONE]``
-without a ``finish_reason`` and an end of body, then waits for the model to be free.
-``serial=True`` queues requests for the one model without a word until their turn.
-
-``GET /v1/models`` lists ``models`` (one id by default; ``models=None``: no such endpoint, a 404).
-``unknown_model="ollama" | "vllm" | "openai"`` refuses a request for a model not listed the way that
-server does (a 404 with its body; OpenAI's carries ``"code": "model_not_found"``).
-
-Run standalone (``python -m agents stub --port 8800``, :mod:`agents.cli.stub`) to try the app or CLI
-with the toy model (:mod:`agents.llm.toy_model`), which uses the calculator for arithmetic questions.
+The real ``InferenceClient`` is pointed at it with ``base_url``, so every test exercises the real HTTP, SSE
+and error paths. Replies are scripted (a FIFO of :class:`StubReply`) or made by a responder; latency and
+faults are injectable per reply (:class:`StubReply`'s fields) or per server (:class:`StubLLMServer`). Run
+standalone (``python -m agents stub``) it answers with the toy model (:mod:`agents.llm.toy_model`), so the
+app and CLI can be tried offline.
 """
 
 from __future__ import annotations
@@ -48,7 +34,15 @@ class RecordedRequest:
 
 
 class StubLLMServer:
-    """Threaded SSE server on 127.0.0.1; use as a context manager. ``url`` ends in ``/v1``."""
+    """Threaded SSE server on 127.0.0.1; use as a context manager. ``url`` ends in ``/v1``.
+
+    ``one_at_a_time=True`` behaves like llama-cpp-python's server with its default ``interrupt_requests=True``:
+    a new request aborts the one in flight, which gets ``data: [DONE]`` without a ``finish_reason`` and an end
+    of body, then waits for the model to be free. ``serial=True`` queues requests for the one model without a
+    word until their turn. ``GET /v1/models`` lists ``models`` (``None``: no such endpoint, a 404);
+    ``unknown_model="ollama" | "vllm" | "openai"`` refuses a request for a model not listed the way that server
+    does (a 404 with its body; OpenAI's carries ``"code": "model_not_found"``).
+    """
 
     def __init__(
         self,
@@ -239,7 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Transfer-Encoding", "chunked")  # so a dropped connection is an error, as in production
         self.end_headers()
         self._stream(reply, body, record, interrupt)
 
