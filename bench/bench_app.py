@@ -1,24 +1,10 @@
 """App benchmark: a classroom of visitors on one app process, measured from outside.
 
-Three kinds of process, as in production: the app (alone in its process: its CPU and memory
-are read from ``/proc``), the stub model (real HTTP + SSE with injected latency, standing in
-for the provider) and the visitors — light REST clients (``bench/loadkit.py``), many threads in
-this one process, each run in a fresh Gradio session. Scenarios:
-
-``scale``  one visitor alone, then N visitors click Run (mode All) at the same instant, against a server
-           with 2 s to first token and 100 tokens/s (``--words 300``: every thought 300 words longer, the
-           long replies). Measured: wall(N) ÷ wall(1), errors, each panel's first text on the visitor's
-           side after the stub sent that mode's first token, each visitor's last frame after the stub's
-           last token to it, and the CPU of the app's processes (app + run workers) per streamed token.
-``fast``   one visitor, All, each reply streamed at 1,000 tokens/s: the last frame after the last token.
-``memory`` 500 runs, each from a new session; the app's RSS before and after.
-``flood``  300 submissions at once: each visitor hears at once that it is queued (its place) or that the
-           app is full; nobody hangs; meanwhile the page (``GET /`` and its JS/CSS) keeps loading.
-The goals are in bench/report.py, which prints them beside the figures.
-
-Usage: ``python bench/bench_app.py [--scenario scale fast memory flood | all] [--visitors 20 50] [--words N] [--json]``
-(``perf_counter`` is CLOCK_MONOTONIC on Linux, shared by the processes.) On a 2-core machine the
-three processes share the cores; other load on the machine makes every number pessimistic.
+Three kinds of process, as in production: the app (its CPU and memory read from ``/proc``), the stand-in model
+and the visitors (light REST clients, ``bench/loadkit.py``, each in a fresh Gradio session); how they are set
+up is the README's "Measured". One function per scenario, each saying what it measures: :func:`scale`,
+:func:`fast`, :func:`memory`, :func:`flood`; the goals are in bench/report.py. Usage:
+``python bench/bench_app.py [--scenario scale fast memory flood | all] [--visitors 20 50] [--words N] [--json]``
 """
 
 from __future__ import annotations
@@ -123,7 +109,8 @@ def system_prompts() -> dict[str, str]:
 
 
 def request_times(requests: list[dict]) -> dict[tuple[str, str], tuple[float, float]]:
-    """Per (question, mode): the stub's first token and the end of its last reply for that visitor's mode."""
+    """Per (question, mode): the stub's first token and the end of its last reply for that visitor's mode.
+    Comparable with the visitors' clocks: ``perf_counter`` is CLOCK_MONOTONIC on Linux, shared by the processes."""
     times: dict[tuple[str, str], tuple[float, float]] = {}
     prompts = system_prompts()
     for r in requests:
@@ -285,7 +272,8 @@ def get_text(url: str, path: str) -> str:
 
 
 def flood(args: argparse.Namespace) -> dict:
-    """``--flood`` runs submitted at once: what each visitor hears first, and how the page loads meanwhile."""
+    """``--flood`` runs submitted at once: what each visitor hears first (its place in the queue, or that the app
+    is full; nobody hangs), and how the page (``GET /`` and its JS/CSS) loads meanwhile."""
     with Stack(args.latency, args.token_delay, stub=args.stub, env=app_env(args)) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up
         quiet: list[float] = []

@@ -1,17 +1,10 @@
 """Where a streamed token's CPU goes: each stage of its path, in ms per token, for every process of the app.
 
-The app bench's stack (``bench/bench_app.py``: the app, its run workers, the asyncio stand-in model, light REST
-visitors) runs one crowd per configuration — 1 and 50 visitors, short and long replies — while py-spy samples
-the app and each worker (``--gil``: only the thread holding the interpreter, i.e. Python's own CPU). Each
-sample's stack is put in one stage (:data:`STAGES`, first match wins); a stage's figure is its samples'
-time divided by the tokens the stand-in streamed. When cores are short, a thread holds the lock while the
-OS runs another process, so the samples' time is then scaled down to the process's measured CPU. What the
-samples do not cover — system calls, waits for the lock, C work outside it — is the row "outside Python",
-so each process's stages add up to its measured CPU.
-
-Usage: ``python bench/bench_stages.py [--configs short:1 short:50 long:1 long:50] [--json]`` (needs py-spy,
-a dev requirement). Profiling slows the processes a little: these figures explain the app bench's CPU rows,
-they do not replace them.
+The app bench's stack (``bench/bench_app.py``) runs one crowd per configuration while py-spy samples the app
+and each worker; each sample's stack is put in one stage (:data:`STAGES`), and the stages split each process's
+measured CPU (:func:`measure`). Profiling slows the processes a little: these figures explain the app bench's
+CPU rows, they do not replace them. Usage: ``python bench/bench_stages.py [--configs short:1 long:50] [--json]``
+(needs py-spy, a dev requirement).
 """
 
 from __future__ import annotations
@@ -70,6 +63,7 @@ def classify(path: str) -> Counter[str]:
 
 
 def spy(pid: int, path: str) -> subprocess.Popen:
+    """py-spy recording ``pid`` into ``path`` (raw stacks, GIL holder only) until it gets SIGINT."""
     spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", str(RATE), "--format", "raw", "--gil",
                             "--nonblocking", "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # let it attach
@@ -77,7 +71,13 @@ def spy(pid: int, path: str) -> subprocess.Popen:
 
 
 def measure(kind: str, visitors: int, latency: float, token_delay: float, folder: str) -> dict:
-    """One crowd under py-spy: per process, its CPU and its stages, in ms per streamed token."""
+    """One crowd under py-spy: per process, its CPU and its stages, in ms per streamed token.
+
+    py-spy samples only the thread holding the interpreter (``--gil``: Python's own CPU). A stage's figure is
+    its samples' time divided by the tokens the stand-in streamed. When cores are short a thread holds the lock
+    while the OS runs another process, so the samples' time is then scaled down to the process's measured CPU;
+    what the samples do not cover (system calls, waits for the lock, C work outside it) is the row "outside
+    Python", so each process's stages add up to its measured CPU."""
     words = LONG_WORDS if kind == "long" else 0
     with Stack(latency, token_delay, stub="async", words=words) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up

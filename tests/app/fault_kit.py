@@ -1,17 +1,10 @@
 """Faults for the whole-app tests: a stub-server responder that breaks ONE mode at a time, two broken tools,
 and a launcher that runs the app in its own process (so the leak test can count *its* threads and fds).
 
-The fault and its victim are written into the question, ``[fault=503@think]``, so one launched app serves
-every fault test; the responder tells the modes apart by their system prompts. Everything else gets the
-stub's toy model (which reads 17 * 23 + 5 off the question and uses the calculator), so the healthy panels
-finish with 396 — computed by the tool, never hard-coded here.
-
-Not collected by pytest (no ``test_`` prefix); test modules load it with :func:`load` via the ``kit`` fixture.
-
-Run as a script: ``python tests/app/fault_kit.py`` launches the app on 127.0.0.1 with the fault registry and
-``LLMSettings.from_env()`` (``LLM_BASE_URL``, ``LLM_TIMEOUT`` …), prints its URL, and serves until stdin closes;
-with ``--default-registry``, the app's own tools (so its live runs go to its worker processes). The leak tests'
-side of it is here too: :class:`AppProcess`, :class:`RestClient`, :func:`settled` …"""
+The fault and its victim are written into the question (:func:`question`), so one launched app serves every
+fault test. Not collected by pytest (no ``test_`` prefix); tests get it from the ``kit`` fixture
+(``kit.faults()``). ``python tests/app/fault_kit.py`` launches the app alone (:func:`main`).
+"""
 
 from __future__ import annotations
 
@@ -63,7 +56,8 @@ def fault_registry() -> ToolRegistry:
 
 
 def question(fault: str, mode: str, nonce: str = "") -> str:
-    """The test question with its fault written in; ``nonce`` (letters only) keeps per-run counters apart."""
+    """The test question with its fault written in (``[fault=503@think]``); ``nonce`` (letters only) keeps per-run
+    counters apart."""
     return f"{QUESTION} [fault={fault}@{mode}] {nonce}".strip()
 
 
@@ -89,7 +83,9 @@ def cut_reply(chunk_chars: int) -> StubReply:
 
 
 class FaultPolicy:
-    """The responder: the toy model for healthy modes, the named fault for the victim mode."""
+    """The responder: the toy model for healthy modes, the named fault for the victim mode (told apart by their
+    system prompts, :func:`mode_of`). The toy reads 17 * 23 + 5 off the question and uses the calculator, so the
+    healthy panels finish with 396, computed by the tool, never hard-coded here."""
 
     def __init__(self, chunk_chars: int = 8) -> None:
         self.chunk_chars = chunk_chars
@@ -375,7 +371,8 @@ def assert_stops_closed_streams(stub: Any, cancelled: dict[str, float], expected
 
 
 def main() -> None:
-    """Launch the app (fault registry, settings from the environment) and serve until stdin closes."""
+    """Launch the app on 127.0.0.1 (fault registry, ``LLMSettings.from_env()``), print its URL and serve until
+    stdin closes; ``--default-registry``: the app's own tools, so its live runs go to its worker processes."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     import app
     from agents.llm.settings import LLMSettings
