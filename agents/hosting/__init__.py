@@ -47,7 +47,7 @@ def workers_from_env(environ: dict[str, str] | None = None) -> int:
 def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registry: ToolRegistry, config: RunConfig,
              model_factory: Callable[[LLMSettings], Any] | None = None, *, stepping: bool = False,
              options: dict[str, Any] | None = None) -> HostedRun:
-    """The live run for the UI (unstarted), hosted where it belongs (see the module docstring)."""
+    """The live run for the UI (unstarted), hosted where it belongs (:func:`_hosted`)."""
     spec = RunSpec(question, tuple(dict.fromkeys(modes)), settings, _config_fields(config), stepping=stepping,
                    options=dict(options or {}), model_factory=model_factory)
     for mode in spec.modes:
