@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
@@ -27,6 +28,9 @@ def env_problem(environ: dict[str, str] | None = None) -> str | None:
     if unknown:
         return f"{ENV} must name patches among {', '.join(NAMES)} (or all), got {', '.join(unknown)}"
     return None
+
+
+_decisions: dict[str, bool] = {}  # patch name → usable, for the patches checked on first use (Patch.decided)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,14 @@ class Patch:
             log.warning("patch %s was written for %s %s, found %s: what it touches checks out, so it stays on",
                         self.name, self.library, self.written_for, self.installed())
         return True
+
+    def decided(self, check: Callable[[], str | None]) -> bool:
+        """:meth:`usable`, decided on the first call and kept: for a patch checked lazily, by the first request
+        that needs it (the log says then whether it is off)."""
+        if self.name not in _decisions:
+            _decisions[self.name] = self.usable(check())
+        return _decisions[self.name]
+
 
     def installed(self) -> str:
         try:

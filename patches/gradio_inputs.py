@@ -26,16 +26,6 @@ def problem() -> str | None:
     return None
 
 
-_checked: list[bool] = []
-
-
-def _usable() -> bool:
-    """Checked once, on the first call that needs it (the log says so then if the patch is off)."""
-    if not _checked:
-        _checked.append(PATCH.usable(problem()))
-    return _checked[0]
-
-
 class OptionalTrailingInputs:
     """Mixin for ``gr.Blocks``: ``optional_tail`` maps an api_name to how many trailing inputs may be left out."""
 
@@ -43,6 +33,6 @@ class OptionalTrailingInputs:
 
     def validate_inputs(self, block_fn: Any, inputs: list[Any]) -> None:
         missing = len(block_fn.inputs) - len(inputs)
-        if 0 < missing <= self.optional_tail.get(str(block_fn.api_name), 0) and _usable():
+        if 0 < missing <= self.optional_tail.get(str(block_fn.api_name), 0) and PATCH.decided(problem):
             inputs.extend([None] * missing)
         super().validate_inputs(block_fn, inputs)  # type: ignore[misc]

@@ -34,16 +34,6 @@ def problem() -> str | None:
     return None
 
 
-_checked: list[bool] = []
-
-
-def _usable() -> bool:
-    """Checked once, on the first refusal (the log says so then if the patch is off)."""
-    if not _checked:
-        _checked.append(PATCH.usable(problem()))
-    return _checked[0]
-
-
 class ReadableRefusals:
     """Mixin for ``gr.Blocks``: an input Gradio refuses before the handler runs is one line for the client."""
 
@@ -53,7 +43,7 @@ class ReadableRefusals:
         except Exception as exc:
             from gradio.exceptions import Error
 
-            if isinstance(exc, Error) or not _usable():
+            if isinstance(exc, Error) or not PATCH.decided(problem):
                 raise
             optional = getattr(self, "optional_tail", {}).get(str(getattr(block_fn, "api_name", "")), 0)
             raise Error(refusal_line(block_fn, inputs, exc, optional), print_exception=False) from exc

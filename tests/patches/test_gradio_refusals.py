@@ -13,6 +13,7 @@ import gradio as gr
 import httpx
 import pytest
 
+import patches
 import patches.gradio_refusals as refusals
 
 
@@ -76,7 +77,7 @@ def test_the_patch_checks_what_it_touches(monkeypatch):
 
 def test_turned_off_it_leaves_gradios_silent_refusal_with_one_log_line(url, monkeypatch, caplog):
     monkeypatch.setenv("APP_PATCHES_OFF", "gradio_readable_refusals")
-    monkeypatch.setattr(refusals, "_checked", [])
+    monkeypatch.setattr(patches, "_decisions", {})  # decided again, and the app's decision back afterwards
     with caplog.at_level(logging.INFO, logger="patches"):
         event, payload = call(url, "picks", [None])
     assert event == "error" and payload == {"error": None}  # still refused: only the line is missing
