@@ -14,11 +14,27 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.pop("SPACE_ID", None)
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from agents.llm import llama_server
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def app_copy(tmp_path) -> Path:
+    """The app's code copied to ``tmp_path / "repo"`` (no tests, no git): a test adds a module there (a new mode)
+    and runs the app or the CLI from it, never touching the real tree."""
+    dest = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
+    for name in ("agents", "tools", "ui", "patches", "prompts", "data"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    shutil.copy2(ROOT / "app.py", dest / "app.py")
+    return dest
 
 
 class RealServer:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -118,15 +117,6 @@ def test_a_mode_names_its_prompt_and_the_native_variant_is_found_by_file():
             assert ("[tools" in shown) == spec.uses_tools and shown.endswith("[user]\nQuestion: <question>")
 
 
-def _copy_repo(dest: Path) -> Path:
-    """The app's code in ``dest`` (no tests, no git), so a new module there cannot touch the real tree."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
-    for name in ("agents", "tools", "ui", "patches", "prompts", "data"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    shutil.copy2(ROOT / "app.py", dest / "app.py")
-    return dest
-
-
 TOY_MODULE = '''
     """Echo: one call with its own prompt; the reply is the answer. A toy for the registry test."""
 
@@ -170,8 +160,8 @@ INSPECT_APP = '''
 '''
 
 
-def test_a_toy_mode_in_one_module_appears_everywhere(tmp_path):
-    repo = _copy_repo(tmp_path / "repo")
+def test_a_toy_mode_in_one_module_appears_everywhere(app_copy):
+    repo = app_copy
     (repo / "agents" / "modes" / "_toy_test.py").write_text(textwrap.dedent(TOY_MODULE), encoding="utf-8")
     (repo / "prompts" / "toy.md").write_text("You are Echo. Repeat the question. Tools you will not use: $tool_names",
                                              encoding="utf-8")

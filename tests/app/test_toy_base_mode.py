@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 
 ECHO_MODULE = '''
     """Echo: one call with its own prompt; the reply is the answer. A toy base mode for a test."""
@@ -66,17 +63,8 @@ DRIVE_APP = '''
 '''
 
 
-def copy_app(dest: Path) -> Path:
-    """The app's code in ``dest`` (no tests, no git), so a new module there cannot touch the real tree."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
-    for name in ("agents", "tools", "ui", "patches", "prompts", "data"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    shutil.copy2(ROOT / "app.py", dest / "app.py")
-    return dest
-
-
-def test_a_fourth_base_mode_is_a_fourth_panel_row_and_trace(tmp_path):
-    repo = copy_app(tmp_path / "repo")
+def test_a_fourth_base_mode_is_a_fourth_panel_row_and_trace(app_copy):
+    repo = app_copy
     (repo / "agents" / "modes" / "echo.py").write_text(textwrap.dedent(ECHO_MODULE), encoding="utf-8")
     (repo / "prompts" / "echo.md").write_text("You are Echo, without any tools. Answer: Final Answer: <answer>",
                                               encoding="utf-8")
