@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 
-
 ECHO_MODULE = '''
     """Echo: one call with its own prompt; the reply is the answer. A toy base mode for a test."""
 
