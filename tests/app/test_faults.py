@@ -342,7 +342,8 @@ def test_faulty_runs_and_stops_leak_no_threads_or_fds(faults, tmp_path, in_worke
             threads, fds, names, pools, now = faults.settled(proc, baseline, base_names, workers=base_workers)
             extra = sorted((Counter(faults.non_pool(names)) - Counter(faults.non_pool(base_names))).elements())
             assert extra == [], f"threads left behind in the app: {extra}"
-            assert threads - pools == baseline[0] - sum(faults.kind(n) in faults.POOL_THREADS for n in base_names)
+            # no more threads outside the pools than at the baseline (one of its own may have ended since)
+            assert threads - pools <= baseline[0] - sum(faults.kind(n) in faults.POOL_THREADS for n in base_names)
             assert all(sum(faults.kind(n) == k for n in names) <= cap for k, cap in faults.POOL_THREADS.items())
             assert fds <= baseline[1] + faults.FD_TOLERANCE, (baseline, fds)
             if in_workers:
