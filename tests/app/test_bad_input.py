@@ -236,10 +236,14 @@ def bench_url(kit):
 
 def bench_call(url: str, upload_data: dict | None, **changes) -> tuple[str, object]:
     args = {"dataset": bt.UPLOAD, "upload": upload_data, "n": 10, "modes": ["act"], "concurrency": 2, "sc_n": 1,
-            "model": "stub", "protocol": "text", "max_steps": 3, "temperature": 0.2, "tools": ["calculate"]}
+            "model": "stub", "protocol": "text", "max_steps": 3, "temperature": 0.2, "tools": ["calculate"],
+            "trials": None}
     raw = {k: json.dumps(v) for k, v in args.items()}
     raw.update(changes)
-    return call(url, "benchmark", "[" + ", ".join(raw.values()) + "]")
+    return call(url, "benchmark", "[" + ", ".join(v for v in raw.values() if v is not OMIT) + "]")
+
+
+OMIT = object()  # bench_call(..., trials=OMIT): a caller from before the trials input
 
 
 def write(path, text: str) -> str:
@@ -290,6 +294,12 @@ def test_benchmark_refuses_bad_knobs(url, stub, tmp_path, key, raw, why):
     message = data[0] if event == "complete" else (data or {}).get("error")
     assert message and why in str(message).replace("\\", ""), data
     assert server.requests == []
+
+
+def test_a_benchmark_caller_may_leave_out_the_trials(url, tmp_path):
+    ok = upload(url, write(tmp_path / "ok.jsonl", '{"question": "What is 2+2?", "answer": "4"}\n'))
+    event, data = bench_call(url, ok, trials=OMIT)
+    assert event == "complete" and data[0].startswith("✔ Done"), data
 
 
 def test_benchmark_results_csv_cannot_run_formulas(bench_url, tmp_path):
