@@ -61,8 +61,8 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     """``gr.Blocks`` with this app's framework patches mixed in, and what its launch adds.
 
     Mix-ins: ``OneToolMCP`` (``ui/mcp.py`` over ``patches/gradio_mcp.py``: MCP offers one tool, unless
-    ``APP_MCP=0``), ``OptionalTrailingInputs`` (``patches/gradio_inputs.py``: a REST call may omit
-    ``/compare``'s last input) and ``ReadableRefusals`` (``patches/gradio_refusals.py``: an input Gradio refuses
+    ``APP_MCP=0``), ``OptionalTrailingInputs`` (``patches/gradio_inputs.py``: a REST call may omit the
+    optional last inputs ``optional_tail`` names) and ``ReadableRefusals`` (``patches/gradio_refusals.py``: an input Gradio refuses
     is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), serves the page from memory
     (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
     collector (``agents/gc_tuning.py``)."""
@@ -122,10 +122,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_compare(handlers, page, knobs)
         wire_share(ShareHandlers(page.outputs), page, demo)
         open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
-                        [*page.outputs.all(), page.question, page.expected, page.extra_col])
+                             [*page.outputs.all(), page.question, page.expected, page.extra_col])
         wire_stepping(handlers, page, knobs)
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
-                                   admission=admission), page.fork, page, knobs)
+                                    admission=admission), page.fork, page, knobs)
         mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
