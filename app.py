@@ -62,10 +62,10 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
 
     Mix-ins: ``OneToolMCP`` (``ui/mcp.py`` over ``patches/gradio_mcp.py``: MCP offers one tool, unless
     ``APP_MCP=0``), ``OptionalTrailingInputs`` (``patches/gradio_inputs.py``: a REST call may omit the
-    optional last inputs ``optional_tail`` names) and ``ReadableRefusals`` (``patches/gradio_refusals.py``: an input Gradio refuses
-    is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), serves the page from memory
-    (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
-    collector (``agents/gc_tuning.py``)."""
+    optional last inputs ``optional_tail`` names) and ``ReadableRefusals`` (``patches/gradio_refusals.py``:
+    an input Gradio refuses is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), serves
+    the page from memory (``patches/page_cache.py``), starts the run workers and, when it serves until
+    stopped, settles the garbage collector (``agents/gc_tuning.py``)."""
 
     optional_tail = {"compare": 2, "compare_step": 2, "benchmark": 1}
 
