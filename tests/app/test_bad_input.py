@@ -16,26 +16,11 @@ import pytest
 
 import app
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from tests.gradio_rest import call
 from ui.benchmark import tab as bt
 
 QUESTION = "What is 17 * 23 + 5?"
 BASE = [QUESTION, "All", "stub", "text", 5, 0.2, ["calculate"], "None", None]  # REST needs every input
-
-
-def call(url: str, name: str, data: list | str, timeout: float = 60) -> tuple[str, object]:
-    """POST raw JSON (``data`` may be literal JSON text), then read the stream: (last event, its data)."""
-    body = data if isinstance(data, str) else json.dumps(data)
-    posted = httpx.post(f"{url}/gradio_api/call/{name}", content='{"data": ' + body + "}",
-                        headers={"content-type": "application/json"}, timeout=timeout)
-    assert posted.status_code == 200, posted.text
-    event, payload = "", None
-    with httpx.stream("GET", f"{url}/gradio_api/call/{name}/{posted.json()['event_id']}", timeout=timeout) as s:
-        for line in s.iter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event in ("complete", "error"):
-                payload = json.loads(line[6:])
-    return event, payload
 
 
 def text_of(panel: list) -> str:

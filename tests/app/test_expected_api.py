@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from gradio_client import Client, handle_file
 
 import app
 from agents.llm.stub_server import StubLLMServer
+from tests.gradio_rest import call
 
 QUESTION = "What is 17 * 23 + 5?"
 NINE = [QUESTION, "All", "stub", "text", 5, 0.2, ["calculate"], "None", None]  # /compare's inputs before `expected`
@@ -35,17 +35,8 @@ def client(url):
 
 
 def rest(url: str, data: list) -> tuple[str, object]:
-    """Gradio's raw REST route: POST the inputs, read the stream; (last event, its data)."""
-    posted = httpx.post(f"{url}gradio_api/call/compare", json={"data": data}, timeout=60)
-    assert posted.status_code == 200, posted.text
-    event, payload = "", None
-    with httpx.stream("GET", f"{url}gradio_api/call/compare/{posted.json()['event_id']}", timeout=60) as s:
-        for line in s.iter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event in ("complete", "error"):
-                payload = json.loads(line[6:])
-    return event, payload
+    """``/compare`` over Gradio's raw REST route: (last event, its data)."""
+    return call(url, "compare", data)
 
 
 def test_expected_marks_each_mode_in_table_metrics_and_export(client):

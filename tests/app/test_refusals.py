@@ -11,21 +11,9 @@ import pytest
 
 import app
 from agents.llm.stub_server import StubLLMServer, toy_policy
+from tests.gradio_rest import call
 
 QUESTION = ["What is 17 * 23 + 5?", "All", "stub", "text", 5, 0.2, ["calculate"], "None", None]
-
-
-def call(url: str, name: str, data: list) -> tuple[str, object]:
-    posted = httpx.post(f"{url}gradio_api/call/{name}", json={"data": data}, timeout=30)
-    assert posted.status_code == 200, posted.text
-    event, payload = "", None
-    with httpx.stream("GET", f"{url}gradio_api/call/{name}/{posted.json()['event_id']}", timeout=30) as s:
-        for line in s.iter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event in ("complete", "error"):
-                payload = json.loads(line[6:])
-    return event, payload
 
 
 @pytest.fixture(scope="module")

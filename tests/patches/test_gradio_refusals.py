@@ -3,35 +3,21 @@ accepts; the patch checks what it touches and, turned off, leaves Gradio's own s
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr
-import httpx
 import pytest
 
 import patches
 import patches.gradio_refusals as refusals
+from tests.gradio_rest import call
 
 
 class Blocks(refusals.ReadableRefusals, gr.Blocks):
     pass
-
-
-def call(url: str, name: str, data: list) -> tuple[str, object]:
-    posted = httpx.post(f"{url}gradio_api/call/{name}", json={"data": data}, timeout=30)
-    assert posted.status_code == 200, posted.text
-    event, payload = "", None
-    with httpx.stream("GET", f"{url}gradio_api/call/{name}/{posted.json()['event_id']}", timeout=30) as s:
-        for line in s.iter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event in ("complete", "error"):
-                payload = json.loads(line[6:])
-    return event, payload
 
 
 @pytest.fixture(scope="module")
