@@ -35,7 +35,7 @@ TAB = "compare"  # the Stop button's key in :class:`~ui.core.stream.Stops` (runs
 
 @dataclass(frozen=True)
 class CompareRequest:
-    """A checked ``/compare`` request: the modes to run (the selection plus an optional hybrid)."""
+    """A checked ``/compare`` request: the modes to run (the selection plus an optional extra panel's mode)."""
 
     question: str
     selection: str
@@ -57,10 +57,10 @@ def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps
     if problem is not None:
         return problem
     try:
-        hybrid = extra_mode(fourth)
+        extra = extra_mode(fourth)
     except ValueError as exc:
         return str(exc)
-    modes = MODE_CHOICES[mode] + ((hybrid,) if hybrid else ())
+    modes = MODE_CHOICES[mode] + ((extra,) if extra else ())
     config = make_config(protocol_value(protocol) or "text", max_steps, temperature, max_tokens)
     return CompareRequest(question, mode, modes, registry.subset(tools), config, expected or None,
                           None if trials is None else int(float(trials)))
