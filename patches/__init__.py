@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 ENV = "APP_PATCHES_OFF"
 NAMES = ("gradio_queue_poll", "gradio_sessions", "page_cache", "matplotlib_probe", "gradio_mcp_one_tool",
-         "gradio_optional_inputs", "gradio_readable_refusals", "httpx_network_backend")
+         "gradio_optional_inputs", "gradio_readable_refusals", "httpx_network_backend", "hf_stream_parse")
 
 
 def env_problem(environ: dict[str, str] | None = None) -> str | None:

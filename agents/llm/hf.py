@@ -28,6 +28,7 @@ from agents.llm.base import Chunk, LLMFailure, Message, ToolCallDelta
 from agents.llm.gate import gate_for
 from agents.llm.gate import streams as open_streams
 from agents.llm.settings import LLMSettings
+from patches import hf_stream_parse
 
 log = logging.getLogger(__name__)
 
@@ -264,6 +265,7 @@ class HFInferenceModel:
 
 
 def _make_client(settings: LLMSettings) -> InferenceClient:
+    hf_stream_parse.install()  # the same typed chunks at a fraction of the CPU (checked once per process)
     if settings.base_url:
         # Without a key, huggingface_hub would fill in HF_TOKEN (or a stored login) for any URL; a
         # header of None overrides its default and is dropped before sending, so a base_url server
