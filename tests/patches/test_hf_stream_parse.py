@@ -137,3 +137,12 @@ def test_turned_off_it_is_not_applied(library_parse, monkeypatch):
     monkeypatch.setattr(patches, "_decisions", {})
     assert not hf_stream_parse.install()
     assert "parse_obj_as_instance" not in vars(ChatCompletionStreamOutput)
+
+
+def test_a_process_forked_after_install_keeps_it_without_a_warning(library_parse, monkeypatch, caplog):
+    assert hf_stream_parse.install()
+    monkeypatch.setattr(patches, "_decisions", {})  # what a forked run worker starts with
+    with caplog.at_level(logging.WARNING, logger="patches"):
+        assert hf_stream_parse.install()
+        assert hf_stream_parse.problem() is None
+    assert "hf_stream_parse" not in caplog.text
