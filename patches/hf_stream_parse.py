@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 # sha256 (first 16 hex) of the source of the functions whose behaviour _parse and _format reproduce.
 WRITTEN_FOR = "3018151d4020aa43"
-_ATOMIC = (str, int, float, bool, type(None))
+_ATOMIC = frozenset((str, int, float, bool, type(None)))
 
 
 class _Plan:
@@ -140,8 +140,11 @@ class FastParse:
             return value  # deepcopy returns these as they are
         plan = self.plans.get(kind)
         if plan is not None:
-            attrs = value.__dict__
-            return {name: self.plain(attrs[name]) for name in plan.names}
+            attrs, out = value.__dict__, {}
+            for name in plan.names:
+                field = attrs[name]
+                out[name] = field if type(field) in _ATOMIC else self.plain(field)
+            return out
         if hasattr(kind, "__dataclass_fields__"):
             return dataclasses.asdict(value)
         if kind is list:
