@@ -1,4 +1,4 @@
-"""huggingface_hub's streamed chunks, parsed into the very same typed objects at a fifth of the CPU.
+"""huggingface_hub's streamed chunks, parsed into the very same typed objects at about a fifth of the CPU.
 
 ``InferenceClient.chat_completion(stream=True)`` turns every SSE chunk into a ``ChatCompletionStreamOutput``
 (huggingface_hub 2.4.0, ``BaseInferenceType.parse_obj``). Each nested object's ``__post_init__`` runs a
@@ -26,7 +26,7 @@ from patches import Patch
 PATCH = Patch("hf_stream_parse", "huggingface_hub", "2.4.0")
 log = logging.getLogger(__name__)
 
-# sha256 (first 16 hex) of the source of the functions whose behaviour _parse and _format reproduce.
+# sha256 (first 16 hex) of the library source whose behaviour FastParse reproduces (see fingerprint()).
 WRITTEN_FOR = "3018151d4020aa43"
 _ATOMIC = frozenset((str, int, float, bool, type(None)))
 
@@ -246,4 +246,5 @@ def install() -> bool:
 
 def uninstall() -> None:
     """Give the library its own parse back (tests)."""
-    vars(_root()).get("parse_obj_as_instance") and delattr(_root(), "parse_obj_as_instance")
+    if "parse_obj_as_instance" in vars(_root()):
+        delattr(_root(), "parse_obj_as_instance")
