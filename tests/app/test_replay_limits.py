@@ -27,18 +27,7 @@ from ui.recordings.reader import REPLAY_DIR, REPLAY_MODES, open_recording, read_
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from bench_replay import make_recording
 
-
-def collect(agen) -> list:
-    async def run():
-        return [f async for f in agen]
-    return asyncio.run(run())
-
-
-def content(message) -> str:
-    """A panel message's text (a live panel's messages come in the browser's form already)."""
-    if isinstance(message, dict):
-        return "".join(part.get("text", "") for part in message["content"])
-    return str(message.content)
+from tests.frames import collect_now, content
 
 
 def frame_view(frame) -> tuple:
@@ -72,7 +61,7 @@ def test_condensed_replay_ends_exactly_like_the_recording(tmp_path):
     traces = {m: busy_trace(m) for m in ("think", "act", "react")}
     path = tmp_path / "run.json"
     path.write_text(to_json(export_dict("What is 17 * 23 + 5?", "All", traces, {"model": "m"})), encoding="utf-8")
-    plain = collect(play(read_recording(str(path)), "instant"))[-1]
+    plain = collect_now(play(read_recording(str(path)), "instant"))[-1]
 
     async def condensed(speed):
         rec = await open_recording(str(path), window_of(speed))
@@ -214,7 +203,7 @@ def test_every_pause_is_capped_also_before_the_first_event():
     trace.add(FinalAnswer("much later"), 5000.0)
     rec = read_recording(json.dumps({"traces": {"react": trace.to_dict()}}))
     started = time.perf_counter()
-    frames = collect(play(rec, 1.0, max_gap=0.2))
+    frames = collect_now(play(rec, 1.0, max_gap=0.2))
     took = time.perf_counter() - started
     assert 0.4 <= took < 2.0  # two pauses of 0.2 s, not 100 s and 4,900 s
     assert "much later" in content(frames[-1].panels[2][-1])

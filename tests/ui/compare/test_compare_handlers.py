@@ -14,6 +14,7 @@ from agents.events import FinalAnswer, Thought, TokenDelta
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.trace import Trace
+from tests.frames import collect
 from ui.compare.handlers import CompareRequest, CompareTab, check_request
 from ui.core.admission import Admission
 from ui.core.frame import Frame, Outputs
@@ -81,15 +82,6 @@ def test_a_refused_request_is_one_frame_and_no_model_call(stub, registry):
     assert len(frames) == 1 and "Please type a question" in frames[0][STATUS] and stub.requests == []
 
 
-async def collect(agen, on_first=None) -> list:
-    frames = []
-    async for frame in agen:
-        frames.append(frame)
-        if on_first is not None and len(frames) == 1:
-            on_first()
-    return frames
-
-
 def test_a_run_streams_to_the_end_with_table_and_exports(stub, registry):
     frames = asyncio.run(collect(tab_for(stub, registry).compare("What is 17 * 23 + 5?", "All")))
     last = frames[-1]
@@ -136,7 +128,7 @@ def test_stop_while_waiting_for_a_slot_leaves_the_line(stub, registry):
     async def scenario() -> list:
         loop = asyncio.get_running_loop()
         return await collect(tab.compare("What is 2+2?", "Think", request=visitor),
-                             on_first=lambda: loop.call_soon(lambda: tab.stops.stop("w1", "compare")))
+                             after_first=lambda: loop.call_soon(lambda: tab.stops.stop("w1", "compare")))
 
     started = time.monotonic()
     frames = asyncio.run(scenario())
@@ -157,7 +149,7 @@ def test_stop_ends_a_replay(tmp_path, registry, stub):
     async def scenario() -> list:
         loop = asyncio.get_running_loop()
         return await collect(tab.play(str(path), request=visitor),
-                             on_first=lambda: loop.call_later(0.3, lambda: tab.stops.stop("r1", "compare")))
+                             after_first=lambda: loop.call_later(0.3, lambda: tab.stops.stop("r1", "compare")))
 
     started = time.monotonic()
     frames = asyncio.run(scenario())

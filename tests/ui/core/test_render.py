@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -14,6 +13,7 @@ from agents.events import Action, FinalAnswer, LLMError, Observation, ParseError
 from agents.llm.base import Chunk, LLMFailure
 from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.trace import Trace
+from tests.frames import collect_now, content
 from ui.compare.live_run import live_run
 from ui.core import render, safe_text
 from ui.core.inputs import make_config
@@ -311,30 +311,17 @@ def test_schedule_merges_traces_by_offset():
     assert order == [("think", "a0"), ("act", "b0"), ("think", "a1")]
 
 
-def collect(agen) -> list:
-    async def run():
-        return [f async for f in agen]
-    return asyncio.run(run())
-
-
-def content(message) -> str:
-    """A panel message's text, whether a ChatMessage or already in the browser's form (a live panel's)."""
-    if hasattr(message, "content"):
-        return str(message.content)
-    return "".join(part.get("text", "") for part in message["content"])
-
-
 def test_replay_plays_back_with_pacing():
     rec = read_recording(json.dumps({"question": "q", "traces": {"react": react_trace().to_dict()}}))
     start = time.perf_counter()
-    frames = collect(play(rec, 4.0))
+    frames = collect_now(play(rec, 4.0))
     took = time.perf_counter() - start
     assert 0.7 / 4 <= took < 0.7  # events span 0.7 s; 4× faster
     assert frames[0].question == "q"
     last = frames[-1]
     assert "Final answer" in content(last.panels[2][-1]) and "not run" in content(last.panels[0][0])
     assert "ReAct" in last.table and last.metrics[2].startswith("1 step")
-    instant = collect(play(rec, "instant"))
+    instant = collect_now(play(rec, "instant"))
     assert len(instant) == 2 and content(instant[-1].panels[2][-1]) == content(last.panels[2][-1])
 
 
@@ -364,7 +351,7 @@ class FakeModel:
 
 def test_live_run_error_stays_in_its_panel(registry):
     settings = LLMSettings(model="fake", base_url="http://127.0.0.1:9/v1")
-    frames = collect(live_run("What is 2+2?", "All", MODES, settings, registry, make_config("text", 5, 0.2),
+    frames = collect_now(live_run("What is 2+2?", "All", MODES, settings, registry, make_config("text", 5, 0.2),
                               model_factory=FakeModel, export=False))
     think, act, react = frames[-1].panels
     assert "Model error" in content(think[-1]) and "HTTP 500" in content(think[-1])
@@ -374,7 +361,7 @@ def test_live_run_error_stays_in_its_panel(registry):
 
 def test_live_run_refuses_without_calling_the_model(registry):
     FakeModel.calls.clear()
-    frames = collect(live_run("What is 2+2?", "All", MODES, LLMSettings(), registry, make_config("text", 5, 0.2),
+    frames = collect_now(live_run("What is 2+2?", "All", MODES, LLMSettings(), registry, make_config("text", 5, 0.2),
                               model_factory=FakeModel))
     assert len(frames) == 1 and NOT_CONFIGURED[:30] in frames[0].status
     assert "No model is configured" in content(frames[0].panels[1][0])

@@ -8,6 +8,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+from tests.frames import collect
 from ui.core import stream
 from ui.core.stream import Outcome, Stops, StopSignal, session_of
 
@@ -59,15 +60,6 @@ class ListView:
     async def end(self, outcome: Outcome) -> tuple:
         self.outcome = outcome
         return ("stopped" if outcome.stopped else "failed" if outcome.failure else "done", tuple(self.seen))
-
-
-async def collect(agen, *, after_first=None) -> list:
-    frames = []
-    async for frame in agen:
-        frames.append(frame)
-        if after_first is not None and len(frames) == 1:
-            after_first()
-    return frames
 
 
 def test_first_frame_at_once_then_news_then_the_end():

@@ -16,6 +16,7 @@ from agents.events import Forked
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.trace import Trace
+from tests.frames import collect
 from ui.compare.handlers import CompareTab
 from ui.core.frame import Outputs
 from ui.fork.accordion import BUSY, STALE, ForkTab
@@ -58,10 +59,6 @@ def tabs(stub, registry) -> tuple[CompareTab, ForkTab]:
     settings, out = LLMSettings(model="stub", base_url=stub.url), outputs()
     compare = CompareTab(settings, registry, out)
     return compare, ForkTab(settings, registry, out, stops=compare.stops)
-
-
-async def collect(gen) -> list:
-    return [frame async for frame in gen]
 
 
 def text_of(panel) -> str:
