@@ -34,6 +34,7 @@ from agents.modes.registry import (
     run_mode,
     table_title,
 )
+from tests.mode_copy import add_echo_mode, copy_env
 from tools.registry import ToolRegistry, tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,26 +118,6 @@ def test_a_mode_names_its_prompt_and_the_native_variant_is_found_by_file():
             assert ("[tools" in shown) == spec.uses_tools and shown.endswith("[user]\nQuestion: <question>")
 
 
-TOY_MODULE = '''
-    """Echo: one call with its own prompt; the reply is the answer. A toy for the registry test."""
-
-    from agents import prompts
-    from agents.events import FinalAnswer
-    from agents.modes.base import complete
-    from agents.modes.registry import ModeSpec, register
-
-
-    def echo(question, model, registry, config):
-        messages = [{"role": "system", "content": prompts.system_prompt("toy", registry)},
-                    {"role": "user", "content": prompts.question_message(question)}]
-        reply = yield from complete(model, messages, config)
-        if reply is not None:
-            yield FinalAnswer(reply.text.strip())
-
-
-    register(ModeSpec("toy", "Toy echo", echo, label="Echo", table_title="Toy echo (test)", prompt="toy"))
-'''
-
 # Builds the app's Blocks and prints what the Compare, Prompts and Benchmark tabs offer.
 INSPECT_APP = '''
     import json
@@ -162,12 +143,10 @@ INSPECT_APP = '''
 
 def test_a_toy_mode_in_one_module_appears_everywhere(app_copy):
     repo = app_copy
-    (repo / "agents" / "modes" / "_toy_test.py").write_text(textwrap.dedent(TOY_MODULE), encoding="utf-8")
-    (repo / "prompts" / "toy.md").write_text("You are Echo. Repeat the question. Tools you will not use: $tool_names",
-                                             encoding="utf-8")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("LLM_", "HF_", "GRADIO_", "SPACE_")) and k != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(repo), GRADIO_ANALYTICS_ENABLED="False", PYTHONDONTWRITEBYTECODE="1")
+    add_echo_mode(repo, "_toy_test", "toy",
+                  '"Toy echo", echo, label="Echo", table_title="Toy echo (test)", prompt="toy"',
+                  "You are Echo. Repeat the question. Tools you will not use: $tool_names")
+    env = copy_env(repo)
 
     def run(*args: str, **extra: str) -> subprocess.CompletedProcess:
         done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=repo,

@@ -6,30 +6,11 @@ the stub model (the app's run workers included). The default three keep ``/compa
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
-ECHO_MODULE = '''
-    """Echo: one call with its own prompt; the reply is the answer. A toy base mode for a test."""
-
-    from agents import prompts
-    from agents.events import FinalAnswer
-    from agents.modes.base import complete
-    from agents.modes.registry import ModeSpec, register
-
-
-    def echo(question, model, registry, config):
-        messages = [{"role": "system", "content": prompts.system_prompt("echo", registry)},
-                    {"role": "user", "content": prompts.question_message(question)}]
-        reply = yield from complete(model, messages, config)
-        if reply is not None:
-            yield FinalAnswer(reply.text.strip())
-
-
-    register(ModeSpec("echo", "Echo-only", echo, placement="base", label="Echo", prompt="echo", order=35))
-'''
+from tests.mode_copy import add_echo_mode, copy_env
 
 # Runs in the copy: the app against the stub, one "All" run through /compare, what it shows and exports.
 DRIVE_APP = '''
@@ -64,14 +45,10 @@ DRIVE_APP = '''
 
 def test_a_fourth_base_mode_is_a_fourth_panel_row_and_trace(app_copy):
     repo = app_copy
-    (repo / "agents" / "modes" / "echo.py").write_text(textwrap.dedent(ECHO_MODULE), encoding="utf-8")
-    (repo / "prompts" / "echo.md").write_text("You are Echo, without any tools. Answer: Final Answer: <answer>",
-                                              encoding="utf-8")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("LLM_", "HF_", "GRADIO_", "SPACE_", "APP_")) and k != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(repo), GRADIO_ANALYTICS_ENABLED="False", PYTHONDONTWRITEBYTECODE="1")
+    add_echo_mode(repo, "echo", "echo", '"Echo-only", echo, placement="base", label="Echo", prompt="echo", order=35',
+                  "You are Echo, without any tools. Answer: Final Answer: <answer>")
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(DRIVE_APP)], capture_output=True, text=True,
-                          cwd=repo, env=env, timeout=240)
+                          cwd=repo, env=copy_env(repo), timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     shown = json.loads(done.stdout.strip().splitlines()[-1])
 
