@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from agents.llm.stub_server import StubReply
+from tests.stepping import calculator_steps
 
 pytestmark = pytest.mark.browser
 PANELS = ("#panel-think", "#panel-act", "#panel-react")
 
 
-def responder(body: dict) -> StubReply:
-    """Four calculator steps, one per reply (counted from the observations so far), then the answer."""
-    messages = body.get("messages") or []
-    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
-    seen = sum(str(m.get("content") or "").count("Observation") for m in messages if m.get("role") == "user")
-    if "Action Input" not in system:
-        return StubReply(text="Thought: Without tools I guess.\nFinal Answer: 400")
-    if seen >= 4:
-        return StubReply(text="Thought: Done.\nFinal Answer: 396")
-    return StubReply(text=f"Thought: Step {seen + 1}.\nAction: calculate\nAction Input: 17 * 23 + {seen}")
+responder = calculator_steps(4, "396", lambda step: f"17 * 23 + {step}", guess="400")
 
 
 @pytest.fixture(scope="module")

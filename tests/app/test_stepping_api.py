@@ -13,18 +13,13 @@ import pytest
 from gradio_client import Client
 
 import app
-from agents.llm.stub_server import StubLLMServer, StubReply
+from agents.llm.stub_server import StubLLMServer
+from tests.stepping import calculator_steps
 
 STATUS = 6
 
 
-def responder(body: dict) -> StubReply:
-    """Two calculator steps, one per reply, then the answer."""
-    messages = body.get("messages") or []
-    seen = sum(str(m.get("content") or "").count("Observation") for m in messages if m.get("role") == "user")
-    if seen >= 2:
-        return StubReply(text="Thought: Done.\nFinal Answer: 396")
-    return StubReply(text=f"Thought: Step {seen + 1}.\nAction: calculate\nAction Input: 17 * 23 + {seen}")
+responder = calculator_steps(2, "396", lambda step: f"17 * 23 + {step}")
 
 
 @pytest.fixture(scope="module")

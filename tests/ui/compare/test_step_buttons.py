@@ -12,7 +12,8 @@ import pytest
 
 from agents.events import Paused, Resumed
 from agents.llm.settings import LLMSettings
-from agents.llm.stub_server import StubLLMServer, StubReply
+from agents.llm.stub_server import StubLLMServer
+from tests.stepping import calculator_steps
 from ui.compare.handlers import CompareTab
 from ui.compare.stepping import PauseState, continue_runs, next_step
 from ui.core.frame import Outputs
@@ -22,16 +23,7 @@ STATUS = 6
 STEPS_TO_ANSWER = 5  # the stub's Act/ReAct take four calculator steps, then answer
 
 
-def responder(body: dict) -> StubReply:
-    """One calculation per step (the observations so far decide which), then the final answer."""
-    messages = body.get("messages") or []
-    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
-    seen = sum(str(m.get("content") or "").count("Observation") for m in messages if m.get("role") == "user")
-    if "Action Input" not in system:
-        return StubReply(text="Thought: Without tools I guess.\nFinal Answer: 6")
-    if seen >= STEPS_TO_ANSWER - 1:
-        return StubReply(text="Thought: Done.\nFinal Answer: 6")
-    return StubReply(text=f"Thought: Step {seen + 1}.\nAction: calculate\nAction Input: {seen + 1} + 1")
+responder = calculator_steps(STEPS_TO_ANSWER - 1, "6", lambda step: f"{step + 1} + 1", guess="6")
 
 
 @pytest.fixture(scope="module")
