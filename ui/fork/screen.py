@@ -13,7 +13,7 @@ import functools
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from agents.modes.registry import forked_mode, mode_title
 from agents.trace import Trace
 from ui.core.modes import MODES
 from ui.recordings.export import EXPORT_DIR, json_of
-from ui.recordings.reader import RecordingError, read_recording
+from ui.recordings.reader import Recording, RecordingError, read_recording
 
 MAX_FORK_FILE_BYTES = 5_000_000  # read in the app's process (a thread): a run's export is ~100 KB
 MAX_EDIT_CHARS = 20_000
@@ -35,15 +35,8 @@ NOTHING = "Nothing to fork yet: run a question (or replay a saved run), then pic
 
 
 @dataclass
-class Screen:
-    """The run on screen: its traces by panel id (base modes, a hybrid, at most one fork) and settings."""
-
-    question: str
-    selection: str
-    traces: dict[str, Trace]
-    settings: dict[str, Any] = field(default_factory=dict)
-    expected: str | None = None
-    fork: dict[str, str] | None = None  # {"trace": "react@2", "panel": "react" (in place) | "fourth"}
+class Screen(Recording):
+    """The run on screen, as a recording: its traces by panel id (base modes, a hybrid, at most one fork)."""
 
     def forkable(self) -> list[tuple[str, str]]:
         """(title, panel id) of the panels a fork can continue: the base modes and a fork of one."""
@@ -67,7 +60,7 @@ def base_mode(panel: str) -> str:
 def screen_of(recording: Any) -> Screen:
     """A loaded recording (``ui.recordings.reader.read_recording``) as a screen."""
     return Screen(recording.question, recording.selection, dict(recording.traces), dict(recording.settings),
-                  recording.expected, recording.fork)
+                  recording.expected, fork=recording.fork)
 
 
 def screen_of_view(view: Any) -> Screen:
