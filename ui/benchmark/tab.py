@@ -44,6 +44,7 @@ from ui.core.inputs import (
     protocol_value,
     settings_problem,
     trials_problem,
+    trials_value,
 )
 from ui.core.render import plain
 from ui.core.settings import app_settings
@@ -287,7 +288,7 @@ class BenchmarkTab:
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in benchmark_frames(plan, run_settings, enabled, config, model_factory=self.model_factory,
                                                 refresh_s=self.refresh_s, stop=stop, out_dir=out_dir,
-                                                trials=DEFAULT_TRIALS if trials is None else int(float(trials))):
+                                                trials=trials_value(trials, DEFAULT_TRIALS)):
                 yield frame
 
     async def stop(self, request: gr.Request | None = None) -> None:

@@ -22,7 +22,7 @@ from ui.compare.live_run import live_run
 from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_step
 from ui.core.frame import refusal
 from ui.core.handlers import TabHandlers
-from ui.core.inputs import compare_problem, make_config, protocol_value, trials_problem
+from ui.core.inputs import compare_problem, make_config, protocol_value, trials_problem, trials_value
 from ui.core.modes import MODE_CHOICES, extra_mode
 from ui.core.stream import session_of
 from ui.core.verdicts import expected_problem
@@ -63,7 +63,7 @@ def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps
     modes = MODE_CHOICES[mode] + ((extra,) if extra else ())
     config = make_config(protocol_value(protocol) or "text", max_steps, temperature, max_tokens)
     return CompareRequest(question, mode, modes, registry.subset(tools), config, expected or None,
-                          None if trials is None else int(float(trials)))
+                          trials_value(trials))
 
 
 class CompareTab(TabHandlers):

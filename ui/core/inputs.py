@@ -115,6 +115,11 @@ def trials_problem(trials: Any) -> str | None:
     return f"Reflexion trials must be a whole number from 1 to {MAX_TRIALS} (got {got})."
 
 
+def trials_value(trials: Any, default: int | None = None) -> int | None:
+    """Trials that :func:`trials_problem` accepted, as the whole number a run takes (``default`` for None)."""
+    return default if trials is None else int(float(trials))
+
+
 def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
     """Settings from the UI or the API, clamped to what the engine accepts (no ``max_tokens``: LLM_MAX_TOKENS)."""
     try:
