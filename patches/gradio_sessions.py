@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import copy
 import datetime
+import dis
 import os
+from collections import Counter
 from collections.abc import Iterator
+from types import CodeType
 from typing import Any
 
 from gradio import routes
@@ -104,13 +107,28 @@ def problem() -> str | None:
     ``SessionState.__init__`` touch nothing :class:`LeanSessionState` does not (besides the config it skips)?"""
     if not isinstance(getattr(routes, "StateHolder", None), type) or not issubclass(routes.StateHolder, StateHolder):
         return "gradio.routes.StateHolder is not the class apps are built with any more"
-    theirs = set(SessionState.__init__.__code__.co_names) - _SKIPPED
-    if new := sorted(theirs - set(LeanSessionState.__init__.__code__.co_names)):
+    theirs = name_uses(SessionState.__init__.__code__) - _SKIPPED
+    if new := sorted(theirs - name_uses(LeanSessionState.__init__.__code__)):
         return f"SessionState.__init__ now also uses {new}"
     return None
 
 
-_SKIPPED = {"blocks", "items"}  # what 6.31's SessionState.__init__ uses to render every block's config up front
+def name_uses(code: CodeType) -> Counter[str]:
+    """How many times ``code`` names each global and attribute, the code of its comprehensions included.
+
+    Python 3.11 compiles a comprehension into a code object of its own; 3.12 inlines it into the function
+    (PEP 709), so the function's own ``co_names`` differ between them. Counted over the code and every code
+    object nested in it, the uses are the same on both, and a name used once more than before is new."""
+    uses = Counter(op.argval for op in dis.get_instructions(code) if op.opcode in dis.hasname)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            uses += name_uses(const)
+    return uses
+
+
+# What 6.31's SessionState.__init__ uses to render every block's config up front, and nothing else uses:
+# {k: self.blocks_config.config_for_block(k, [], v) for k, v in self.blocks_config.blocks.items() if k in blocks.blocks}
+_SKIPPED = Counter({"blocks_config": 2, "config_for_block": 1, "blocks": 2, "items": 1})
 
 
 def install(ttl_s: float) -> bool:
