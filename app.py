@@ -22,7 +22,7 @@ from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import mode_title
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, SettingError
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, TEMPERATURE_RANGE, SettingError
 from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
 from patches.gradio_refusals import ReadableRefusals
@@ -36,7 +36,7 @@ from ui.core import backend, visitors
 from ui.core.admission import Admission
 from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
-from ui.core.inputs import lenient
+from ui.core.inputs import MAX_STEPS_LIMIT, MAX_TOKENS_LIMIT, lenient
 from ui.core.launcher import launcher
 from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, MODES
 from ui.core.settings import app_settings
@@ -251,13 +251,15 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
                                 info=parts.model_info(settings))
             protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
         with gr.Row():
-            max_steps = lenient(gr.Slider(1, 10, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
-            temperature = lenient(gr.Slider(0.0, 1.5, value=DEFAULT_TEMPERATURE, step=0.1, label="Temperature"))
+            max_steps = lenient(gr.Slider(1, MAX_STEPS_LIMIT, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
+            temperature = lenient(gr.Slider(*TEMPERATURE_RANGE, value=DEFAULT_TEMPERATURE, step=0.1,
+                                            label="Temperature"))
             tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
             fourth = gr.Dropdown(list(EXTRA_CHOICES), value="None", label="Fourth panel",
                                  info="One more mode beside the others: the paper's hybrids, CodeAct, Reflexion")
-            max_tokens = gr.Number(settings.max_tokens, label="Max tokens", minimum=1, maximum=32768,
-                                   precision=0, elem_id="max-tokens",
+            # a request may ask for at most MAX_TOKENS_LIMIT (a larger LLM_MAX_TOKENS still applies when it is empty)
+            max_tokens = gr.Number(min(settings.max_tokens, MAX_TOKENS_LIMIT), label="Max tokens", minimum=1,
+                                   maximum=MAX_TOKENS_LIMIT, precision=0, elem_id="max-tokens",
                                    info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
             trials = lenient(gr.Slider(1, MAX_TRIALS, value=DEFAULT_TRIALS, step=1, label="Reflexion trials",
                                        elem_id="trials", info="Attempts Reflexion may make (its extra panel)"))

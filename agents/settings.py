@@ -22,6 +22,18 @@ from collections.abc import Mapping
 DEFAULT_MAX_STEPS = 5  # actions per run before a forced answer
 MAX_STEPS_RANGE = (1, 50)  # what the engine accepts (the UI's slider stops at 10)
 DEFAULT_TEMPERATURE = 0.2
+TEMPERATURE_RANGE = (0.0, 2.0)  # what OpenAI-compatible servers accept; the UI's slider spans it
+MODEL_ID_MAX = 200  # characters: a Hub id is two names of at most 96, a provider suffix (":groq") adds a few
+
+
+def model_problem(model: str, label: str = "The model id") -> str | None:
+    """One line when ``model`` cannot be a model id (longer than :data:`MODEL_ID_MAX`, or with control
+    characters), else None. Checked where a run takes a model, since a server would be sent it as is."""
+    if len(model) > MODEL_ID_MAX:
+        return f"{label} must be at most {MODEL_ID_MAX} characters (got {len(model):,})."
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in model):
+        return f"{label} must be one line without control characters."
+    return None
 
 
 class SettingError(ValueError):

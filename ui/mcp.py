@@ -22,6 +22,7 @@ from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_ids, mode_title
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from agents.trace import Trace
 from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
@@ -179,7 +180,8 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
         try:
             async for _place in ticket.wait():
                 pass
-            config = make_config("text", 5, 0.2, settings.max_tokens)  # the Compare tab's defaults
+            # the Compare tab's defaults; the tool takes no model or settings, so none is changed to fit a range
+            config = make_config("text", DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE)  # max_tokens: LLM_MAX_TOKENS
             traces = await run_traces(question, chosen, settings, registry, config, model_factory,
                                       clean_expected(expected))
         finally:

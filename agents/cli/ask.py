@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from agents.cli.exits import EXIT_OK, UsageError, llm_settings
+from agents.cli.exits import EXIT_OK, UsageError, check_model_flags, llm_settings
 from agents.comparison import ComparisonRun, default_model_factory, validate_question
 from agents.correctness import clean_expected, judge
 from agents.events import (
@@ -40,7 +40,7 @@ from agents.llm.settings import DEFAULT_MAX_TOKENS, TRY_THE_TOY, LLMSettings
 from agents.modes import RunConfig
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import list_modes, mode_ids, mode_title
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, TEMPERATURE_RANGE
 from agents.trace import Trace, metrics_line
 from tools.registry import ToolRegistry
 
@@ -60,7 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                         help=f"actions per run before a forced answer ({MAX_STEPS_RANGE[0]}-{MAX_STEPS_RANGE[1]})")
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")
-    parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
+    parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE,
+                        help=f"sampling temperature, {TEMPERATURE_RANGE[0]:g}-{TEMPERATURE_RANGE[1]:g} "
+                             f"(default {DEFAULT_TEMPERATURE:g})")
     parser.add_argument("--max-tokens", type=int, default=None,
                         help="longest reply per model call, in tokens "
                              f"(default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
@@ -85,8 +87,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     low, high = MAX_STEPS_RANGE
     if not low <= args.max_steps <= high:
         raise UsageError(f"--max-steps must be between {low} and {high}")
-    if args.max_tokens is not None and args.max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
+    check_model_flags(args.model, args.max_tokens, args.temperature)
     if not 1 <= args.trials <= MAX_TRIALS:
         raise UsageError(f"--trials must be between 1 and {MAX_TRIALS}")
     expected = clean_expected(args.expected)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from agents.cli.exits import EXIT_INTERRUPTED, EXIT_OK, UsageError, llm_settings
+from agents.cli.exits import EXIT_INTERRUPTED, EXIT_OK, UsageError, check_model_flags, llm_settings
 from agents.comparison import default_model_factory
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, dataset_name, load_dataset
 from agents.evaluation.report import format_summary, write_exports
@@ -68,6 +68,7 @@ def run(args: argparse.Namespace, *, registry: ToolRegistry | None = None) -> in
 
     ``registry`` defaults to ``tools.default_registry()``; tests pass a small one of their own.
     """
+    check_model_flags(args.model, args.max_tokens)
     modes, config, items = _plan(args)
     settings = llm_settings(model=args.model)
     if settings.problem():
@@ -113,8 +114,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[str], RunConfig, list[Item]]:
     """The modes, run settings and items the flags ask for; anything unusable is a :class:`UsageError`."""
     try:
         modes = parse_modes(args.modes)
-        if args.concurrency < 1 or args.n < 0 or args.sc_n < 1 or (args.max_tokens is not None and args.max_tokens < 1):
-            raise ValueError("--concurrency, --sc-n and --max-tokens must be at least 1, and --n at least 0")
+        if args.concurrency < 1 or args.n < 0 or args.sc_n < 1:
+            raise ValueError("--concurrency and --sc-n must be at least 1, and --n at least 0")
         if not 1 <= args.trials <= MAX_TRIALS:
             raise ValueError(f"--trials must be between 1 and {MAX_TRIALS}")
         config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, max_tokens=args.max_tokens)

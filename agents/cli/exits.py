@@ -8,10 +8,11 @@ a usage error: it is a run with ``error`` set, and the exit code stays :data:`EX
 from __future__ import annotations
 
 import argparse
+import math
 
 from agents.llm.discovery import resolve_model
-from agents.llm.settings import LLMSettings
-from agents.settings import SettingError
+from agents.llm.settings import MAX_TOKENS_RANGE, LLMSettings
+from agents.settings import TEMPERATURE_RANGE, SettingError, model_problem
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for a bad command line
@@ -31,6 +32,19 @@ class UsageError(Exception):
         super().__init__(message)
         self.parser = parser
         self.show_usage = show_usage
+
+
+def check_model_flags(model: str | None, max_tokens: int | None, temperature: float | None = None) -> None:
+    """``--model``, ``--max-tokens`` and ``--temperature`` as a server is sent them: a value out of range is a
+    :class:`UsageError` naming the range (``--max-tokens`` has ``LLM_MAX_TOKENS``'s), never clamped."""
+    if model is not None and (problem := model_problem(model.strip(), "--model")):
+        raise UsageError(problem.rstrip("."))
+    low, high = MAX_TOKENS_RANGE
+    if max_tokens is not None and not low <= max_tokens <= high:
+        raise UsageError(f"--max-tokens must be between {low} and {high}")
+    low_t, high_t = TEMPERATURE_RANGE
+    if temperature is not None and not (math.isfinite(temperature) and low_t <= temperature <= high_t):
+        raise UsageError(f"--temperature must be between {low_t:g} and {high_t:g}")
 
 
 def llm_settings(model: str | None = None) -> LLMSettings:

@@ -92,6 +92,17 @@ def with_(index: int, raw: str) -> str:
     (7, '["x"]', "The fourth panel must be one of"),
     (8, "1e400", "Max tokens must be a number from 1 to 32768 (got inf)"),
     (8, '"lots"', "Max tokens must be a number from 1 to 32768 (got 'lots')"),
+    # out of range: refused, never clamped or passed on as sent (issue 25)
+    (2, json.dumps("m" * 10_000), "The model id must be at most 200 characters (got 10,000)"),
+    (2, '"org/model\\r\\nX-Injected: 1"', "The model id must be one line without control characters"),
+    (8, "-5", "Max tokens must be a whole number from 1 to 32768 (got -5)"),
+    (8, "1000000", "Max tokens must be a whole number from 1 to 32768 (got 1000000)"),
+    (8, "2.5", "Max tokens must be a whole number from 1 to 32768 (got 2.5)"),
+    (4, "0", "Max steps must be a whole number from 1 to 10 (got 0)"),
+    (4, "11", "Max steps must be a whole number from 1 to 10 (got 11)"),
+    (4, '"2.5"', "Max steps must be a whole number from 1 to 10 (got '2.5')"),
+    (5, "-0.5", "Temperature must be a number from 0 to 2 (got -0.5)"),
+    (5, "2.5", "Temperature must be a number from 0 to 2 (got 2.5)"),
 ])
 def test_compare_refuses_bad_values_with_one_clear_line(url, stub, index, raw, why):
     stub.requests.clear()
@@ -102,6 +113,34 @@ def test_compare_refuses_bad_values_with_one_clear_line(url, stub, index, raw, w
     assert why.split(" (")[0] in text_of(data[1]).replace("\\", "")
     assert "internal error" not in json.dumps(data) and "Traceback" not in json.dumps(data)
     assert stub.requests == []  # no model call
+
+
+@pytest.mark.parametrize(("index", "raw", "why"), [
+    (2, json.dumps("m" * 10_000), "The model id must be at most 200 characters (got 10,000)"),
+    (8, "-5", "Max tokens must be a whole number from 1 to 32768 (got -5)"),
+    (5, "9", "Temperature must be a number from 0 to 2 (got 9)"),
+])
+def test_step_through_refuses_the_same_values(url, stub, index, raw, why):
+    """``/compare_step`` takes ``/compare``'s inputs, and the same check (no run starts, nothing pauses)."""
+    stub.requests.clear()
+    event, data = call(url, "compare_step", with_(index, raw))
+    assert event == "complete" and why in data[6].replace("\\", ""), data[6]
+    assert stub.requests == []
+
+
+def test_values_at_the_ends_of_each_range_run_as_sent(url, stub):
+    """The ends are accepted and reach the model unchanged (a 200-character model id, 32768 tokens, 0 and 2)."""
+    stub.requests.clear()
+    edge = list(BASE)
+    edge[1], edge[4], edge[5], edge[8] = "Think", 1, 2, 32768
+    event, data = call(url, "compare", edge)
+    assert event == "complete" and data[6].startswith("✔ Done"), data[6]
+    assert [(r.body["max_tokens"], r.body["temperature"]) for r in stub.requests] == [(32768, 2)]
+    stub.requests.clear()
+    edge[2], edge[5] = "m" * 200, 0
+    event, data = call(url, "compare", edge)
+    assert event == "complete" and [(r.body["model"], r.body["temperature"]) for r in stub.requests] == [
+        ("m" * 200, 0)]
 
 
 def test_good_values_still_run(url, stub):
@@ -267,6 +306,10 @@ def test_benchmark_checks_every_question_before_any_model_call(bench_url, tmp_pa
     ("temperature", "NaN", "Temperature must be a number from 0 to 2 (got nan)"),
     ("tools", '["nope"]', "nope"),
     ("model", "[1]", "The model must be a model id (text), not a list"),
+    ("model", json.dumps("m" * 10_000), "The model id must be at most 200 characters (got 10,000)"),
+    ("max_steps", "11", "greater than maximum value 10"),  # the slider's own check (this event preprocesses)
+    ("max_steps", "2.5", "Max steps must be a whole number from 1 to 10 (got 2.5)"),
+    ("temperature", "2.5", "greater than maximum value 2"),
 ])
 def test_benchmark_refuses_bad_knobs(url, stub, tmp_path, key, raw, why):
     """One clear line, ours or Gradio's own input check (the event preprocesses: uploads must be checked paths).

@@ -86,6 +86,24 @@ def test_bad_input_is_one_clear_error(url, arguments, message):
     assert res.isError and message in res.content[0].text
 
 
+@pytest.mark.parametrize("setting", [{"max_tokens": -5}, {"model": "m" * 10_000}, {"temperature": 9}])
+def test_a_setting_the_tool_does_not_take_is_refused_not_ignored(url, stub, setting):
+    stub.requests.clear()
+    res = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION, **setting}))
+    assert res.isError and f"`{next(iter(setting))}` is not a valid" in res.content[0].text
+    assert stub.requests == []
+
+
+def test_the_tool_asks_for_the_app_s_llm_max_tokens_unchanged(kit):
+    """The tool takes no settings: its runs use the app's, as set (no silent cap at the Settings box's 32768)."""
+    with StubLLMServer() as server:
+        demo = app.build_demo(settings=kit.settings(server, max_tokens=50_000), registry=kit.registry())
+        with kit.launched(demo) as base:
+            res = mcp(base + "gradio_api/mcp/", lambda s: s.call_tool(
+                "compare_reasoning_modes", {"question": QUESTION, "modes": ["think"]}))
+    assert not res.isError and [r.body["max_tokens"] for r in server.requests] == [50_000]
+
+
 def test_other_endpoints_are_not_tools(url):
     for name in ("compare", "play", "replay", "show", "prompts", "benchmark", "calculate", "python_repl"):
         res = mcp(url, lambda s, n=name: s.call_tool(n, {"question": QUESTION}))

@@ -1,9 +1,10 @@
 """What an API client may send to ``/compare`` and ``/benchmark``, checked into one clear line.
 
 The events use ``preprocess=False`` (cheaper), so values arrive as sent: ``1e400`` (JSON's
-infinity), ``NaN``, a list where a name belongs, a tool that does not exist. Each is refused
-here with a sentence that names the setting and what it accepts — never a bare error or a
-traceback — before any model is called.
+infinity), ``NaN``, a list where a name belongs, a tool that does not exist, a 10,000-character
+model id, ``max_tokens=-5``. Each is refused here with a sentence that names the setting and the
+range it accepts — never a bare error, a traceback, or a value silently changed to fit — before any
+model is called.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import gradio as gr
 
 from agents.modes import RunConfig
 from agents.modes.reflexion import MAX_TRIALS
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, TEMPERATURE_RANGE, model_problem
 from tools.registry import ToolRegistry, normalize_name
 from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES
 
 PROTOCOLS = {"text": "text", "tools": "tools"}
-MAX_TOKENS_LIMIT = 32768  # the largest per-reply budget a request may ask for
+MAX_STEPS_LIMIT = 10  # the Max steps slider's end, and the most a request may ask for (the CLI allows 50)
+MAX_TOKENS_LIMIT = 32768  # the largest per-reply budget a request may ask for (the Max tokens box's end)
 
 
 def kind_of(value: Any) -> str:
@@ -50,6 +52,18 @@ def number_problem(value: Any, label: str, low: float, high: float) -> str | Non
     if not math.isfinite(number):
         return f"{label} must be a number from {low:g} to {high:g} (got {shown(number)})."
     return None
+
+
+def range_problem(value: Any, label: str, low: float, high: float, *, whole: bool = False) -> str | None:
+    """None for a number (or numeric text) from ``low`` to ``high``, a whole one when ``whole``; else one line
+    naming the range. Out of range is refused, never clamped: a request runs as it was sent or not at all."""
+    problem = number_problem(value, label, low, high)
+    if problem is not None:
+        return problem
+    number = float(value)
+    if low <= number <= high and (not whole or number.is_integer()):
+        return None
+    return f"{label} must be {'a whole number' if whole else 'a number'} from {low:g} to {high:g} (got {shown(value)})."
 
 
 def tools_problem(tools: Any, registry: ToolRegistry) -> str | None:
@@ -82,9 +96,12 @@ def settings_problem(*, model: Any, protocol: Any, max_steps: Any, temperature: 
     """The Settings accordion's values, shared by Compare and Benchmark."""
     if model is not None and not isinstance(model, str):
         return f"The model must be a model id (text), not {kind_of(model)}."
+    if model is not None and (problem := model_problem(model.strip())):
+        return problem
     if protocol is not None and protocol_value(protocol) is None:
         return f"Unknown protocol {shown(protocol)}: choose text or tools."
-    return (number_problem(max_steps, "Max steps", 1, 10) or number_problem(temperature, "Temperature", 0, 2)
+    return (range_problem(max_steps, "Max steps", 1, MAX_STEPS_LIMIT, whole=True)
+            or range_problem(temperature, "Temperature", *TEMPERATURE_RANGE)
             or tools_problem(tools, registry))
 
 
@@ -98,7 +115,7 @@ def compare_problem(*, mode: Any, model: Any, protocol: Any, max_steps: Any, tem
         return f"Unknown mode {shown(mode)}: choose {choices}."
     if fourth is not None and not isinstance(fourth, str):
         return f"The fourth panel must be one of {', '.join(EXTRA_CHOICES)} (got {kind_of(fourth)})."
-    if max_tokens is not None and (problem := number_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT)):
+    if max_tokens is not None and (problem := range_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT, whole=True)):
         return problem
     return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
                             tools=tools, registry=registry)
@@ -121,13 +138,15 @@ def trials_value(trials: Any, default: int | None = None) -> int | None:
 
 
 def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
-    """Settings from the UI or the API, clamped to what the engine accepts (no ``max_tokens``: LLM_MAX_TOKENS)."""
+    """Settings as a run takes them (no ``max_tokens``: LLM_MAX_TOKENS). The doors refuse values out of range first
+    (:func:`compare_problem`, :func:`settings_problem`); the clamp here only guards values they do not see, such
+    as a recording's settings block that a fork reuses."""
     try:
-        steps = min(10, max(1, int(float(max_steps))))
+        steps = min(MAX_STEPS_LIMIT, max(1, int(float(max_steps))))
     except (TypeError, ValueError, OverflowError):  # NaN, infinity, text: the default (callers refuse them first)
         steps = DEFAULT_MAX_STEPS
     try:
-        temp = min(2.0, max(0.0, float(temperature)))
+        temp = min(TEMPERATURE_RANGE[1], max(TEMPERATURE_RANGE[0], float(temperature)))
     except (TypeError, ValueError, OverflowError):
         temp = DEFAULT_TEMPERATURE
     if temp != temp:  # NaN

@@ -14,7 +14,7 @@ from agents.modes.registry import ModeSpec, get_mode, list_modes
 from agents.prompts import render_prompt, template_view
 from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
-from ui.core.inputs import number_problem, protocol_value, shown, tools_problem
+from ui.core.inputs import MAX_STEPS_LIMIT, protocol_value, range_problem, shown, tools_problem
 from ui.core.safe_text import escape_html, plain
 from ui.page.examples import Example, by_category
 
@@ -35,7 +35,6 @@ ROUTER_MODELS = (
 
 # An event of the page itself, not a run: no API endpoint, no progress overlay, and answered at once beside the
 # runs instead of waiting in Gradio's queue (showing a panel, Stop, enabling a button).
-SLIDER_MAX_STEPS = 10  # the Max steps slider's end (app.settings_layout)
 PRESENTATION_JS = "(on) => { document.body.classList.toggle('presentation', !!on); }"
 
 
@@ -161,13 +160,12 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
         """The rendered first request of each mode with its own prompt (Think, Act, ReAct) for these settings."""
         # preprocess=False: values arrive as sent, and a bad one is one line (never Gradio's {"error": null})
         problem = (None if protocol is None or protocol_value(protocol) else f"Unknown protocol {shown(protocol)}: "
-                   "choose text or tools.") or number_problem(max_steps, "Max steps", 1, SLIDER_MAX_STEPS) \
-            or tools_problem(tools, registry)
+                   "choose text or tools.") \
+            or range_problem(max_steps, "Max steps", 1, MAX_STEPS_LIMIT, whole=True) or tools_problem(tools, registry)
         if problem:
             raise gr.Error(problem, print_exception=False)
         reg = registry.subset(tools if tools is not None else registry.names)
-        # as /compare clamps it (ui/core/inputs.make_config)
-        steps = min(SLIDER_MAX_STEPS, max(1, int(float(max_steps))))
+        steps = int(float(max_steps))
         return tuple(mode_prompts(s, reg, protocol_value(protocol) or "text", steps) for s in specs)
 
     gr.on([protocol.change, max_steps.change, tools.change, load_event.load], show,

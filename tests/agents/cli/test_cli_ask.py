@@ -90,3 +90,24 @@ def test_cli_trials_out_of_range_is_a_usage_error():
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert done.returncode == 2 and "--trials must be between 1 and 10" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--model", "m" * 10_000], "--model must be at most 200 characters (got 10,000)"),
+    (["--model", "org/model\nX-Header: 1"], "--model must be one line without control characters"),
+    (["--max-tokens", "-5"], "--max-tokens must be between 1 and 1000000"),
+    (["--max-tokens", "1000001"], "--max-tokens must be between 1 and 1000000"),
+    (["--temperature", "-0.1"], "--temperature must be between 0 and 2"),
+    (["--temperature", "nan"], "--temperature must be between 0 and 2"),
+    (["--max-steps", "51"], "--max-steps must be between 1 and 50"),
+])
+def test_cli_refuses_a_model_setting_out_of_range_instead_of_changing_it(args, message, capsys):
+    """Refused in one usage line before any model is asked (no server is configured: none could be)."""
+    from agents.cli import EXIT_USAGE, ask_main, eval_main
+
+    assert ask_main([QUESTION, *args]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"python -m agents ask: error: {message}" and "Traceback" not in err
+    if args[0] != "--temperature" and args[0] != "--max-steps":  # eval takes --model and --max-tokens too
+        assert eval_main(["--dataset", "hotpotqa", *args]) == EXIT_USAGE
+        assert message in capsys.readouterr().err
