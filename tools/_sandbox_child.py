@@ -1,15 +1,17 @@
-"""The program that runs *inside* the sandbox process (``python -I -S -B -c <this file's text> ...``).
+"""The program that runs *inside* the sandbox: CPython for WASI in Wasmtime (``python -I -S -B -c <this> <json>``).
 
-It is not imported by the app: :mod:`tools.sandbox` passes its text with ``-c``, the user's code on stdin and
-the settings in ``argv`` (see :func:`_settings`). It imports nothing beyond sys/os/resource/_ast so that a
-trivial call stays fast. CodeAct's session (:mod:`tools.sandbox_session`) runs this text followed by
+It is not imported by the app: :mod:`tools.sandbox` passes its text to the guest interpreter with ``-c``, the
+user's code on stdin and the settings as JSON in ``argv[1]`` (see :func:`_settings`). Here live the teaching
+layer's runtime half (restricted builtins, read-only module proxies; skipped when the filters are off), the
+capped output and the trimmed tracebacks. The limits are the host's (:mod:`tools._sandbox_host`): nothing here
+is trusted to enforce them. CodeAct's session (:mod:`tools.sandbox_session`) runs this text followed by
 ``_sandbox_session_child.py`` with ``--session`` first: :func:`main` then does not run, and the session's
 loop reuses the helpers below.
 """
 
 import _ast
+import json
 import os
-import resource
 import sys
 
 STDOUT, STDERR = 1, 2
@@ -128,27 +130,16 @@ def _format_tb(exc, src_lines):
     return "".join(head + out) + (f"{qual}: {text}" if text else qual) + "\n"
 
 
-def _split(s):
-    return [x for x in s.split(",") if x]
-
-
-def _settings():
-    """``argv`` as a dict. The order (lists comma-separated): cpu_s mem_bytes nofile out_chars restrict(0/1)
-    drop_uid preload allowed allowed_sub blocked_names blocked_attrs helpers."""
-    names = ("cpu_s", "mem_bytes", "nofile", "out_chars", "restrict", "drop_uid", "preload", "allowed",
-             "allowed_sub", "blocked", "blocked_attrs")
-    cfg = dict(zip(names, sys.argv[1:12], strict=True))
-    cfg["helpers"] = sys.argv[12] if len(sys.argv) > 12 else ""
-    for key in ("cpu_s", "mem_bytes", "nofile", "out_chars", "drop_uid"):
-        cfg[key] = int(cfg[key])
+def _settings(raw):
+    """The JSON settings: ``out_chars``, ``restrict`` and, when restricted, the allow-lists and blocked names."""
+    cfg = json.loads(raw)
     for key in ("allowed", "allowed_sub", "blocked", "blocked_attrs"):
-        cfg[key] = set(_split(cfg[key]))
-    cfg["restrict"] = cfg["restrict"] == "1"
+        cfg[key] = set(cfg.get(key, ()))
     return cfg
 
 
 def _importer(cfg, real_import):
-    """Preload the modules the code needs (while the stdlib is readable) and return the allow-list ``__import__``."""
+    """The allow-list ``__import__``: allowed modules only, each handed out as a read-only proxy."""
     allowed, allowed_sub, blocked_attrs = cfg["allowed"], cfg["allowed_sub"], cfg["blocked_attrs"]
     proxies = {}
     # Modules C code imports by itself at call time (datetime.strptime -> _strptime). Imports made by C
@@ -169,24 +160,11 @@ def _importer(cfg, real_import):
                     )
         return proxies[top]
 
-    for name in _split(cfg["helpers"]):  # imported lazily by the allowed modules; the stdlib may be unreadable later
-        try:
-            real_import(name)
-        except ImportError:
-            pass
-    for name in _split(cfg["preload"]):
-        if name in allowed:
-            load(name)
-        elif not cfg["restrict"]:
-            try:
-                real_import(name)  # tests of the OS layer alone: the code may import anything
-            except ImportError:
-                pass
-
     def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
         if level:
             raise ImportError("relative imports are not allowed in this sandbox")
-        if name in internal and name in sys.modules:
+        if name in internal:
+            real_import(name)
             return sys.modules[name]
         top = name.partition(".")[0]
         if top not in allowed or (name != top and name not in allowed_sub):
@@ -207,30 +185,6 @@ def _builtins(cfg, builtins):
                 del safe_builtins[name]
         safe_builtins["__import__"] = safe_import
     return safe_builtins
-
-
-def _lock_down(cfg):
-    """Drop to ``drop_uid`` when root, then set the resource limits; exit EXIT_SETUP if either fails."""
-    drop_uid = cfg["drop_uid"]
-    if drop_uid >= 0 and os.geteuid() == 0:
-        try:
-            os.setgroups([])
-            os.setgid(drop_uid)
-            os.setuid(drop_uid)
-        except OSError as exc:
-            _write_all(STDERR, f"sandbox setup failed: cannot drop privileges ({exc})".encode())
-            os._exit(EXIT_SETUP)
-    cpu_s, mem_bytes, nofile = cfg["cpu_s"], cfg["mem_bytes"], cfg["nofile"]
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cfg.get("cpu_hard", cpu_s + 1)))
-        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-    except (OSError, ValueError) as exc:
-        _write_all(STDERR, f"sandbox setup failed: cannot set resource limits ({exc})".encode())
-        os._exit(EXIT_SETUP)
 
 
 def _error_report(exc, src_lines):
@@ -273,19 +227,16 @@ def _run(src, safe_builtins, out):
 
 
 def main():
-    """Read the code; import the modules it needs (``preload``, from the policy check) while the stdlib is
-    still readable; build the restricted builtins and module proxies; drop to ``drop_uid`` when root and set
-    the resource limits; run the code, echoing its last expression like a REPL. Output goes to fd 1 through a
-    capped writer, tracebacks trimmed to ``<repl>`` frames to fd 2; the exit code is one of ``EXIT_*``
-    (ok, exception, memory limit, bad sandbox setup)."""
-    cfg = _settings()
-    src = sys.stdin.buffer.read().decode("utf-8", "replace")
-    sys.stdin.close()
-
+    """Build the builtins (restricted unless the filters are off), then read the code (stdin, to its end: a
+    spare sandbox waits here, booted); run it, echoing its last expression like a REPL. Output goes to fd 1
+    through a capped writer, tracebacks trimmed to ``<repl>`` frames to fd 2; the exit code is one of
+    ``EXIT_*`` (ok, exception, memory limit)."""
+    cfg = _settings(sys.argv[1])
     import builtins
 
     safe_builtins = _builtins(cfg, builtins)
-    _lock_down(cfg)
+    src = sys.stdin.buffer.read().decode("utf-8", "replace")
+    sys.stdin.close()
     out = _CappedOut(STDOUT, cfg["out_chars"])
     sys.stdout = sys.stderr = out
     code = _run(src, safe_builtins, out)

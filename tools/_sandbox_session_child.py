@@ -1,10 +1,11 @@
 # ruff: noqa: F821 - this text runs after _sandbox_child.py's, whose names (os, sys, _builtins, ...) it uses
-"""The loop of a persistent sandbox process (CodeAct), run *inside* it; not imported by the app.
+"""The loop of a persistent sandbox (CodeAct), run *inside* the guest interpreter; not imported by the app.
 
-:mod:`tools.sandbox_session` starts ``python -I -S -B -c <_sandbox_child.py + this file> --session <json>``:
+:mod:`tools.sandbox_session` starts the guest with ``-c <_sandbox_child.py + this file> --session <json>``:
 this text is appended to the one-shot child's, so it reuses its capped output, module proxies, restricted
-builtins, traceback trimming and lock-down. The settings (``argv[2]``, JSON) name the two channel
-descriptors, the limits and the tools. Nothing here is trusted by the parent, which checks every frame.
+builtins and traceback trimming. The channel is the guest's stdin (frames in) and stderr (frames out); stdout
+carries the program's prints. The settings (``argv[2]``, JSON) name the limits and the tools. Nothing here is
+trusted by the parent, which checks every frame; the limits are the host's.
 """
 
 import json
@@ -149,44 +150,29 @@ def _run_step(src, filename, namespace, out, sources):
     return "ok", ""
 
 
-def _cpu_budget(cfg):
-    """A fresh CPU allowance for the next step: soft limit = used + cpu_s, never above the session's hard limit."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = min(round(usage.ru_utime + usage.ru_stime) + cfg["cpu_s"], cfg["cpu_hard"])
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, cfg["cpu_hard"]))
-    except (OSError, ValueError):
-        os._exit(EXIT_SETUP)
-
-
-def _session_settings():
-    cfg = json.loads(sys.argv[2])
-    for key in ("allowed", "allowed_sub", "blocked", "blocked_attrs"):
-        cfg[key] = set(cfg[key])
-    return cfg
+CHANNEL_IN, CHANNEL_OUT = 0, 2
 
 
 def _setup(cfg):
-    """Restricted builtins with the tools in them, the channel and the answer slot; then the lock-down."""
+    """The builtins (restricted unless the filters are off) with the tools in them, the channel, the answer slot."""
     import builtins
 
-    safe_builtins = _builtins(cfg, builtins)  # imports every allowed module while the stdlib is readable
-    channel = _Channel(cfg["rfd"], cfg["wfd"], cfg["max_frame"], cfg["max_in"])
+    safe_builtins = _builtins(cfg, builtins)
+    channel = _Channel(CHANNEL_IN, CHANNEL_OUT, cfg["max_frame"], cfg["max_in"])
     state = _Answer()
     for name, params in cfg["tools"]:
         safe_builtins[name] = _tool_function(channel, name, tuple(params))
     safe_builtins["final_answer"] = _final_answer_function(state, cfg["answer_chars"])
     safe_builtins["ToolError"] = ToolError
-    _lock_down(cfg)
     return safe_builtins, channel, state
 
 
 def session_main():
-    """Set up (every allowed module imported while the stdlib is readable, the tools, ``final_answer`` and
-    ``ToolError`` in the builtins, then the drop to ``nobody`` and the limits), send ``ready``; then for each
-    ``run`` frame run the program in the one namespace that persists across steps, under a fresh CPU allowance,
-    its prints capped per step, and send ``done`` with the status, the trimmed traceback and the final answer."""
-    cfg = _session_settings()
+    """Set up (the tools, ``final_answer`` and ``ToolError`` in the builtins), send ``ready``; then for each
+    ``run`` frame run the program in the one namespace that persists across steps (the parent gives the host a
+    fresh CPU allowance first), its prints capped per step, and send ``done`` with the status, the trimmed
+    traceback and the final answer."""
+    cfg = _settings(sys.argv[2])
     safe_builtins, channel, state = _setup(cfg)
     sink = _CappedOut(STDOUT, 0)  # between steps nothing reaches the parent (a __del__ printing late)
     sys.stdout = sys.stderr = sink
@@ -203,7 +189,6 @@ def session_main():
         out = _CappedOut(STDOUT, cfg["out_chars"])
         sys.stdout = sys.stderr = out
         state.text = None
-        _cpu_budget(cfg)
         try:
             status, error = _run_step(frame["code"], filename, namespace, out, sources)
         except BaseException:  # noqa: BLE001 - a report that itself failed (a hostile __str__)

