@@ -32,7 +32,7 @@ from ui.benchmark import open_in_compare
 from ui.benchmark.tab import build_benchmark_tab
 from ui.compare.handlers import CompareTab
 from ui.compare.stepping import PauseBook, is_paused
-from ui.core import backend, visitors
+from ui.core import backend, route_errors, visitors
 from ui.core.admission import Admission
 from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
@@ -63,9 +63,10 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     Mix-ins: ``OneToolMCP`` (``ui/mcp.py`` over ``patches/gradio_mcp.py``: MCP offers one tool, unless
     ``APP_MCP=0``), ``OptionalTrailingInputs`` (``patches/gradio_inputs.py``: a REST call may omit the
     optional last inputs ``optional_tail`` names) and ``ReadableRefusals`` (``patches/gradio_refusals.py``:
-    an input Gradio refuses is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), serves
-    the page from memory (``patches/page_cache.py``), starts the run workers and, when it serves until
-    stopped, settles the garbage collector (``agents/gc_tuning.py``)."""
+    an input Gradio refuses is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), answers a
+    call to an unknown event with a 404 line (``ui/core/route_errors.py``), serves the page from memory
+    (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
+    collector (``agents/gc_tuning.py``)."""
 
     optional_tail = {"compare": 2, "compare_step": 2, "benchmark": 1}
 
@@ -73,6 +74,7 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
         block = not kwargs.get("prevent_thread_lock", False)
         kwargs["prevent_thread_lock"] = True
         visitors.pin_peer_address()  # read by uvicorn when Gradio starts it, below
+        kwargs["app_kwargs"] = route_errors.with_handlers(kwargs.get("app_kwargs"))  # unknown events: a 404 line
         result = super().launch(*args, **kwargs)
         if not visitors.peer_address_pinned(getattr(self, "server", None)):
             log.warning("the server may take client addresses from X-Forwarded-For: per-visitor limits trust them")

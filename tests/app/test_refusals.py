@@ -54,3 +54,35 @@ def test_a_private_event_through_the_queue_gets_the_line_too(url):
         done = next(json.loads(line[5:]) for line in s.iter_lines()
                     if line.startswith("data:") and '"process_completed"' in line)
     assert done["success"] is False and "was not uploaded to this app" in done["output"]["error"]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "why"), ids=["call", "call-v2", "run", "api", "join", "predict"],
+                         argvalues=[
+    ("POST", "gradio_api/call/nope", {"data": []}, "There is no API endpoint named 'nope'"),
+    ("POST", "gradio_api/call/v2/nope", {}, "There is no API endpoint named 'nope'"),
+    ("POST", "gradio_api/run/nope", {"data": []}, "There is no API endpoint named 'nope'"),
+    ("POST", "gradio_api/api/nope", {"data": []}, "There is no API endpoint named 'nope'"),
+    ("POST", "gradio_api/queue/join", {"data": [], "fn_index": 9999, "session_hash": "s-unknown"},
+     "There is no event with fn_index 9999"),
+    ("POST", "gradio_api/run/predict", {"data": [], "fn_index": 9999, "session_hash": "s-unknown"},
+     "There is no event with fn_index 9999"),
+])
+def test_an_unknown_endpoint_or_event_is_a_404_line_not_a_500(url, method, path, body, why):
+    """Gradio looks the event up without a check (a KeyError, or its FnIndexInferError): ui/core/route_errors.py."""
+    response = httpx.request(method, f"{url}{path}", json=body, timeout=30)
+    assert response.status_code == 404, (response.status_code, response.text)
+    line = response.json()["detail"]
+    assert why in line and "/gradio_api/info" in line and line.count("\n") == 0
+
+
+def test_a_long_unknown_name_is_not_echoed_whole(url):
+    response = httpx.post(f"{url}gradio_api/call/{'x' * 5000}", json={"data": []}, timeout=30)
+    assert response.status_code == 404 and len(response.text) < 300, response.text
+
+
+def test_a_known_endpoint_still_answers(url):
+    config = httpx.get(f"{url}config", timeout=30).json()
+    fn = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "compare")
+    joined = httpx.post(f"{url}gradio_api/queue/join", timeout=30, json={
+        "data": QUESTION + [None, None], "fn_index": fn, "session_hash": "known-event", "event_data": None})
+    assert joined.status_code == 200 and "event_id" in joined.json()
