@@ -61,23 +61,26 @@ class RunResult:
 
 
 _said_kept = False
+_SWITCH = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 
 
 def filters_enabled() -> bool:
-    """Whether the policy and the restricted builtins run (``APP_SANDBOX_FILTERS``: on, the default, or off).
+    """Whether the policy and the restricted builtins run (``APP_SANDBOX_FILTERS``, a switch, on by default).
 
-    Off only off a Space: with ``SPACE_ID`` set the filters stay on and one log line says so. Any other
-    value is a ``ValueError`` naming the variable (the app checks it at start-up)."""
+    Off only off a Space: with ``SPACE_ID`` set the filters stay on and one log line says so. A value that is
+    not a switch is a ``ValueError`` naming the variable (the app refuses it at start-up)."""
     global _said_kept
-    value = os.environ.get(FILTERS_VAR, "on").strip().lower() or "on"
-    if value not in ("on", "off"):
-        raise ValueError(f"{FILTERS_VAR} must be 'on' or 'off', not {value[:40]!r}.")
-    if value == "off" and os.environ.get("SPACE_ID"):
+    raw = os.environ.get(FILTERS_VAR, "").strip().lower()
+    if not raw:
+        return True
+    if raw not in _SWITCH:
+        raise ValueError(f"{FILTERS_VAR} must be one of 1/0, true/false, on/off, yes/no, not {raw[:40]!r}.")
+    if not _SWITCH[raw] and os.environ.get("SPACE_ID"):
         if not _said_kept:
             _said_kept = True
             log.warning("%s=off is ignored on a Space (SPACE_ID is set): the sandbox keeps its filters.", FILTERS_VAR)
         return True
-    return value == "on"
+    return _SWITCH[raw]
 
 
 def guest_settings(output_chars: int, restrict: bool) -> str:

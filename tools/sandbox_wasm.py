@@ -105,6 +105,22 @@ def compiled_module() -> Path:
         return path
 
 
+def warm_up() -> threading.Thread:
+    """Compile (or find) the guest in the background, so that the first program does not wait seconds for it."""
+
+    def compile_quietly() -> None:
+        try:
+            compiled_module()
+        except (RuntimeMissing, OSError) as exc:
+            import logging
+
+            logging.getLogger(__name__).warning("The Python sandbox is not available: %s", exc)
+
+    thread = threading.Thread(target=compile_quietly, name="sandbox-compile", daemon=True)
+    thread.start()
+    return thread
+
+
 def drop_uid() -> int:
     """The uid the host becomes when the app runs as root (nobody); -1 when it is not root."""
     if os.geteuid() != 0:

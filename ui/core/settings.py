@@ -9,6 +9,7 @@ Nothing reads them at import time: :func:`app_settings` reads them the first tim
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -41,6 +42,9 @@ _SWITCHES = {
     "APP_MCP": ("mcp", True),  # serve the one MCP tool (ui/mcp.py) when the mcp package is there
     # off a Space with no model configured, start the toy one (ui/core/backend.py)
     "APP_TOY_MODEL": ("toy_model", True),
+    # the sandbox's policy and restricted builtins; off lets a local copy attack the boundary alone. tools/sandbox.py
+    # reads it at each call (run workers and the CLI follow it too) and keeps it on when SPACE_ID is set
+    "APP_SANDBOX_FILTERS": ("sandbox_filters", True),
 }
 
 
@@ -56,6 +60,7 @@ class AppSettings:
     bench_concurrency: int = _INTS["BENCH_CONCURRENCY"][1]
     mcp: bool = _SWITCHES["APP_MCP"][1]
     toy_model: bool = _SWITCHES["APP_TOY_MODEL"][1]
+    sandbox_filters: bool = _SWITCHES["APP_SANDBOX_FILTERS"][1]
     share_max_mb: int = _INTS["APP_SHARE_MAX_MB"][1]
     share_days: float = _DAYS["APP_SHARE_DAYS"][1]
     share_per_hour: int = _INTS["APP_SHARE_PER_HOUR"][1]
@@ -95,7 +100,19 @@ class AppSettings:
         values["share_dir"] = env_text("APP_SHARE_DIR", None, environ)
         values["share_mb_per_hour"] = _share_mb_per_hour(int(values["share_max_mb"]), environ)  # type: ignore[arg-type]
         values["trusted_proxies"] = trusted_proxies(env_text("APP_TRUSTED_PROXIES", None, environ))
+        if environ is None and not values["sandbox_filters"]:
+            _say_filters()
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _say_filters() -> None:
+    """One start-up line when APP_SANDBOX_FILTERS is off: kept on a Space, or off here (a local lesson)."""
+    from tools.sandbox import filters_enabled
+
+    if filters_enabled():
+        return  # on a Space: filters_enabled itself said that they stay on
+    logging.getLogger(__name__).warning("APP_SANDBOX_FILTERS=off: programs reach the sandbox's boundary without its "
+                                        "policy and restricted builtins (never on a Space).")
 
 
 def _share_mb_per_hour(store_mb: int, environ: Mapping[str, str] | None) -> int:
