@@ -67,3 +67,13 @@ def real_server() -> Iterator[RealServer]:
         pytest.skip(f"no real model server here: {why}")
     with llama_server.LlamaServer(n_ctx=4096, n_threads=2) as server:
         yield RealServer(server)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The sandbox's runtime compiled (or found in its cache) before any test, not inside a test's time limit."""
+    from tools.sandbox_wasm import RuntimeMissing, compiled_module
+
+    try:
+        compiled_module()
+    except RuntimeMissing:
+        pass  # the sandbox's tests then fail with the reason
