@@ -178,7 +178,7 @@ class SandboxSession:
         child = self._child
         assert child is not None
         used = cpu_seconds(child.proc.pid)
-        soft = min(int(used) + 1 + self.limits.cpu_s, self.limits.session_cpu_s)
+        soft = min(round(used) + self.limits.cpu_s, self.limits.session_cpu_s)
         raise_cpu_limit(child.proc.pid, soft, self.limits.session_cpu_s)
 
     def _greeting(self) -> StepResult | None:
