@@ -26,6 +26,7 @@ from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, TEMPERATURE_
 from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
 from patches.gradio_refusals import ReadableRefusals
+from tools.hardening import make_non_dumpable
 from tools.registry import ToolRegistry
 from ui import mcp
 from ui.benchmark import open_in_compare
@@ -360,6 +361,7 @@ def launch_kwargs() -> dict[str, Any]:
 
 def main() -> int:
     """``python app.py``: every setting is checked before anything starts; a bad one is one line and exit 2."""
+    make_non_dumpable()  # it holds HF_TOKEN: no other process of this user may read it (tools/hardening.py)
     try:
         settings = LLMSettings.from_env()
         limits = app_settings()

@@ -23,6 +23,7 @@ PR_SET_DUMPABLE = 4
 # The names Hugging Face's libraries read a token from, and the endings that mark a name as a secret.
 SECRET_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN"})
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+LINUX = sys.platform.startswith("linux")  # prctl and /proc are Linux's
 
 _lock = threading.Lock()
 
@@ -32,7 +33,7 @@ def make_non_dumpable() -> bool:
 
     Safe to call from any thread, any number of times. Side effects, for this process only: no core
     dumps, and no debugger or profiler of the same user can attach (root's still can)."""
-    if not sys.platform.startswith("linux"):
+    if not LINUX:
         return False
     with _lock:
         if _prctl(PR_GET_DUMPABLE) != 0:
@@ -42,7 +43,7 @@ def make_non_dumpable() -> bool:
 
 def is_dumpable() -> bool | None:
     """Whether a same-user process may read this one (None: not Linux, or the kernel did not say)."""
-    if not sys.platform.startswith("linux"):
+    if not LINUX:
         return None
     state = _prctl(PR_GET_DUMPABLE)
     return None if state < 0 else state == 1

@@ -1,5 +1,10 @@
 """Worker processes for live runs (``APP_RUN_WORKERS`` of them): :class:`ProcessHost` and one :class:`_Worker` per
-process — its command pipe, and one reader thread routing its batches (``python -m agents.hosting``)."""
+process — its command pipe, and one reader thread routing its batches (:data:`BOOT`, ``python -m agents.hosting``).
+
+A worker starts with the app's environment less its secrets (:func:`tools.hardening.without_secrets`), and makes
+itself non-dumpable before it imports the engine (:data:`BOOT`). The Hugging Face token reaches it as the first
+message on its command pipe (:func:`hub_tokens`); a run's own token travels in its spec's settings.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +16,41 @@ import pickle
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from agents.hosting.host import Host, HostedRun
+from agents.hosting.worker import SECRETS
+from tools.hardening import without_secrets
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER_DIED = ("the app's run worker process stopped unexpectedly, so this mode was cut off — "
                "please run the question again")
+# huggingface_hub reads these from the environment whenever a client was given no token of its own (its lookup of
+# a model's inference providers, for one): a worker gets them from the app over its pipe, not in its environment.
+HUB_TOKEN_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+# The worker's program: non-dumpable first, so nothing of it is readable while the engine's imports take ~0.4 s.
+BOOT = ("import sys\n"
+        "from tools.hardening import make_non_dumpable\n"
+        "make_non_dumpable()\n"
+        "from agents.hosting.worker import main\n"
+        "main(sys.argv[1:])\n")
+
+
+def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """A worker's environment: the app's, less every secret, with the app's code importable."""
+    env = without_secrets(environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def hub_tokens(environ: Mapping[str, str]) -> dict[str, str]:
+    """What the app sends a new worker first: its Hugging Face token variables (:data:`HUB_TOKEN_NAMES`)."""
+    return {name: environ[name] for name in HUB_TOKEN_NAMES if environ.get(name)}
 
 
 class _Worker:
@@ -31,15 +60,15 @@ class _Worker:
         self.host, self.index = host, index
         cmd_r, cmd_w = os.pipe()
         evt_r, evt_w = os.pipe()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "agents.hosting", str(cmd_r), str(evt_w)],
-                                         pass_fds=(cmd_r, evt_w), stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
+            self.proc = subprocess.Popen([sys.executable, "-c", BOOT, str(cmd_r), str(evt_w)], pass_fds=(cmd_r, evt_w),
+                                         stdin=subprocess.DEVNULL, env=worker_environment(os.environ), cwd=ROOT)
         finally:
             os.close(cmd_r)
             os.close(evt_w)
         self.commands = Connection(cmd_w, readable=False)
+        with contextlib.suppress(OSError):  # a worker that died at once: its reader sees the end and reports it
+            self.commands.send((SECRETS, hub_tokens(os.environ)))  # first; read once the worker is non-dumpable
         self.events = Connection(evt_r, writable=False)
         self.lock = threading.Lock()  # guards alive and writes to the command pipe
         self.alive = True

@@ -5,6 +5,9 @@ EVENT_FD``, so the modes' HTTP streams use another core than the app's event loo
 in the app's own process. Commands come in by run id (``start``, ``close``, ``step``, ``resume``, ``pause``);
 each run is an ordinary :class:`~agents.comparison.ComparisonRun` whose sink is the worker's :class:`Outbox`.
 
+A worker process holds secrets (the app's Hugging Face token, the runs' tokens) but none in its environment: it is
+non-dumpable from its first statement, and takes the token variables from the app's first message (``SECRETS``).
+
 The outbox sends what its runs produced every :data:`FLUSH_S` while anything arrives: one message for all
 runs, consecutive token deltas of a mode merged into one. So a token costs a list append where it is made,
 and the hop to the app costs per batch, not per token.
@@ -27,12 +30,14 @@ from agents.comparison import ComparisonRun
 from agents.events import LLMError, TokenDelta
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
+from tools.hardening import make_non_dumpable
 from tools.registry import ToolRef, ToolRegistry, tool_from_ref
 
 log = logging.getLogger(__name__)
 
 FLUSH_S = 0.05  # a batch's age at most: the app shows frames every 0.1 s or more
 CLOSED = "closed"  # payload of "this run is closed" (mode ""): its threads have ended
+SECRETS = "secrets"  # the app's first message to a worker process: (SECRETS, {name: value})
 Item = tuple[int, str, Any]  # (run id, mode, event | None for "the mode ended" | a (mode "") notice)
 
 
@@ -202,13 +207,28 @@ class RunWorker:
             self._ended.pop(run_id, None)
 
 
+def take_secrets(message: Any) -> None:
+    """Put the variables of the app's first message, ``(SECRETS, {name: value})``, in this process's
+    ``os.environ``, where huggingface_hub looks for a token as it did in the app. ``/proc/<pid>/environ`` shows
+    the block the process started with, so they never appear there; the sandbox's processes get no environment."""
+    kind, values = message if isinstance(message, tuple) and len(message) == 2 else (None, None)
+    if kind != SECRETS or not isinstance(values, dict):
+        raise ValueError(f"a worker's first message must be its secrets, not {type(message).__name__}")
+    os.environ.update({str(k): str(v) for k, v in values.items()})
+
+
 def main(argv: list[str]) -> None:
-    """The worker process (``python -m agents.hosting CMD_FD EVENT_FD``): serve runs until the app closes the
-    command pipe."""
+    """The worker process (``python -m agents.hosting CMD_FD EVENT_FD``): take the secrets the app sends first,
+    then serve runs until the app closes the command pipe."""
+    make_non_dumpable()  # before anything is read (the app's BOOT did it even before the imports)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="run-worker: %(levelname)s %(name)s: %(message)s")
     commands = Connection(int(argv[0]), writable=False)
     events = Connection(int(argv[1]), readable=False)
+    try:
+        take_secrets(commands.recv())
+    except (EOFError, OSError):
+        os._exit(0)  # the app is gone
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print() must not reach the app
 
     def send(batch: list[Item]) -> None:
