@@ -26,6 +26,7 @@ from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, TEMPERATURE_
 from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
 from patches.gradio_refusals import ReadableRefusals
+from tools import sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.registry import ToolRegistry
 from ui import mcp
@@ -371,6 +372,7 @@ def main() -> int:
     except SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    sandbox_wasm.warm_up()  # the sandbox's runtime compiles once per machine (seconds): not on a visitor's first call
     on_space = bool(os.environ.get("SPACE_ID"))
     # a named model as is; a server's listed one; or, off a Space with nothing configured, the toy model
     settings = backend.choose_backend(settings, on_space=on_space, toy=limits.toy_model)

@@ -145,7 +145,7 @@ def test_the_native_protocol_is_refused_in_one_line_without_a_model_call():
 
 
 def test_a_step_that_ends_the_sandbox_says_the_next_one_starts_afresh():
-    model = ScriptedModel([code("Keep.", "keep = 1"), code("Spin.", "x = 'a' * 10**10"),
+    model = ScriptedModel([code("Keep.", "keep = 1"), code("Spin.", "x = 'a' * 2**30"),
                            code("Again.", "print(keep)"), code("Give up.", "final_answer('?')")])
     trace = run(model)
     outputs = [o.output for o in trace.of(Observation)]
