@@ -1,9 +1,8 @@
 """``python_repl``: run a short Python program in the sandbox of :mod:`tools.sandbox`.
 
-Two layers (see :mod:`tools.sandbox_policy` and :mod:`tools.sandbox`): a static policy check that
-refuses dangerous code before anything runs, then a fresh, resource-limited process per call
-with no environment, a throwaway working directory and restricted builtins. Each call starts
-from scratch: nothing carries over between calls.
+The policy (:mod:`tools.sandbox_policy`) refuses dangerous code before anything runs; the program then runs in
+a fresh guest interpreter (CPython for WASI in Wasmtime) with restricted builtins, an empty environment and a
+scratch folder of its own as its whole file system. Each call starts from scratch: nothing carries over.
 """
 
 from __future__ import annotations
