@@ -52,6 +52,29 @@ REFUSED: list[tuple[str, str, str]] = [
     ("formatter-from", "from string import Formatter", "Formatter"),
     ("update-wrapper", "import functools\nfunctools.update_wrapper(print, len, ('__globals__',))", "update_wrapper"),
     ("singledispatch", "from functools import singledispatch", "singledispatch"),
+    # issue 25: library code that reads or writes a program object's attributes by a name given as data
+    ("wraps-func", "import functools\nfunctools.wraps(len).func", "'wraps'"),
+    ("wraps-assigned", "import functools\nfunctools.wraps(len, ('__globals__',))", "'wraps'"),
+    (
+        "wraps-getattribute-feeder",
+        "import functools\nclass W:\n    def __getattribute__(self, n):\n        return self\n"
+        "functools.wraps(object)(W())",
+        "'__getattribute__'",
+    ),
+    (
+        "match-format-runtime-template",
+        "import random\nmatch str:\n    case object(format=f):\n        pass\n"
+        "f('{0.__glo' + 'bals__[_os].environ}', random.seed)",
+        "'format'",
+    ),
+    (
+        "userdict-copy-reduce",
+        "import collections\nclass U(collections.UserDict):\n    __copy__ = None\n"
+        "    def __reduce_ex__(self, p):\n        return (dict, ())\nU().copy()",
+        "'__copy__'",
+    ),
+    ("cached-property-attrname", "import functools\nfunctools.cached_property(len).attrname = 'x'", "'.attrname'"),
+    ("except-as-builtins", "try:\n    1/0\nexcept Exception as __builtins__:\n    pass", "'__builtins__'"),
     # --- __subclasses__ walks ---------------------------------------------------------------------
     ("subclasses-walk", "().__class__.__base__.__subclasses__()", "'__class__'"),
     (
@@ -142,6 +165,7 @@ REFUSED: list[tuple[str, str, str]] = [
         "__class__",
     ),
     ("type-dict-attr", "T = type('T', (), {})\nT().__dict__", "__dict__"),
+    ("type-three-arg", "T = type('T', (), {'__getattribute__': lambda s, n: 1})\nT().x", "type() with three"),
     ("class-assign-class", "class A:\n    __class__ = int", "'__class__'"),
     ("match-args", "class A:\n    __match_args__ = ('gi_frame',)", "'__match_args__'"),
     ("match-kwd-frame", "g = (i for i in [1])\nmatch g:\n    case object(gi_frame=f):\n        pass", "gi_frame"),
@@ -165,8 +189,6 @@ CONTAINED: list[tuple[str, str, str]] = [
     ("private-module-attr", "import random\nrandom._os.system('id')", "has no attribute '_os'"),
     ("private-collections-sys", "import collections\ncollections._sys.modules['os']", "has no attribute '_sys'"),
     ("submodule-hidden", "import json\njson.decoder", "has no attribute 'decoder'"),
-    ("wraps-func-hidden", "import functools\nfunctools.wraps(len).func", "has no attribute 'func'"),
-    ("wraps-no-assigned", "import functools\nfunctools.wraps(len, ('__globals__',))", "TypeError"),
     ("del-time-bomb-print", "class B:\n    def __del__(self):\n        print('boom')\nb = B()\nprint('done')", "done"),
     (
         "del-time-bomb-loop",
@@ -179,7 +201,8 @@ CONTAINED: list[tuple[str, str, str]] = [
         "P(gi_frame=1)",
     ),
     ("hasattr-only-bool", "hasattr(1, '__class__')", "True"),
-    ("type-three-arg", "T = type('T', (), {'__getattribute__': lambda s, n: 1})\nT().x", "1"),
+    # a class built at run time escapes every static check (type(int) is type); the feeders are what is closed
+    ("type-of-int-three-arg", "T = type(int)('T', (), {'__getattribute__': lambda s, n: 1})\nT().x", "1"),
     ("dir-builtins-names", "'open' in dir(print)", "False"),
     ("exception-args", "try:\n    1/0\nexcept Exception as e:\n    print(e.args)", "('division by zero',)"),
     ("print-to-object", "class W:\n    def write(self, s):\n        pass\nprint('x', file=W())\nprint('y')", "y"),
