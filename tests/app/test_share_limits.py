@@ -209,3 +209,31 @@ def test_an_old_link_to_a_run_over_the_cap_is_one_line_without_parsing(share_app
         started = time.perf_counter()
         refused = open_link(url, fn, large, "v2")
         assert "larger than the 1 MB a link may open" in refused[STATUS] and time.perf_counter() - started < 2
+
+
+def test_five_addresses_sharing_until_refused_store_no_more_than_their_quotas_and_evict_no_earlier_link(share_app,
+                                                                                                     tmp_path):
+    """Issue 25's scenario at a tenth of the size: a 20 MB store (2 MB an hour per visitor, export and view
+    together), fifty earlier links, then five addresses (behind a trusted proxy) sharing large runs until refused."""
+    store = tmp_path / "store"
+    with share_app(share_max_mb=20, trusted_proxies=("127.0.0.1",)) as url:
+        others = ShareStore(store, 20 * 1024 * 1024, 86400, per_hour=1000)
+        earlier = [others.put(recording(tmp_path / f"other-{k}.json", f"other {k}"), f"203.0.113.{k}")
+                   for k in range(50)]
+        fn = dependency(url, "share")
+        held: dict[str, list[str]] = {}
+        for address in [f"198.51.100.{k}" for k in range(5)]:
+            for k in range(10):
+                run = recording(tmp_path / f"{address}-{k}.json", f"{address} {k}", observation_kb=20)
+                line = share(url, fn, upload(url, run), f"s-{address}-{k}", {"X-Forwarded-For": address})
+                if "?run=" not in line:
+                    assert "MB one visitor may add an hour" in line and line.count("\n") == 0, line
+                    break
+                held.setdefault(address, []).append(run_id_of(line))
+        sizes = {a: sum((store / f"{r}{s}").stat().st_size for r in ids for s in (".json", ".view"))
+                 for a, ids in held.items()}
+        views = [(store / f"{r}.view").stat().st_size for ids in held.values() for r in ids]
+    assert set(held) == {f"198.51.100.{k}" for k in range(5)} and all(len(ids) >= 2 for ids in held.values())
+    assert min(views) > 200_000  # each view is a real part of what a link stores
+    assert all(size <= 2 * 1024 * 1024 for size in sizes.values()), sizes
+    assert all((store / f"{run_id}.json").is_file() for run_id in earlier)

@@ -22,7 +22,7 @@ _INTS = {
     "BENCH_MAX_N": ("bench_max_n", 200, 1, 100_000),  # items per benchmark run
     "BENCH_VISITOR_MAX_N": ("bench_visitor_max_n", 20, 1, 100_000),  # for Space visitors not signed in
     "BENCH_CONCURRENCY": ("bench_concurrency", 4, 1, 64),  # benchmarks at once, each with up to 8 pairs
-    "APP_SHARE_MAX_MB": ("share_max_mb", 200, 1, 100_000),  # shared runs kept on disk; oldest evicted past it
+    "APP_SHARE_MAX_MB": ("share_max_mb", 200, 1, 100_000),  # on disk; past it the biggest holder's oldest links go
     "APP_SHARE_PER_HOUR": ("share_per_hour", 20, 1, 100_000),  # new Share links per visitor (address) per hour
     "APP_SHARE_RUN_MB": ("share_run_mb", 5, 1, 20),  # the largest run a link may hold (the upload limit is 20 MB)
     "APP_PAUSED_PER_VISITOR": ("paused_per_visitor", 3, 1, 1000),  # stepping runs one visitor may hold at once

@@ -3,7 +3,8 @@
 :func:`visitor_of` is the one rule: the socket's address, or, only when that peer is a trusted proxy
 (``APP_TRUSTED_PROXIES``; on a Space its proxy), the hop that proxy appended to ``X-Forwarded-For`` — never a
 value the client wrote. :func:`pin_peer_address` tells uvicorn (``FORWARDED_ALLOW_IPS``) to believe no
-forwarded header, so the address a handler sees is the socket's. An IPv6 visitor is their /64 network.
+forwarded header, so the address a handler sees is the socket's. An IPv6 visitor is their /56 network: a home or
+small office is commonly given a /56 (or a /48), so counting /64s would let one line count as 256 visitors.
 """
 
 from __future__ import annotations
@@ -143,9 +144,12 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     return mapped or address
 
 
+IPV6_PREFIX = 56  # one IPv6 visitor: the prefix a provider commonly hands one customer (RIPE-690)
+
+
 def _key(address: ipaddress.IPv4Address | ipaddress.IPv6Address | str) -> str:
     if isinstance(address, ipaddress.IPv6Address):
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+        return str(ipaddress.ip_network(f"{address}/{IPV6_PREFIX}", strict=False))
     return str(address)
 
 
@@ -174,11 +178,14 @@ class Window:
             return True
 
     def refund(self, visitor: str, amount: float = 1.0) -> None:
-        """Give back the latest ``amount`` recorded (the action it paid for did not happen)."""
+        """Give back the latest record of ``amount`` (the action it paid for did not happen), even when another
+        of the visitor's actions was recorded since."""
         with self._lock:
-            recent = self._spent.get(visitor)
-            if recent and recent[-1][1] == amount:
-                recent.pop()
+            recent = self._spent.get(visitor) or collections.deque()
+            for index in range(len(recent) - 1, -1, -1):
+                if recent[index][1] == amount:
+                    del recent[index]
+                    return
 
     def _recent(self, visitor: str, now: float) -> collections.deque[tuple[float, float]]:
         recent = self._spent.setdefault(visitor, collections.deque())

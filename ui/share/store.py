@@ -3,8 +3,10 @@
 The view is what the page receives, ready to send, so opening a link parses no recording. Ids come from
 ``secrets.token_urlsafe``, never a path. The store is capped in bytes (oldest first) and links expire
 (``APP_SHARE_DIR``, ``APP_SHARE_MAX_MB``, ``APP_SHARE_DAYS``); one visitor may add ``APP_SHARE_PER_HOUR`` links
-and ``APP_SHARE_MB_PER_HOUR`` an hour, a run over ``APP_SHARE_RUN_MB`` is refused, and the same run shared
-again gets its existing link. Without persistent storage (``/data``) links end with a restart.
+and ``APP_SHARE_MB_PER_HOUR`` an hour, export and view together, a run over ``APP_SHARE_RUN_MB`` is refused, and
+the same run shared again gets its existing link. Past the cap the links of whoever holds the most go first
+(oldest first), so a few visitors filling their quotas push out their own links, not everyone's. Without
+persistent storage (``/data``) links end with a restart.
 """
 
 from __future__ import annotations
@@ -54,11 +56,14 @@ def default_root() -> Path:
 
 @dataclass(frozen=True)
 class Admitted:
-    """A run allowed into the store: its size and digest, or the live link it already has."""
+    """A run allowed into the store: its size and digest, or the live link it already has; who shares it and the
+    bytes already charged to them this hour."""
 
     size: int
     digest: str
     known: str | None = None
+    visitor: str = ""
+    charged: int = 0
 
 
 class ShareStore:
@@ -73,6 +78,7 @@ class ShareStore:
         self._by_digest: dict[str, str] = {}  # content → its live id: the same run shared twice is one link
         self._links = Window(3600, self.per_hour)  # visitor → their new links in the last hour
         self._bytes = Window(3600, bytes_per_hour if bytes_per_hour is not None else float("inf"))  # None: no cap
+        self._sharers: dict[str, str] = {}  # run id → the visitor who stored it (eviction takes the largest holder's)
 
     @classmethod
     def from_settings(cls) -> ShareStore:
@@ -92,8 +98,9 @@ class ShareStore:
 
     def admit(self, source: str | Path, visitor: str = "", *, extra: int = 0) -> Admitted:
         """Whether ``source`` may be stored for ``visitor``: its live link if the same run is stored already, else
-        its size and digest with this hour's quotas charged (``extra``: bytes stored beside it, when known);
-        one line (:class:`ShareError`) for a missing file, a run over the size cap, or a visitor past a quota."""
+        its size and digest with this hour's quotas charged (``extra``: bytes stored beside it, when known; the view
+        is charged by :meth:`store` otherwise); one line (:class:`ShareError`) for a missing file, a run over the
+        size cap, or a visitor past a quota."""
         source = Path(source)
         try:
             size = source.stat().st_size
@@ -107,12 +114,24 @@ class ShareStore:
         known = self._by_digest.get(digest)
         if known is not None and self._live(known):
             return Admitted(size, digest, known)
-        self._charge(visitor, size + extra)
-        return Admitted(size, digest)
+        if not self._links.spend(visitor):
+            raise ShareError(f"You have made {self.per_hour} share links in the last hour, the most allowed; "
+                             "try again later, or download the JSON export instead.")
+        self._charge_bytes(visitor, size + extra, Admitted(size, digest, visitor=visitor))
+        return Admitted(size, digest, visitor=visitor, charged=size + extra)
 
     def store(self, source: str | Path, admitted: Admitted, view: bytes | None = None) -> str:
-        """Store an admitted run (and its view) under a fresh id; evict to stay under the cap."""
-        run_id = self._store(Path(source), view)
+        """Store an admitted run (and its view) under a fresh id, the view's bytes charged to its sharer first (one
+        line past their quota); evict to stay under the cap."""
+        more = admitted.size + len(view or b"") - admitted.charged
+        self._charge_bytes(admitted.visitor, more, admitted)
+        try:
+            run_id = self._store(Path(source), view, admitted.visitor)
+        except ShareError:
+            if more > 0:
+                self._bytes.refund(admitted.visitor, more)
+            self._refund(admitted, admitted.charged)
+            raise
         if len(self._by_digest) >= 10_000:
             self._by_digest.clear()  # only a convenience: a forgotten run is stored again, never lost
         self._by_digest[admitted.digest] = run_id
@@ -125,19 +144,25 @@ class ShareStore:
             return False
         return True
 
-    def _charge(self, visitor: str, size: int) -> None:
-        """Record one new link of ``size`` bytes for ``visitor``, or refuse it past an hourly quota."""
-        if not self._links.spend(visitor):
-            raise ShareError(f"You have made {self.per_hour} share links in the last hour, the most allowed; "
-                             "try again later, or download the JSON export instead.")
-        if not self._bytes.spend(visitor, size):
-            self._links.refund(visitor)
-            quota = self._bytes.limit / MB
-            raise ShareError(f"Your share links of the last hour hold {self._bytes.spent(visitor) / MB:.1f} MB and "
-                             f"this run {size / MB:.1f} MB more, past the {quota:.3g} MB one visitor may add an hour; "
-                             "try again later, or download the JSON export instead.")
+    def _charge_bytes(self, visitor: str, more: int, admitted: Admitted) -> None:
+        """Charge ``more`` bytes of ``admitted``'s run to ``visitor``, or refuse past the hourly quota (giving back
+        what the run was charged so far: its link and ``admitted.charged`` bytes)."""
+        if more <= 0 or self._bytes.spend(visitor, more):
+            return
+        self._refund(admitted, admitted.charged)
+        total = (admitted.charged + more) / MB
+        raise ShareError(f"Your share links of the last hour hold {self._bytes.spent(visitor) / MB:.1f} MB and this "
+                         f"run {total:.1f} MB more (its export and the panels it shows), past the "
+                         f"{self._bytes.limit / MB:.3g} MB one visitor may add an hour; try again later, or download "
+                         "the JSON export instead.")
 
-    def _store(self, source: Path, view: bytes | None) -> str:
+    def _refund(self, admitted: Admitted, charged: int) -> None:
+        """Give back a run's link and the bytes it was charged (it was not stored)."""
+        self._links.refund(admitted.visitor)
+        if charged > 0:
+            self._bytes.refund(admitted.visitor, charged)
+
+    def _store(self, source: Path, view: bytes | None, visitor: str = "") -> str:
         run_id = secrets.token_urlsafe(16)
         self.root.mkdir(parents=True, exist_ok=True)
         target = self.root / f"{run_id}{SUFFIX}"
@@ -155,6 +180,8 @@ class ShareStore:
             self._remove(run_id)
             log.exception("could not store a shared run")
             raise ShareError(f"The run could not be stored for sharing ({exc.strerror or 'disk error'}).") from None
+        with self._lock:
+            self._sharers[run_id] = visitor
         self.evict(keep=target)
         return run_id
 
@@ -197,9 +224,10 @@ class ShareStore:
 
     def save_view(self, run_id: str, view: bytes) -> None:
         """Keep the view of a run stored without one (a link made before views existed)."""
-        self.path(run_id)
+        path = self.path(run_id)
         with contextlib.suppress(OSError):
             _write_whole(self.root / f"{run_id}{VIEW_SUFFIX}", view)
+        self.evict(keep=path)  # the view counts against the cap like any other
 
     def download_copy(self, run_id: str, folder: Path, name: str = "shared-run.json") -> Path:
         """The run's export where Gradio serves files from (``folder``, in its cache), copied once and reused by
@@ -214,9 +242,11 @@ class ShareStore:
         return target
 
     def evict(self, keep: Path | None = None) -> None:
-        """Delete expired runs, then the oldest until the store fits ``max_bytes`` (``keep`` stays)."""
+        """Delete expired runs, then, until the store fits ``max_bytes``, the oldest run of whoever holds the most
+        bytes (``keep`` stays). A run whose sharer is not known (stored before this process started) is its own
+        holder's."""
         with self._lock:
-            entries = []
+            held: dict[str, list[tuple[float, int, Path]]] = {}
             now = time.time()
             for child in self.root.glob(f"*{SUFFIX}"):
                 try:
@@ -226,16 +256,15 @@ class ShareStore:
                 if now - st.st_mtime > self.max_age_s and child != keep:
                     self._remove(child.stem)
                     continue
-                entries.append((st.st_mtime, st.st_size + self._view_size(child.stem), child))
-            entries.sort()
-            total = sum(size for _, size, _ in entries)
-            for _, size, child in entries:
-                if total <= self.max_bytes:
+                holder = self._sharers.get(child.stem) or f"run:{child.stem}"
+                held.setdefault(holder, []).append((st.st_mtime, st.st_size + self._view_size(child.stem), child))
+            total = sum(size for runs in held.values() for _, size, _ in runs)
+            while total > self.max_bytes:
+                victim = _largest_holders_oldest(held, keep)
+                if victim is None:
                     break
-                if child == keep:
-                    continue
-                self._remove(child.stem)
-                total -= size
+                self._remove(victim[2].stem)
+                total -= victim[1]
 
     def _view_size(self, run_id: str) -> int:
         try:
@@ -247,6 +276,20 @@ class ShareStore:
         for suffix in (SUFFIX, VIEW_SUFFIX):
             with contextlib.suppress(OSError):
                 (self.root / f"{run_id}{suffix}").unlink()
+        self._sharers.pop(run_id, None)
+
+
+def _largest_holders_oldest(held: dict[str, list[tuple[float, int, Path]]],
+                            keep: Path | None) -> tuple[float, int, Path] | None:
+    """Take out of ``held`` and return the oldest run (not ``keep``) of the holder with the most bytes, or None."""
+    sizes = {holder: sum(size for _, size, _ in runs) for holder, runs in held.items()
+             if any(path != keep for _, _, path in runs)}
+    if not sizes:
+        return None
+    holder = max(sizes, key=lambda h: (sizes[h], -min(t for t, _, _ in held[h])))
+    victim = min(run for run in held[holder] if run[2] != keep)
+    held[holder].remove(victim)
+    return victim
 
 
 def _write_whole(target: Path, data: bytes) -> None:

@@ -40,12 +40,21 @@ def test_on_a_space_its_proxy_is_trusted_unless_the_setting_names_others():
     assert visitor_of(request("172.17.0.1", "198.51.100.9"), Proxies(["10.0.0.1"], on_space=True)) == "172.17.0.1"
 
 
-def test_an_ipv6_visitor_is_its_64_network():
+def test_an_ipv6_visitor_is_its_56_network():
+    """A provider commonly hands one customer a /56: its 256 /64s are one visitor, the next /56 another."""
     none = Proxies()
     assert visitor_of(request("2001:db8:1:2::5"), none) == visitor_of(request("2001:db8:1:2:ffff::9"), none) \
-        == "2001:db8:1:2::/64"
+        == visitor_of(request("2001:db8:1:ff::1"), none) == "2001:db8:1::/56"
+    assert visitor_of(request("2001:db8:1:100::1"), none) == "2001:db8:1:100::/56"
     assert visitor_of(request("::ffff:198.51.100.4"), none) == "198.51.100.4"
-    assert visitor_of(request("10.0.0.1", "[2001:db8::1]:80"), Proxies(["10.0.0.1"])) == "2001:db8::/64"
+    assert visitor_of(request("10.0.0.1", "[2001:db8::1]:80"), Proxies(["10.0.0.1"])) == "2001:db8::/56"
+
+
+def test_a_refund_gives_back_its_own_record_when_others_came_since():
+    window = Window(3600, 10)
+    assert window.spend("v", 3) and window.spend("v", 4)
+    window.refund("v", 3)
+    assert window.spent("v") == 4 and window.spend("v", 6) and not window.spend("v", 1)
 
 
 def test_without_an_address_the_session_counts():

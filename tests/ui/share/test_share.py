@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -170,3 +171,76 @@ def test_open_without_a_run_changes_nothing_and_a_bad_one_is_one_line(tmp_path):
     assert all(isinstance(v, type(gr.skip())) for v in asyncio.run(handlers.open(SimpleNamespace(query_params={}))))
     values = asyncio.run(handlers.open(SimpleNamespace(query_params={"run": "../../../etc/passwd"})))
     assert "not valid" in values[STATUS] and values[-3] is not None
+
+
+def thought_export(tmp_path, tag: str, chars: int):
+    """An export whose panels show ``chars`` characters of thought: its view is about as large as the export."""
+    trace = Trace("react", "What is 17 * 23?")
+    for t, event in [(0.1, Thought(f"{tag} " + "pondering " * (chars // 10))), (0.2, FinalAnswer(f"391 {tag}"))]:
+        trace.add(event, t)
+    path = tmp_path / f"{tag}.json"
+    path.write_text(json.dumps({"question": "What is 17 * 23?", "selection": "ReAct",
+                                "traces": {"react": trace.to_dict()}}), encoding="utf-8")
+    return path
+
+
+def stored_bytes(root) -> int:
+    return sum(p.stat().st_size for p in root.iterdir() if p.suffix in (".json", ".view"))
+
+
+def test_a_visitor_who_shares_until_refused_stores_no_more_than_the_quota_views_included(tmp_path):
+    quota = 200_000
+    store = ShareStore(tmp_path / "s", 10_000_000, 86400, per_hour=1000, bytes_per_hour=quota)
+    handlers = ShareHandlers(outputs(), store)
+    visitor = SimpleNamespace(client=SimpleNamespace(host="198.51.100.7"), headers={})
+    lines = []
+    for k in range(40):
+        lines.append(asyncio.run(handlers.share([str(thought_export(tmp_path, f"r{k}", 20_000))], None, visitor)))
+        if "?run=" not in lines[-1]:
+            break
+    views = list(store.root.glob("*.view"))
+    assert len(lines) < 40 and "MB one visitor may add an hour" in lines[-1] and lines[-1].count("\n") == 0
+    assert views and min(v.stat().st_size for v in views) > 15_000  # the views are a real part of what is stored
+    assert quota - 50_000 < stored_bytes(store.root) <= quota  # exports and views together, within one run's size
+    other = SimpleNamespace(client=SimpleNamespace(host="198.51.100.8"), headers={})
+    assert "?run=" in asyncio.run(handlers.share([str(thought_export(tmp_path, "o", 20_000))], None, other))
+
+
+def test_a_refused_view_gives_back_the_link_and_the_export_bytes(tmp_path):
+    size = thought_export(tmp_path, "a", 20_000).stat().st_size
+    store = ShareStore(tmp_path / "s", 10_000_000, 86400, per_hour=2, bytes_per_hour=size + 1000)
+    admitted = store.admit(thought_export(tmp_path, "a", 20_000), "v")
+    with pytest.raises(ShareError, match="its export and the panels it shows"):
+        store.store(thought_export(tmp_path, "a", 20_000), admitted, b"x" * 5000)
+    assert store.put(thought_export(tmp_path, "b", 100), "v", view=b"{}")  # the quota is whole again
+    assert store.put(thought_export(tmp_path, "c", 100), "v", view=b"{}")  # and so is the link count
+
+
+def test_a_few_visitors_at_their_quota_push_out_their_own_links_not_the_earlier_ones(tmp_path):
+    """A store of 1 MB, a tenth of it per visitor an hour: fifty earlier links, then ten visitors at their quota."""
+    store = ShareStore(tmp_path / "s", 1_000_000, 86400, per_hour=1000, bytes_per_hour=100_000)
+    earlier = [store.put(thought_export(tmp_path, f"e{k}", 1000), f"203.0.113.{k}", view=b"v" * 1000)
+               for k in range(50)]
+    for v in range(10):
+        for k in range(20):
+            try:
+                store.put(thought_export(tmp_path, f"f{v}-{k}", 4000), f"198.51.100.{v}", view=b"v" * 4000)
+            except ShareError:
+                break
+    assert stored_bytes(store.root) <= store.max_bytes
+    assert all((store.root / f"{run_id}.json").is_file() for run_id in earlier)
+    flooders = [p for p in store.root.glob("*.json") if p.stem not in earlier]
+    assert len(flooders) > 50  # the flooders keep most of theirs too: only what did not fit went
+
+
+def test_links_stored_before_a_restart_count_each_as_their_own_holder(tmp_path):
+    """The sharers of links stored by an earlier process are not known: each link is its own holder's."""
+    earlier = ShareStore(tmp_path / "s", 40_000, 86400, per_hour=100)
+    kept = [earlier.put(thought_export(tmp_path, f"e{k}", 1000), "") for k in range(16)]
+    assert 20_000 < stored_bytes(tmp_path / "s") < 30_000  # with a visitor's 20,000 more, past the cap
+    restarted = ShareStore(tmp_path / "s", 40_000, 86400, per_hour=1000, bytes_per_hour=20_000)
+    for k in range(30):
+        with contextlib.suppress(ShareError):
+            restarted.put(thought_export(tmp_path, f"f{k}", 2000), "198.51.100.1", view=b"v" * 2000)
+    assert all((tmp_path / "s" / f"{run_id}.json").is_file() for run_id in kept)
+    assert stored_bytes(tmp_path / "s") <= 40_000
