@@ -76,16 +76,37 @@ def _proxy(name, real, allowed_sub, cache, blocked):
         setattr(mod, key, value)
     if name == "functools":
         real_update_wrapper = real.update_wrapper
+        function = type(_write_all)
 
         def wraps(wrapped):
             # A closure, not functools.partial: a partial exposes .func (update_wrapper) and a mutable
             # .keywords, and update_wrapper(assigned=/updated=) copies arbitrary attributes by name.
+            # update_wrapper does getattr(wrapper, '__dict__').update(wrapped.__dict__): a wrapper whose class
+            # intercepts attribute access would be handed a real __dict__ (object's: a getattr by string). So the
+            # wrapper must be a plain function, and only another plain function's __dict__ is copied.
             def decorator(wrapper):
-                return real_update_wrapper(wrapper, wrapped)
+                if type(wrapper) is not function:
+                    raise TypeError("functools.wraps() can only decorate a function (def) in this sandbox")
+                updated = ("__dict__",) if type(wrapped) is function else ()
+                return real_update_wrapper(wrapper, wrapped, updated=updated)
 
             return decorator
 
-        mod.wraps = wraps
+        class cached_property(real.cached_property):
+            # The real one reads and writes instance.__dict__[self.attrname]; set by the program to a special
+            # name ('__objclass__'), it reads that key of any real object the property is attached to.
+            def __setattr__(self, key, value):
+                if key == "attrname" and isinstance(value, str) and value.startswith("__"):
+                    raise AttributeError("cached_property cannot cache under a special name in this sandbox")
+                super().__setattr__(key, value)
+
+        cached_property.__module__ = "functools"
+        mod.wraps, mod.cached_property = wraps, cached_property
+    if name == "collections":
+        user_dict = real.UserDict
+        # UserDict.copy() of a subclass runs copy.copy, whose __reduce_ex__ path calls what the class returns and
+        # sets attributes by the names it returns (a setattr by string). Copy as UserDict.__copy__ does instead.
+        user_dict.copy = lambda self: user_dict.__copy__(self)
     cache[name] = mod
     return mod
 
@@ -209,6 +230,8 @@ def _run(src, safe_builtins, out):
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], _ast.Expr) else None
         exec(compile(tree, "<repl>", "exec"), namespace)
         if last is not None:
+            # `except E as __builtins__` deletes the name, and eval would then put the real builtins back
+            namespace["__builtins__"] = safe_builtins
             value = eval(compile(_ast.Expression(body=last.value), "<repl>", "eval"), namespace)
             if value is not None:
                 out.write(repr(value) + "\n")

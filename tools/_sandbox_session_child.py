@@ -130,11 +130,14 @@ def _final_answer_function(state, cap):
 
 def _run_step(src, filename, namespace, out, sources):
     """Run one program in the session's namespace like a REPL; returns (status, error text)."""
+    safe_builtins = namespace["__builtins__"]
     try:
         tree = compile(src, filename, "exec", _ast.PyCF_ONLY_AST)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], _ast.Expr) else None
         exec(compile(tree, filename, "exec"), namespace)
         if last is not None:
+            # `except E as __builtins__` deletes the name, and eval would then put the real builtins back
+            namespace["__builtins__"] = safe_builtins
             value = eval(compile(_ast.Expression(body=last.value), filename, "eval"), namespace)
             if value is not None:
                 out.write(repr(value) + "\n")
@@ -189,6 +192,7 @@ def session_main():
         out = _CappedOut(STDOUT, cfg["out_chars"])
         sys.stdout = sys.stderr = out
         state.text = None
+        namespace["__builtins__"] = safe_builtins  # a step may have deleted it: exec would add the real ones
         try:
             status, error = _run_step(frame["code"], filename, namespace, out, sources)
         except BaseException:  # noqa: BLE001 - a report that itself failed (a hostile __str__)

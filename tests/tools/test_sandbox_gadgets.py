@@ -7,10 +7,8 @@ The headline: ``functools.wraps(obj)(W())`` runs the real ``update_wrapper``, wh
 a walk) up to ``os._wrap_close.__init__.__globals__``, the real ``os`` module. Before this file the policy
 accepted that program (:data:`WRAPS_GADGET`) and the restricted interpreter ran it to the end.
 
-The static tests call :func:`check_code` directly (fast, and independent of the runtime, which is being
-rewritten). The runtime tests marked ``xfail(strict=True)`` run a gadget with the policy off: they document
-what layer 2 still lets through and start failing (XPASS) once the layer-2 patch of issue 25 is applied,
-which is the cue to drop their marker.
+The static tests call :func:`check_code` directly (fast, and independent of the runtime). The runtime tests
+(``test_layer2_…``) run a gadget with the policy off: the restricted builtins close each gadget on their own too.
 """
 
 from __future__ import annotations
@@ -341,14 +339,12 @@ def test_layer2_wraps_is_a_closure_without_assigned_or_func(code: str, expect: s
     assert expect in f"{result.output}\n{result.error}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="layer 2: wraps passes any object to update_wrapper")
 @pytest.mark.parametrize("code", [WRAPS_GADGET, WRAPS_GADGET_DYNAMIC], ids=["static-class", "type-of-int-class"])
 def test_layer2_alone_keeps_wraps_from_feeding_a_program_object(code: str) -> None:
     result = run_python(code, FAST, check_policy=False, restrict=True)
     assert "REACHED" not in result.output, result.output
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="layer 2: UserDict.copy reaches copy._reconstruct")
 def test_layer2_alone_keeps_userdict_copy_from_setting_attributes_by_name() -> None:
     result = run_python(USERDICT_COPY_GADGET, FAST, check_policy=False, restrict=True)
     assert "REACHED" not in result.output, result.output
@@ -357,13 +353,11 @@ def test_layer2_alone_keeps_userdict_copy_from_setting_attributes_by_name() -> N
 DELETE_BUILTINS = "try:\n    1 / 0\nexcept Exception as __builtins__:\n    pass\n"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="layer 2: the echo's eval re-adds the real builtins")
 def test_layer2_alone_keeps_the_echoed_expression_on_the_restricted_builtins() -> None:
     result = run_python(DELETE_BUILTINS + "open", FAST, check_policy=False, restrict=True)
     assert "built-in function open" not in result.output, result.output
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="layer 2: the next step's exec re-adds the real builtins")
 def test_layer2_alone_keeps_the_next_session_step_on_the_restricted_builtins() -> None:
     from session_kit import FAST as SESSION_FAST
     from session_kit import REGISTRY, drive

@@ -157,6 +157,7 @@ def test_stop_from_another_thread_ends_a_running_program_promptly():
 def test_stop_during_a_tool_call_does_not_wait_for_the_tool():
     cancel = threading.Event()
     with SandboxSession(REGISTRY, FAST, cancel=cancel) as s:
+        drive(s, "x = 1")  # started first: the Stop below lands while the tool runs, not while the guest boots
         later(0.3, cancel.set)
         start = time.monotonic()
         records, result = drive(s, "nap(3)")
