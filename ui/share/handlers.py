@@ -2,8 +2,10 @@
 
 Sharing reads the file as a recording (``ui/recordings/reader.open_recording``), plays it instantly
 (``ui/recordings/playback.final_frame``) and stores the export with that view (``ui/share/store.py``).
-Opening a link reads the view, with at most :data:`OPENS_AT_ONCE` opens at a time and
-:data:`OPENS_PER_MINUTE` per visitor: never a parse or a replay per view.
+Opening a link reads the view, with at most :data:`OPENS_AT_ONCE` opens at a time for the whole app, shared fairly
+among visitors (``ui/core/fair.py``: a crowd's backlog never holds up another visitor's open), at most
+:data:`OPENS_QUEUED_PER_VISITOR` waiting per visitor and :data:`OPENS_PER_MINUTE` per visitor: never a parse or a
+replay per view.
 """
 
 
@@ -17,6 +19,7 @@ import gradio as gr
 
 from agents.modes.registry import mode_title
 from ui.core import render
+from ui.core.fair import FairGate, GateFull
 from ui.core.frame import Outputs, prepared, refusal
 from ui.core.visitors import Window, visitor_of
 from ui.recordings.export import EXPORT_DIR, json_of
@@ -27,6 +30,7 @@ from ui.share.store import ShareError, ShareStore, page_url_of, share_url
 log = logging.getLogger(__name__)
 
 OPENS_AT_ONCE = 2  # shared runs being opened at the same time (each reads and sends up to a few MB)
+OPENS_QUEUED_PER_VISITOR = 30  # one visitor's opens waiting or under way: a class behind one address fits
 OPENS_PER_MINUTE = 60  # per visitor: a class behind one address opens a link together, a loop does not
 SHARED_DOWNLOADS = EXPORT_DIR / "shared"  # one copy of each opened run's export, in Gradio's cache
 VIEW_FORMAT = 1
@@ -39,7 +43,7 @@ class ShareHandlers:
     def __init__(self, outputs: Outputs, store: ShareStore | None = None) -> None:
         self.outputs = outputs
         self._store = store
-        self._opening: asyncio.Semaphore | None = None  # made on the event loop, on first use
+        self._opening = FairGate(OPENS_AT_ONCE, OPENS_QUEUED_PER_VISITOR)  # used on the event loop only
         self._opens = Window(60, OPENS_PER_MINUTE)
 
     @property
@@ -87,24 +91,30 @@ class ShareHandlers:
         run_id = params.get("run") if hasattr(params, "get") else None
         if not run_id:
             return [gr.skip()] * (len(self.outputs.all()) + 3)  # + question, expected, fourth column
-        if not self._opens.spend(visitor_of(request)):
+        visitor = visitor_of(request)
+        if not self._opens.spend(visitor):
             return self._refused("You opened many shared runs in the last minute; wait a moment, then reload.")
-        if self._opening is None:
-            self._opening = asyncio.Semaphore(OPENS_AT_ONCE)
-        async with self._opening:
-            try:
-                view = await asyncio.to_thread(self.store.view, run_id)
-                if view is None or view.get("format") != VIEW_FORMAT:  # a link made before views existed
-                    data = await self.view_of(await asyncio.to_thread(self.store.legacy_path, run_id))
-                    await asyncio.to_thread(self.store.save_view, run_id, data)
-                    view = json.loads(data)
-                download = await asyncio.to_thread(self.store.download_copy, run_id, SHARED_DOWNLOADS)
-            except (ShareError, RecordingError) as exc:
-                return self._refused(str(exc))
-            except OSError:
-                log.exception("could not open a shared run")
-                return self._refused("That shared run could not be read; ask for its JSON export instead.")
+        try:
+            async with self._opening.hold(visitor):
+                view, download = await self._read(run_id)
+        except GateFull:
+            return self._refused("Many shared runs are opening for you already; wait a moment, then reload.")
+        except (ShareError, RecordingError) as exc:
+            return self._refused(str(exc))
+        except OSError:
+            log.exception("could not open a shared run")
+            return self._refused("That shared run could not be read; ask for its JSON export instead.")
         return self._on_screen(view, download)
+
+    async def _read(self, run_id: str) -> tuple[dict[str, Any], Path]:
+        """A link's stored view (made now, once, for a link stored before views existed) and its download copy."""
+        view = await asyncio.to_thread(self.store.view, run_id)
+        if view is None or view.get("format") != VIEW_FORMAT:
+            data = await self.view_of(await asyncio.to_thread(self.store.legacy_path, run_id))
+            await asyncio.to_thread(self.store.save_view, run_id, data)
+            view = json.loads(data)
+        download = await asyncio.to_thread(self.store.download_copy, run_id, SHARED_DOWNLOADS)
+        return view, download
 
     def _on_screen(self, view: dict[str, Any], download: Path) -> list:
         values = list(view["values"])

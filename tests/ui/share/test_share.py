@@ -244,3 +244,22 @@ def test_links_stored_before_a_restart_count_each_as_their_own_holder(tmp_path):
             restarted.put(thought_export(tmp_path, f"f{k}", 2000), "198.51.100.1", view=b"v" * 2000)
     assert all((tmp_path / "s" / f"{run_id}.json").is_file() for run_id in kept)
     assert stored_bytes(tmp_path / "s") <= 40_000
+
+
+def test_a_visitor_with_many_opens_under_way_is_told_to_wait_and_others_are_not(tmp_path, monkeypatch):
+    import ui.share.handlers
+
+    monkeypatch.setattr(ui.share.handlers, "OPENS_QUEUED_PER_VISITOR", 1)
+    handlers = ShareHandlers(outputs(), ShareStore(tmp_path / "s", 10_000_000, 86400))
+    line = asyncio.run(handlers.share([str(export_file(tmp_path))], None, request=None))
+    run_id = line.split("?run=")[1].split("]")[0]
+
+    def visitor(host: str) -> SimpleNamespace:
+        return SimpleNamespace(query_params={"run": run_id}, client=SimpleNamespace(host=host), headers={})
+
+    async def while_one_is_under_way() -> tuple[list, list]:
+        async with handlers._opening.hold("198.51.100.1"):  # that visitor's one open, under way
+            return await handlers.open(visitor("198.51.100.1")), await handlers.open(visitor("198.51.100.2"))
+
+    busy, other = asyncio.run(while_one_is_under_way())
+    assert "Many shared runs are opening for you already" in busy[STATUS] and "Shared run" in other[STATUS]
