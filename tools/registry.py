@@ -10,6 +10,7 @@ with a one-line reason the model can read.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import importlib
 import inspect
 import json
@@ -175,7 +176,11 @@ class _TTLCache:
             self._data[key] = (time.monotonic(), value)
 
 
-def _start(t: Tool, kwargs: dict[str, Any]) -> concurrent.futures.Future:
+STOP: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("tool_stop", default=None)
+"""The run's Stop as a tool's own thread sees it: a tool that may run long (the sandbox) ends when it is set."""
+
+
+def _start(t: Tool, kwargs: dict[str, Any], stop: threading.Event | None = None) -> concurrent.futures.Future:
     """Run one call in its own daemon thread. A tool that times out keeps running there while the
     agent loop moves on; unlike a shared pool, hung calls can never fill it up, and no call's
     timeout is spent waiting in a queue behind other visitors' calls."""
@@ -184,6 +189,7 @@ def _start(t: Tool, kwargs: dict[str, Any]) -> concurrent.futures.Future:
     def target() -> None:
         if not future.set_running_or_notify_cancel():
             return
+        STOP.set(stop)
         try:
             future.set_result(t.fn(**kwargs))
         except BaseException as exc:  # noqa: BLE001 - delivered to the caller through the future
@@ -228,8 +234,9 @@ class ToolRegistry:
         available = ", ".join(self.names) or "none"
         return f"Unknown tool '{name}'. Available tools: {available}."
 
-    def call(self, name: str, tool_input: ToolInput) -> ToolResult:
-        """Run a tool by name. Unknown names, bad input, exceptions and timeouts become error results."""
+    def call(self, name: str, tool_input: ToolInput, stop: threading.Event | None = None) -> ToolResult:
+        """Run a tool by name. Unknown names, bad input, exceptions and timeouts become error results.
+        ``stop`` (the run's Stop) is what :data:`STOP` holds in the tool's thread."""
         start = time.perf_counter()
         t = self.resolve(name)
         if t is None:
@@ -243,7 +250,7 @@ class ToolRegistry:
             hit = self._cache.get(key, t.cache_ttl_s)
             if hit is not None:
                 return ToolResult(hit, elapsed_s=time.perf_counter() - start, cached=True)
-        output, is_error = _run_with_timeout(t, kwargs)
+        output, is_error = _run_with_timeout(t, kwargs, stop)
         output = truncate(strip_html(output) if t.web else output, self.max_output_chars)
         if t.cache_ttl_s and not is_error:
             self._cache.put(key, output)
@@ -260,8 +267,8 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _run_with_timeout(t: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
-    future = _start(t, kwargs)
+def _run_with_timeout(t: Tool, kwargs: dict[str, Any], stop: threading.Event | None = None) -> tuple[str, bool]:
+    future = _start(t, kwargs, stop)
     try:
         return str(future.result(timeout=t.timeout_s)), False
     except ToolFailure as exc:

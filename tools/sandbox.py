@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.hardening import make_non_dumpable
+from tools.registry import STOP
 from tools.sandbox_policy import ALLOWED_MODULES, ALLOWED_SUBMODULES, BLOCKED_ATTRS, BLOCKED_NAMES, check_code
 from tools.sandbox_wasm import EXIT_SETUP, EXIT_TRAP, HostLimits, RuntimeMissing, make_scratch, start_host
 
@@ -47,7 +48,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class RunResult:
-    """``status``: ok | error | refused | timeout | memory | crashed. ``output`` is what the program printed
+    """``status``: ok | error | refused | timeout | memory | crashed | stopped. ``output`` is what the program printed
     (capped, with a marker); ``error`` the trimmed traceback or the limit that ended it."""
 
     status: str
@@ -205,12 +206,15 @@ def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool | Non
     proc = started.proc
     try:
         deadline = time.monotonic() + limits.wall_s
-        out, err, wall_killed = _communicate(proc, code.encode("utf-8", "replace"), deadline)
+        stop = STOP.get()
+        out, err, wall_killed = _communicate(proc, code.encode("utf-8", "replace"), deadline, stop)
         wall_killed = _wait_exit(proc, deadline) or wall_killed
         _kill_group(proc)  # stragglers, while the zombie leader still holds the group id
         rc = proc.wait()
     finally:
         _dispose(started)
+    if stop is not None and stop.is_set():
+        return RunResult("stopped", out, "Stopped.", time.monotonic() - start)
     return _classify(rc, out, err, wall_killed, limits, time.monotonic() - start)
 
 
@@ -239,8 +243,11 @@ def _wait_exit(proc: subprocess.Popen, deadline: float) -> bool:
         pause = min(pause * 2, 0.02)
 
 
-def _communicate(proc: subprocess.Popen, data: bytes, deadline: float) -> tuple[str, str, bool]:
-    """Feed stdin, read stdout/stderr with caps, and SIGKILL the group at the wall-clock deadline."""
+def _communicate(proc: subprocess.Popen, data: bytes, deadline: float,
+                 stop: threading.Event | None = None) -> tuple[str, str, bool]:
+    """Feed stdin, read stdout/stderr with caps, and SIGKILL the group at the wall-clock deadline, or within
+    ~25 ms of ``stop`` (the run's Stop)."""
+    tick = 0.5 if stop is None else 0.025
     caps = {proc.stdout.fileno(): OUTPUT_READ_CAP, proc.stderr.fileno(): 16_384}
     bufs: dict[int, bytearray] = {fd: bytearray() for fd in caps}
     wall_killed = False
@@ -262,7 +269,12 @@ def _communicate(proc: subprocess.Popen, data: bytes, deadline: float) -> tuple[
                 continue
             if remaining <= 0:
                 break
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+            if stop is not None and stop.is_set() and not wall_killed:
+                _kill_group(proc)
+                wall_killed = True
+                deadline = time.monotonic() + 2.0
+                continue
+            for key, _ in sel.select(timeout=min(remaining, tick)):
                 try:
                     chunk = os.read(key.fd, 65536)
                 except BlockingIOError:

@@ -246,7 +246,7 @@ class ToolRunner:
         if self.seen[key] > 1:
             previous = self.results.get(key, "")
             return Observation(name, prompts.repeat_call_message(name, previous), is_error=True)
-        result = self.registry.call(action.tool, action.input)
+        result = self.registry.call(action.tool, action.input, stop=self.config.cancel)
         output = truncate(result.output, self.config.observation_chars)
         self.results[key] = output
         return Observation(name, output, result.is_error, result.elapsed_s, result.cached)
