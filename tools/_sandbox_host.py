@@ -7,10 +7,10 @@ its scratch folder as ``/``, the standard library built into the ``.wasm`` image
 memory cap, and nothing else of the host (no other files, sockets, ``/proc``, signals or processes).
 
 Descriptors: the guest's stdin, stdout and stderr are this process's 0, 1 and 2. A CodeAct session passes its
-channel as ``chan_in``/``chan_out``: they become the guest's 0 and 2, and this process's own errors go to the
-original stderr, kept aside. Exit status: the guest's own (``sys.exit``/``os._exit``), or ``EXIT_SETUP`` (4)
-when the guest could not be started, or ``EXIT_TRAP`` (5) when the runtime stopped it (stack exhausted, a fault),
-with one line on stderr saying which.
+channel as ``chan_in``/``chan_out``: they become the guest's 0 and 1, its prints go to its stderr (this
+process's stdout), and this process's own errors go to the original stderr, kept aside. Exit status: the
+guest's own (``sys.exit``/``os._exit``), or ``EXIT_SETUP`` (4) when the guest could not be started, or
+``EXIT_TRAP`` (5) when the runtime stopped it (stack exhausted, a fault), with one line on stderr saying which.
 """
 
 import json
@@ -84,15 +84,18 @@ def _limits(cfg):
 
 
 def _channel(cfg):
-    """A session's channel becomes the guest's stdin and stderr; returns where this process's errors go."""
+    """A session's channel becomes the guest's stdin and stdout, and this process's stdout (the program's prints,
+    read by the app) its stderr, where the C library's own messages land too; returns where this process's own
+    errors go (its original stderr)."""
     chan_in, chan_out = cfg.get("chan_in"), cfg.get("chan_out")
     if chan_in is None:
         return 2
-    err_fd = os.dup(2)
+    err_fd, prints_fd = os.dup(2), os.dup(1)
     os.dup2(chan_in, 0)
-    os.dup2(chan_out, 2)
-    os.close(chan_in)
-    os.close(chan_out)
+    os.dup2(chan_out, 1)
+    os.dup2(prints_fd, 2)
+    for fd in (chan_in, chan_out, prints_fd):
+        os.close(fd)
     return err_fd
 
 

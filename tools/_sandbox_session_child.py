@@ -3,9 +3,9 @@
 
 :mod:`tools.sandbox_session` starts the guest with ``-c <_sandbox_child.py + this file> --session <json>``:
 this text is appended to the one-shot child's, so it reuses its capped output, module proxies, restricted
-builtins and traceback trimming. The channel is the guest's stdin (frames in) and stderr (frames out); stdout
-carries the program's prints. The settings (``argv[2]``, JSON) name the limits and the tools. Nothing here is
-trusted by the parent, which checks every frame; the limits are the host's.
+builtins and traceback trimming. The channel is the guest's stdin (frames in) and stdout (frames out); stderr
+carries the program's prints (and whatever the C library writes). The settings (``argv[2]``, JSON) name the
+limits and the tools. Nothing here is trusted by the parent, which checks every frame; the limits are the host's.
 """
 
 import json
@@ -153,7 +153,7 @@ def _run_step(src, filename, namespace, out, sources):
     return "ok", ""
 
 
-CHANNEL_IN, CHANNEL_OUT = 0, 2
+CHANNEL_IN, CHANNEL_OUT, PRINTS = 0, 1, 2  # the C library writes its own messages to 2: never the channel
 
 
 def _setup(cfg):
@@ -177,7 +177,7 @@ def session_main():
     traceback and the final answer."""
     cfg = _settings(sys.argv[2])
     safe_builtins, channel, state = _setup(cfg)
-    sink = _CappedOut(STDOUT, 0)  # between steps nothing reaches the parent (a __del__ printing late)
+    sink = _CappedOut(PRINTS, 0)  # between steps nothing reaches the parent (a __del__ printing late)
     sys.stdout = sys.stderr = sink
     namespace = {"__builtins__": safe_builtins, "__name__": "__main__", "__doc__": None}
     sources = {}
@@ -189,7 +189,7 @@ def session_main():
         step = frame.get("step")
         filename = f"<step {step}>"
         sources[filename] = frame["code"].splitlines()
-        out = _CappedOut(STDOUT, cfg["out_chars"])
+        out = _CappedOut(PRINTS, cfg["out_chars"])
         sys.stdout = sys.stderr = out
         state.text = None
         namespace["__builtins__"] = safe_builtins  # a step may have deleted it: exec would add the real ones
@@ -198,7 +198,7 @@ def session_main():
         except BaseException:  # noqa: BLE001 - a report that itself failed (a hostile __str__)
             status, error = "error", "The program failed, and its error could not be shown."
         if out.dropped:
-            _write_all(STDOUT, f"\n…[output truncated: {out.dropped} more characters]\n".encode())
+            _write_all(PRINTS, f"\n…[output truncated: {out.dropped} more characters]\n".encode())
         sys.stdout = sys.stderr = sink
         try:
             channel.send({"op": "done", "step": step, "status": status, "error": error, "final": state.text})

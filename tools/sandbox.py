@@ -294,6 +294,9 @@ def _decode(buf: bytearray) -> str:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the host's group, only while its leader is unreaped (after that the id may be another's)."""
+    if proc.returncode is not None:
+        return
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -25,10 +25,10 @@ from tools.sandbox_session import SandboxSession, SessionLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "broke the tool channel's protocol"
-# A program with the layers off reaches the channel's descriptors: the guest's stderr (out) and stdin (in).
+# A program with the layers off reaches the channel's descriptors: the guest's stdout (out) and stdin (in).
 FORGE = (
     "import os, sys, json, time\n"
-    "W, R = 2, 0\n"
+    "W, R = 1, 0\n"
     "def frame(obj):\n"
     "    data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()\n"
     "    os.write(W, len(data).to_bytes(4, 'big') + data)\n"
