@@ -111,6 +111,26 @@ def _proxy(name, real, allowed_sub, cache, blocked):
     return mod
 
 
+def _python_lru_cache():
+    """functools.lru_cache with the standard library's pure-Python wrapper instead of the C one.
+
+    CPython for WASI has a small C stack, and every call through the C wrapper takes a slice of it: a memoized
+    recursion (``fib(90)``) would exhaust it after ~60 levels. Through the Python wrapper the calls stay
+    Python-to-Python, which takes no C stack, so only the usual recursion limit applies."""
+    import functools
+    import importlib.util
+
+    saved = sys.modules.get("_functools")
+    sys.modules["_functools"] = None  # the module's source then keeps its pure-Python definitions
+    try:
+        spec = importlib.util.find_spec("functools")
+        pure = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(pure)
+    finally:
+        sys.modules["_functools"] = saved
+    functools._lru_cache_wrapper = pure._lru_cache_wrapper
+
+
 def _format_tb(exc, src_lines):
     """Traceback lines from the user's code only (``<repl>``), with long recursions collapsed.
 
@@ -257,6 +277,7 @@ def main():
     cfg = _settings(sys.argv[1])
     import builtins
 
+    _python_lru_cache()
     safe_builtins = _builtins(cfg, builtins)
     src = sys.stdin.buffer.read().decode("utf-8", "replace")
     sys.stdin.close()

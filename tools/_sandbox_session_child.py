@@ -160,6 +160,7 @@ def _setup(cfg):
     """The builtins (restricted unless the filters are off) with the tools in them, the channel, the answer slot."""
     import builtins
 
+    _python_lru_cache()
     safe_builtins = _builtins(cfg, builtins)
     channel = _Channel(CHANNEL_IN, CHANNEL_OUT, cfg["max_frame"], cfg["max_in"])
     state = _Answer()

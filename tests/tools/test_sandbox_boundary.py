@@ -321,8 +321,8 @@ def test_resource_attacks_through_the_cli_end_at_their_limits_and_leave_nothing(
         "print('MARKER busy')\nwhile True:\n    pass",
         "print('MARKER memory')\nb = bytearray(2**30)\nprint('allocated')",
         "print('MARKER recursion')\ndef f(n):\n    return f(n + 1)\nf(0)",
-        "import sys, functools\nprint('MARKER c-stack')\nsys.setrecursionlimit(10**6)\n@functools.lru_cache(None)\n"
-        "def g(n):\n    return 0 if n == 0 else g(n - 1) + 1\nprint(g(100000))",
+        "import sys\nprint('MARKER c-stack')\nsys.setrecursionlimit(10**6)\n"
+        "def g(n):\n    return 0 if n == 0 else sorted([n], key=lambda x: g(n - 1))[0]\nprint(g(100000))",
         "import os\nprint('MARKER flood')\nn = 0\nwhile True:\n    open(f'f{n}', 'w').close()\n    n += 1",
         "print('MARKER calls')\nn = 0\nfor i in range(5000):\n    try:\n        calculate('1+1')\n        n += 1\n"
         "    except ToolError:\n        pass\nprint('never', n)",
@@ -357,8 +357,9 @@ def test_resource_attacks_through_the_cli_end_at_their_limits_and_leave_nothing(
     ("b = bytearray(2**30)", "Memory limit exceeded (512 MB)."),
     ("chunks = []\nwhile len(chunks) < 1024:\n    chunks.append(bytearray(2**20))", "Memory limit exceeded (512 MB)."),
     ("def f(n):\n    return f(n + 1)\nf(0)", "RecursionError: maximum recursion depth exceeded"),
-    ("import sys, functools\nsys.setrecursionlimit(10**6)\n@functools.lru_cache(None)\n"
-     "def g(n):\n    return 0 if n == 0 else g(n - 1) + 1\ng(100000)", "exhausted the interpreter's stack"),
+    ("import sys\nsys.setrecursionlimit(10**6)\n"
+     "def g(n):\n    return 0 if n == 0 else sorted([n], key=lambda x: g(n - 1))[0]\ng(100000)",
+     "exhausted the interpreter's stack"),
 ], ids=["busy-loop", "one-gigabyte", "gigabyte-by-megabytes", "deep-recursion", "c-stack-recursion"])  # fmt: skip
 def test_resource_attacks_through_python_repl_end_at_their_limits(code: str, message: str, filters_off: None) -> None:
     start = time.monotonic()

@@ -235,8 +235,8 @@ MODULE_PROGRAMS = {
         "@lru_cache(maxsize=None)\n"
         "def fib(n):\n"
         "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
-        "print(fib(50), reduce(lambda a, b: a * b, range(1, 6)), partial(pow, 2)(10))",
-        "12586269025 120 1024\n",
+        "print(fib(90), reduce(lambda a, b: a * b, range(1, 6)), partial(pow, 2)(10))",
+        "2880067194370816120 120 1024\n",
     ),
     "collections": (
         "from collections import Counter, defaultdict, deque, namedtuple, OrderedDict\n"
@@ -434,11 +434,15 @@ def test_stdlib_imports_made_lazily_inside_allowed_modules(code: str, expected: 
     assert run_ok(code) == expected
 
 
-def test_recursion_through_built_ins_past_the_guests_c_stack_ends_that_program_with_a_clear_line() -> None:
-    """CPython for WASI has a small C stack: ~60 levels of recursion through lru_cache exhaust it (docs/tools.md,
-    "What does not hold"). The runtime stops that program alone, and says why."""
-    code = ("from functools import lru_cache\n@lru_cache(maxsize=None)\n"
-            "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(200))")
-    result = run_python(code, LIMITS)
+def test_memoized_recursion_runs_deep_and_recursion_through_other_built_ins_ends_with_a_clear_line() -> None:
+    """CPython for WASI has a small C stack. lru_cache uses the pure-Python wrapper there, so a memoized recursion
+    runs as deep as the recursion limit allows; ~100 levels through another built-in (sorted's key) exhaust the
+    stack, and the runtime stops that program alone, saying why (docs/tools.md, "What does not hold")."""
+    memo = ("from functools import lru_cache, cache\n@lru_cache(maxsize=None)\n"
+            "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+            "@cache\ndef depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\nprint(fib(300) % 1000, depth(400))")
+    assert run_ok(memo) == "600 400\n"
+    deep = "def f(n):\n    return 0 if n == 0 else sorted([n], key=lambda x: f(n - 1))[0]\nprint(f(300))"
+    result = run_python(deep, LIMITS)
     assert result.status == "crashed" and "exhausted the interpreter's stack" in result.error
     assert run_ok("print(1 + 1)") == "2\n"
