@@ -1,7 +1,7 @@
 """What each benchmark script prints with ``--json``, cut down to the keys bench/report.py reads.
 
 The figures pass every goal (the app's short replies with visitors 20 and 50, the long ones with 50; 500 runs,
-300 submissions). The shapes are the scripts' own: a key here
+300 submissions; 32 paused CodeAct sessions, their memory read as PSS). The shapes are the scripts' own: a key here
 that a script stops printing fails ``test_bench_runs.py``; a key report.py starts reading that is missing
 here fails ``test_report_table.py`` (and so does a key here that report.py no longer reads). The visitor
 counts under ``runs`` are strings, as they come back from JSON.
@@ -15,7 +15,15 @@ import pytest
 
 CANNED: dict = {
     "engine": {"ratio": 1.007, "overhead_ms_per_call": 2.41},
-    "tools": {"repl_median_ms": 15.2, "repl_p95_ms": 18.1, "refusal_median_ms": 0.17, "refusal_max_ms": 0.66},
+    "tools": {"refusal_median_ms": 0.17, "refusal_max_ms": 0.66},
+    "sandbox": {
+        "repl": {"back_to_back": {"median_ms": 120.4, "p95_ms": 160.2, "n": 50},
+                 "spaced": {"median_ms": 9.8, "p95_ms": 14.1}, "gap_s": 0.5},
+        "step": {"trivial": {"median_ms": 0.8, "p95_ms": 1.3, "n": 50},
+                 "busy": {"median_ms": 2.6, "p95_ms": 4.0, "n": 10}, "busy_own_ms": 200.1},
+        "start": {"median_ms": 310.0, "max_ms": 420.0, "n": 33},
+        "paused": {"sessions": 32, "processes": 32, "pss_mb": 610.0, "rss_mb": 1350.0, "measure": "pss"},
+    },
     "eval": {"ratio": 0.136, "concurrent_wall_s": 3.54, "sequential_wall_s": 25.96, "concurrency": 8},
     "app": {
         "scale": {

@@ -32,7 +32,10 @@ ROWS = [
     ("300 submissions at once: each told its place or 'full'", "no error, first word ≤ 5 s"),
     ("page load (GET / + JS + CSS) during that flood", "< 2 s"),
     ("benchmark concurrency (concurrent ÷ sequential wall)", "≤ 0.2"),
-    ("sandbox call latency (python_repl, trivial program)", "median ≤ 150 ms"),
+    ("sandbox call latency (python_repl, trivial program)", "median ≤ 150 ms, both"),
+    ("CodeAct step overhead (one session: step wall − the program's own time)", "median ≤ 100 ms, both"),
+    ("CodeAct session start (host process + guest, to the end of a first step x = 1)", "—"),
+    ("32 paused CodeAct sessions: their host processes' memory in all", "≤ 1 GB"),
     ("calculator refusal (9**9**9)", "median ≤ 5 ms"),
 ]
 NO_GOAL = {ROWS.index(r) for r in ROWS if r[1] == "—"}
@@ -96,7 +99,19 @@ def test_canned_results_hold_exactly_what_the_report_reads(canned):
 @pytest.mark.parametrize(("path", "value", "measure", "verdict"), [
     (("engine", "ratio"), 1.15, "All vs slowest mode alone (wall ratio)", "PASS"),
     (("engine", "ratio"), 1.2, "All vs slowest mode alone (wall ratio)", "FAIL"),
-    (("tools", "repl_median_ms"), 151.0, "sandbox call latency (python_repl, trivial program)", "FAIL"),
+    (("sandbox", "repl", "back_to_back", "median_ms"), 150.0, "sandbox call latency (python_repl, trivial program)",
+     "PASS"),
+    (("sandbox", "repl", "back_to_back", "median_ms"), 151.0, "sandbox call latency (python_repl, trivial program)",
+     "FAIL"),
+    (("sandbox", "repl", "spaced", "median_ms"), 151.0, "sandbox call latency (python_repl, trivial program)", "FAIL"),
+    (("sandbox", "step", "trivial", "median_ms"), 101.0,
+     "CodeAct step overhead (one session: step wall − the program's own time)", "FAIL"),
+    (("sandbox", "step", "busy", "median_ms"), 101.0,
+     "CodeAct step overhead (one session: step wall − the program's own time)", "FAIL"),
+    (("sandbox", "paused", "pss_mb"), 1025.0, "32 paused CodeAct sessions: their host processes' memory in all",
+     "FAIL"),
+    (("sandbox", "paused", "rss_mb"), 1400.0, "32 paused CodeAct sessions: their host processes' memory in all",
+     "PASS"),  # the goal is on PSS when it could be read; the RSS sum counts shared pages once per process
     (("app", "scale", "runs", "50", "errors"), 1, "short replies: 50 visitors vs 1, mode All (wall ratio, errors)",
      "FAIL"),
     (("app", "scale", "runs", "50", "ratio"), 1.31, "short replies: 50 visitors vs 1, mode All (wall ratio, errors)",
@@ -137,12 +152,14 @@ def test_main_exits_1_when_a_figure_fails(canned, monkeypatch, capsys):
 def test_a_failed_or_missing_script_is_named_and_its_rows_have_no_verdict(canned):
     canned["engine"] = {"failed": "ModuleNotFoundError: No module named 'agents'"}
     canned["app"] = {"failed": "timed out after 900 s"}
-    del canned["tools"]
+    del canned["tools"], canned["sandbox"]
     text = report.table(canned)
-    for measure, goal in ROWS[:2] + ROWS[-2:]:  # engine's rows and tools' rows
+    sandbox = [r for r in ROWS if "sandbox" in r[0] or "CodeAct" in r[0]]
+    assert len(sandbox) == 4
+    for measure, goal in ROWS[:2] + sandbox + ROWS[-1:]:  # engine's rows, the sandbox's and the calculator's
         _, figure, shown_goal, verdict = row(text, measure)
         assert (shown_goal, verdict) == (goal, "") and "—" in figure, (measure, figure)
-    assert row(text, ROWS[-3][0])[3] == "PASS"  # eval ran: its row is unchanged
+    assert row(text, "benchmark concurrency (concurrent ÷ sequential wall)")[3] == "PASS"  # eval ran: unchanged
     failed = [line for line in text.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 2 and failed[0].startswith("FAILED engine: ") and "ModuleNotFoundError" in failed[0]
     assert failed[1] == "FAILED app: timed out after 900 s"
