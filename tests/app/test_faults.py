@@ -12,6 +12,7 @@ mode failed. The leak tests run the app in its own process and count its threads
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import time
 from collections import Counter
@@ -301,7 +302,12 @@ def _check_run(outputs: list, fault: str, victim: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("in_workers", [False, True], ids=["in-process", "run-workers"])
+@pytest.mark.parametrize("in_workers", [
+    pytest.param(False, id="in-process"),
+    pytest.param(True, id="run-workers", marks=pytest.mark.skipif(
+        os.geteuid() != 0, reason="needs root: the run workers are non-dumpable, so only root may count their "
+                                  "threads and descriptors in /proc")),
+])
 def test_faulty_runs_and_stops_leak_no_threads_or_fds(faults, tmp_path, in_workers):
     """100 faulty runs and 50 Stops, five visitors at once; then the app's threads and fds are back to baseline.
 
