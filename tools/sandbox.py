@@ -93,11 +93,6 @@ def guest_settings(output_chars: int, restrict: bool) -> str:
     return json.dumps(cfg)
 
 
-def _harden() -> None:
-    if os.environ.get("SANDBOX_NO_HARDEN") != "1":
-        make_non_dumpable()
-
-
 @dataclass
 class _Started:
     """A host process with its guest booted, waiting for the program on stdin."""
@@ -192,7 +187,7 @@ def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool | Non
     restrict = filters if restrict is None else restrict
     if check_policy and not (report := check_code(code)).ok:
         return RunResult("refused", error=report.message(), elapsed_s=time.monotonic() - start)
-    _harden()
+    make_non_dumpable()  # this process may hold a secret (the CLI's); the app and workers did it at start
     key = (limits, restrict)
     started = _spares.take(key)
     if started is None:

@@ -142,8 +142,7 @@ class SandboxSession:
 
     def _start(self) -> StepResult | None:
         """Start the host and its guest, and wait for the guest's greeting; a StepResult says why it could not."""
-        if os.environ.get("SANDBOX_NO_HARDEN") != "1":
-            make_non_dumpable()
+        make_non_dumpable()  # this process may hold a secret (the CLI's); the app and workers did it at start
         to_child, from_child = os.pipe(), os.pipe()
         scratch = make_scratch("codeact-")
         limits = self.limits
