@@ -84,13 +84,20 @@ def filters_enabled() -> bool:
     return _SWITCH[raw]
 
 
-def guest_settings(output_chars: int, restrict: bool) -> str:
-    """The guest's JSON settings: its output cap and, when restricted, the allow-lists and blocked names."""
+def filters(check_policy: bool | None, restrict: bool | None) -> tuple[bool, bool]:
+    """(policy, restricted builtins) for a caller's choices: each left as None follows :func:`filters_enabled`
+    (read only then); a caller that names either (a test attacking one layer) keeps the other on."""
+    default = filters_enabled() if check_policy is None or restrict is None else True
+    return (default if check_policy is None else check_policy), (default if restrict is None else restrict)
+
+
+def guest_settings(output_chars: int, restrict: bool) -> dict:
+    """The guest's settings (sent as JSON): its output cap and, when restricted, the allow-lists and names."""
     cfg: dict = {"out_chars": output_chars, "restrict": restrict}
     if restrict:
         cfg.update(allowed=sorted(ALLOWED_MODULES), allowed_sub=sorted(ALLOWED_SUBMODULES),
                    blocked=sorted(BLOCKED_NAMES), blocked_attrs=sorted(BLOCKED_ATTRS))
-    return json.dumps(cfg)
+    return cfg
 
 
 @dataclass
@@ -158,7 +165,7 @@ _spares = _Spares()
 def _start(key: tuple, limits: Limits, restrict: bool) -> _Started:
     scratch = make_scratch("repl-")
     try:
-        argv = ["-I", "-S", "-B", "-c", CHILD_SOURCE, guest_settings(limits.output_chars, restrict)]
+        argv = ["-I", "-S", "-B", "-c", CHILD_SOURCE, json.dumps(guest_settings(limits.output_chars, restrict))]
         proc = start_host(argv, scratch, limits.host())
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -182,9 +189,7 @@ def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool | Non
     ``check_policy`` / ``restrict`` (layers 1 / 2, the filters) default to :func:`filters_enabled`; tests that
     attack the boundary alone pass False."""
     start = time.monotonic()
-    filters = filters_enabled() if check_policy is None or restrict is None else True
-    check_policy = filters if check_policy is None else check_policy
-    restrict = filters if restrict is None else restrict
+    check_policy, restrict = filters(check_policy, restrict)
     if check_policy and not (report := check_code(code)).ok:
         return RunResult("refused", error=report.message(), elapsed_s=time.monotonic() - start)
     make_non_dumpable()  # this process may hold a secret (the CLI's); the app and workers did it at start

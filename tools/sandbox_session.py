@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tools.hardening import make_non_dumpable
 from tools.registry import ToolRegistry, ToolResult
-from tools.sandbox import CHILD_SOURCE, filters_enabled, guest_settings
+from tools.sandbox import CHILD_SOURCE, filters, guest_settings
 from tools.sandbox_channel import ProtocolError, check_call, check_done
 from tools.sandbox_io import ChildIO
 from tools.sandbox_policy import check_code
@@ -71,9 +71,7 @@ class SandboxSession:
                  cancel: threading.Event | None = None, check_policy: bool | None = None,
                  restrict: bool | None = None) -> None:
         self.registry, self.limits, self.cancel = callable_tools(registry), limits, cancel
-        filters = filters_enabled() if check_policy is None or restrict is None else True
-        self.check_policy = filters if check_policy is None else check_policy
-        self.restrict = filters if restrict is None else restrict
+        self.check_policy, self.restrict = filters(check_policy, restrict)
         self._child: ChildIO | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -167,7 +165,7 @@ class SandboxSession:
         import json
 
         limits = self.limits
-        cfg = json.loads(guest_settings(limits.output_chars, self.restrict))
+        cfg = guest_settings(limits.output_chars, self.restrict)
         cfg.update(answer_chars=limits.answer_chars, max_frame=limits.max_frame, max_in=MAX_TO_CHILD,
                    tools=[[t.name, t.param_names] for t in self.registry.tools])
         return ["-I", "-S", "-B", "-c", SESSION_SOURCE, "--session", json.dumps(cfg)]
