@@ -23,7 +23,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import mode_title
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, TEMPERATURE_RANGE, SettingError
-from patches import gradio_queue, gradio_sessions, matplotlib_probe, page_cache
+from patches import gradio_queue, gradio_sessions, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
 from patches.gradio_refusals import ReadableRefusals
 from tools import sandbox_wasm
@@ -93,7 +93,6 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
     gradio_sessions.install(app_settings().session_ttl_s)  # per-visitor state: cheap to make, given back when idle
-    matplotlib_probe.install()
     if registry is None:
         from tools import default_registry
 
