@@ -10,21 +10,35 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
 log = logging.getLogger(__name__)
 
 ENV = "APP_PATCHES_OFF"
-NAMES = ("gradio_queue_poll", "gradio_sessions", "page_cache", "matplotlib_probe", "gradio_mcp_one_tool",
-         "gradio_optional_inputs", "gradio_readable_refusals", "httpx_network_backend", "hf_stream_parse")
+# Each patch's one name: its module's, and what APP_PATCHES_OFF (and bench_app.py --patches-off) calls it.
+NAMES = ("gradio_queue", "gradio_sessions", "page_cache", "hf_stream_parse", "gradio_mcp", "gradio_inputs",
+         "gradio_refusals", "httpx_backend", "matplotlib_probe")
+# Earlier names that APP_PATCHES_OFF still accepts (a setting outlives a rename); None: a patch since removed, ignored.
+OLD_NAMES: dict[str, str | None] = {
+    "gradio_queue_poll": "gradio_queue", "gradio_mcp_one_tool": "gradio_mcp", "gradio_optional_inputs": "gradio_inputs",
+    "gradio_readable_refusals": "gradio_refusals", "httpx_network_backend": "httpx_backend",
+}
 
 
-def env_problem(environ: dict[str, str] | None = None) -> str | None:
+def _listed(environ: Mapping[str, str] | None = None) -> list[str]:
+    return [n for n in (n.strip() for n in (os.environ if environ is None else environ).get(ENV, "").split(",")) if n]
+
+
+def turned_off(environ: Mapping[str, str] | None = None) -> set[str]:
+    """The patches ``APP_PATCHES_OFF`` turns off, by their current names (or ``all``)."""
+    return {name for n in _listed(environ) if (name := OLD_NAMES.get(n, n)) is not None}
+
+
+def env_problem(environ: Mapping[str, str] | None = None) -> str | None:
     """One line when ``APP_PATCHES_OFF`` names a patch that does not exist (checked at start-up), else None."""
-    raw = (os.environ if environ is None else environ).get(ENV, "")
-    unknown = [n for n in (n.strip() for n in raw.split(",")) if n and n not in (*NAMES, "all")]
+    unknown = [n for n in _listed(environ) if n not in (*NAMES, *OLD_NAMES, "all")]
     if unknown:
         return f"{ENV} must name patches among {', '.join(NAMES)} (or all), got {', '.join(unknown)}"
     return None
@@ -43,7 +57,7 @@ class Patch:
 
     def wanted(self) -> bool:
         """Not turned off by ``APP_PATCHES_OFF``."""
-        off = {n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()}
+        off = turned_off()
         return self.name not in off and "all" not in off
 
     def usable(self, problem: str | None) -> bool:

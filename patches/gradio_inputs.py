@@ -14,7 +14,7 @@ from typing import Any
 
 from patches import Patch
 
-PATCH = Patch("gradio_optional_inputs", "gradio", "6.31.0")
+PATCH = Patch("gradio_inputs", "gradio", "6.31.0")
 
 
 def problem() -> str | None:

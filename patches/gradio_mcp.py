@@ -16,7 +16,7 @@ from patches import Patch
 
 log = logging.getLogger(__name__)
 
-PATCH = Patch("gradio_mcp_one_tool", "gradio", "6.31.0")
+PATCH = Patch("gradio_mcp", "gradio", "6.31.0")
 
 
 def narrow(server: Any, tool: str) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from patches import Patch
 
-PATCH = Patch("gradio_queue_poll", "gradio", "6.31.0")
+PATCH = Patch("gradio_queue", "gradio", "6.31.0")
 EVENT_POLL_S = 0.01
 PROGRESS_POLL_S = 0.25
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from patches import Patch
 
-PATCH = Patch("gradio_readable_refusals", "gradio", "6.31.0")
+PATCH = Patch("gradio_refusals", "gradio", "6.31.0")
 _KINDS = {"array": "a list", "number": "a number", "integer": "a whole number", "string": "text",
           "boolean": "true or false", "object": "an object"}
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from patches import Patch
 
-PATCH = Patch("httpx_network_backend", "httpx2", "2.16.2")
+PATCH = Patch("httpx_backend", "httpx2", "2.16.2")
 
 
 def problem(client: Any) -> str | None:

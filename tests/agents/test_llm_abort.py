@@ -42,7 +42,7 @@ def test_a_missing_attribute_is_said_in_the_log_and_the_client_still_works(caplo
     with caplog.at_level(logging.WARNING, logger="patches"):
         client = abort._client_factory()
     client.close()
-    assert "patch httpx_network_backend is off: no _pool._network_backend" in caplog.text
+    assert "patch httpx_backend is off: no _pool._network_backend" in caplog.text
     assert isinstance(client, httpx.Client) and not isinstance(client._transport._pool._network_backend, abort._Backend)
 
 

@@ -156,7 +156,7 @@ def test_narrowing_keeps_one_tool_or_refuses_the_server():
 
 
 def test_without_the_patch_the_app_serves_no_mcp_at_all(kit, monkeypatch):
-    monkeypatch.setenv("APP_PATCHES_OFF", "gradio_mcp_one_tool")
+    monkeypatch.setenv("APP_PATCHES_OFF", "gradio_mcp")
     demo = app.build_demo(settings=kit.settings(StubLLMServer()), registry=kit.registry())
     with kit.launched(demo) as base:
         assert httpx.get(base.rstrip("/") + "/gradio_api/mcp/schema", timeout=10).status_code == 404

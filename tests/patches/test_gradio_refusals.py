@@ -62,9 +62,9 @@ def test_the_patch_checks_what_it_touches(monkeypatch):
 
 
 def test_turned_off_it_leaves_gradios_silent_refusal_with_one_log_line(url, monkeypatch, caplog):
-    monkeypatch.setenv("APP_PATCHES_OFF", "gradio_readable_refusals")
+    monkeypatch.setenv("APP_PATCHES_OFF", "gradio_refusals")
     monkeypatch.setattr(patches, "_decisions", {})  # decided again, and the app's decision back afterwards
     with caplog.at_level(logging.INFO, logger="patches"):
         event, payload = call(url, "picks", [None])
     assert event == "error" and payload == {"error": None}  # still refused: only the line is missing
-    assert "patch gradio_readable_refusals is off (APP_PATCHES_OFF)" in caplog.text
+    assert "patch gradio_refusals is off (APP_PATCHES_OFF)" in caplog.text

@@ -49,13 +49,24 @@ def test_the_start_up_checks_pass_on_the_installed_libraries():
 
 
 def test_a_patch_turned_off_says_so_and_an_unknown_name_is_refused(monkeypatch, caplog):
-    patch = declared()["gradio_queue_poll"]
-    monkeypatch.setenv(patches.ENV, "page_cache, gradio_queue_poll")
+    patch = declared()["gradio_queue"]
+    monkeypatch.setenv(patches.ENV, "page_cache, gradio_queue")
     with caplog.at_level(logging.INFO, logger="patches"):
         assert not patch.usable(None)
-    assert "patch gradio_queue_poll is off (APP_PATCHES_OFF)" in caplog.text
+    assert "patch gradio_queue is off (APP_PATCHES_OFF)" in caplog.text
     assert patches.env_problem() is None
     assert "got nope" in patches.env_problem({patches.ENV: "nope,page_cache"})
+
+
+def test_a_patch_s_earlier_name_still_turns_it_off(monkeypatch, caplog):
+    """``APP_PATCHES_OFF`` is a public setting: a name from before a rename still works; the log says the new one."""
+    monkeypatch.setenv(patches.ENV, "gradio_queue_poll,httpx_network_backend")
+    assert patches.env_problem() is None
+    assert patches.turned_off() == {"gradio_queue", "httpx_backend"}
+    with caplog.at_level(logging.INFO, logger="patches"):
+        assert not declared()["gradio_queue"].usable(None)
+    assert "patch gradio_queue is off (APP_PATCHES_OFF)" in caplog.text
+    assert set(patches.OLD_NAMES.values()) - {None} <= set(patches.NAMES)
 
 
 def test_a_failed_check_turns_the_patch_off_with_one_line(caplog):
