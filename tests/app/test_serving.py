@@ -1,10 +1,8 @@
-"""What keeps one app process responsive for a classroom: no thread starts or sys.path scans on the
-event loop, handlers whose type hints cost nothing to read, and an HTTP pool big enough for every stream."""
+"""What keeps one app process responsive for a classroom: no thread starts on the event loop,
+handlers whose type hints cost nothing to read, and an HTTP pool big enough for every stream."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 
 import pytest
@@ -25,17 +23,6 @@ def test_the_launcher_runs_targets_in_their_own_named_threads():
 
     Launcher().start(target, "run-pump")
     assert done.wait(5) and ran == ["run-pump"]
-
-
-@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed here")
-def test_gradio_s_matplotlib_probe_fails_fast_when_matplotlib_is_absent(monkeypatch):
-    from patches import matplotlib_probe
-
-    monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
-    assert matplotlib_probe.install()
-    assert sys.modules["matplotlib"] is None
-    with pytest.raises(ImportError):
-        import matplotlib  # noqa: F401 - Gradio does exactly this on every handler call
 
 
 def test_gradio_s_queue_sends_estimates_on_a_clock_not_to_every_queued_event_at_every_start(kit):

@@ -69,6 +69,13 @@ def test_a_patch_s_earlier_name_still_turns_it_off(monkeypatch, caplog):
     assert set(patches.OLD_NAMES.values()) - {None} <= set(patches.NAMES)
 
 
+def test_a_removed_patch_s_name_is_accepted_and_ignored(monkeypatch):
+    """An old setting that turned off a patch since removed (``matplotlib_probe``) does not stop the app."""
+    monkeypatch.setenv(patches.ENV, "matplotlib_probe, page_cache")
+    assert patches.env_problem() is None and patches.turned_off() == {"page_cache"}
+    assert all(patch.wanted() for name, patch in declared().items() if name != "page_cache")
+
+
 def test_a_failed_check_turns_the_patch_off_with_one_line(caplog):
     patch = declared()["page_cache"]
     with caplog.at_level(logging.WARNING, logger="patches"):
