@@ -55,7 +55,7 @@ def threads_and_fds(pid: int) -> tuple[int, int]:
 def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: str = "async", words: int = 0) -> None:
     """Child process: the toy model behind real HTTP + SSE, answering to commands on ``conn``.
 
-    ``kind`` "async" (the default) is :mod:`agents.llm.async_stub`: one asyncio loop paces every stream
+    ``kind`` "async" (the default) is :mod:`bench.async_stub`: one asyncio loop paces every stream
     on absolute due times, as a real server paces tokens on its own hardware; "thread" is the tests'
     ``ThreadingHTTPServer`` stub, whose thread per stream falls behind its own pace under a crowd on a small
     machine. It counts the content chunks it streams (one per
@@ -66,8 +66,8 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: 
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from agents.llm import stub_server
-    from agents.llm.async_stub import AsyncStubServer
     from agents.llm.stub_server import StubLLMServer, talkative
+    from bench.async_stub import AsyncStubServer
 
     stub_server._QuietServer.request_queue_size = 1024  # listen backlog: 150 streams connect at once
 

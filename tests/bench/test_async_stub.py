@@ -8,8 +8,8 @@ import pytest
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError
 
-from agents.llm.async_stub import AsyncStubServer
 from agents.llm.stub_server import StubReply, sse_events, toy_policy
+from bench.async_stub import AsyncStubServer
 
 
 def ask(url: str, question: str, **kwargs) -> tuple[str, list]:
