@@ -1,62 +1,19 @@
-"""A busy app tells each visitor its place in line, or that it is full — never a silent wait."""
+"""A busy app tells each visitor its place in line, or that it is full — never a silent wait; and its page still loads
+at once. Driven over REST against a launched app (the line itself: tests/ui/core/test_admission.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
 import urllib.request
 
-import pytest
-
 import app
 import ui.core.settings
 from agents.llm.stub_server import StubLLMServer, StubReply
-from ui.core.admission import Admission, Full
 from ui.core.settings import AppSettings
 
 STATUS = 6  # output index of the status line
-
-
-def test_free_slots_admit_at_once_and_the_rest_wait_in_order():
-    async def scenario():
-        line = Admission(slots=2, max_waiting=2)
-        a, b = line.ticket(), line.ticket()
-        c, d = line.ticket(), line.ticket()
-        assert a.admitted.is_set() and b.admitted.is_set()
-        assert (c.place, d.place) == (1, 2) and line.waiting == 2
-        with pytest.raises(Full, match="try again"):
-            line.ticket()
-        a.release()
-        assert c.admitted.is_set() and d.place == 1
-        c.release()
-        c.release()  # twice is harmless: the slot is given back once
-        assert d.admitted.is_set() and line.running == 2 and line.waiting == 0
-
-    asyncio.run(scenario())
-
-
-def test_a_visitor_who_leaves_the_line_frees_its_place():
-    async def scenario():
-        line = Admission(slots=1, max_waiting=5)
-        first, second, third = line.ticket(), line.ticket(), line.ticket()
-        places = []
-
-        async def wait(ticket):
-            async for place in ticket.wait(refresh_s=0.01):
-                places.append(place)
-
-        waiter = asyncio.create_task(wait(third))
-        await asyncio.sleep(0.05)
-        second.release()  # e.g. the tab was closed while waiting
-        await asyncio.sleep(0.1)
-        assert third.place == 1 and places == [2, 1]
-        first.release()
-        await asyncio.wait_for(waiter, 1)
-        assert third.admitted.is_set() and line.running == 1
-
-    asyncio.run(scenario())
 
 
 def slow_answer(body: dict) -> StubReply:
@@ -111,7 +68,7 @@ def test_a_full_app_says_so_and_a_queued_visitor_sees_its_place(kit, monkeypatch
 
 
 def test_the_page_loads_at_once_while_the_app_is_full(kit, monkeypatch):
-    """The page and its scripts never wait behind the runs (issue 8 F.9): with every slot busy, the line
+    """The page and its scripts never wait behind the runs: with every slot busy, the line
     full and more visitors turned away, a new visitor's page still arrives at once, not after a reply."""
     import re
 
