@@ -1,4 +1,4 @@
-"""The correctness column, the metrics lines and the export fields (pure rendering)."""
+"""Verdicts (ui/core/verdicts.py): the correctness column, the metrics lines and the export fields (pure rendering)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Each example with a stable answer carries it: computed here from first principles, never by a model."""
+"""The page's examples (ui/page/examples.py): each one with a stable answer carries it, computed here from first
+principles, never by a model."""
 
 from __future__ import annotations
 
