@@ -5,7 +5,7 @@ only by deep links, which this app has none of) on the event loop, and drops non
 :func:`install` makes Gradio's app use :class:`ExpiringStateHolder`: its :class:`LeanSessionState` keeps no
 per-session block configs, and its sweep (the one Gradio runs every second) drops sessions idle for
 ``APP_SESSION_TTL`` seconds with no event pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`.
-``tests/app/test_sessions.py`` fails if Gradio's ``SessionState`` gains an attribute the subclass lacks.
+``tests/patches/test_gradio_sessions.py`` fails if Gradio's ``SessionState`` gains an attribute the subclass lacks.
 """
 
 from __future__ import annotations

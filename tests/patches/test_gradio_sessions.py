@@ -1,15 +1,20 @@
-"""The session patch's start-up check: the same verdict on Python 3.11 and 3.12, and off on a changed Gradio."""
+"""The session patch (patches/gradio_sessions.py): lean sessions that set what Gradio sets, a closed tab that expires
+sooner, and the start-up check: the same verdict on Python 3.11 and 3.12, and off on a changed Gradio."""
 
 from __future__ import annotations
 
+import datetime
+import inspect
 import os
 from copy import copy
 from typing import Any
 
+import gradio as gr
 import pytest
 from gradio.state_holder import SessionState
 
 from patches import gradio_sessions
+from patches.gradio_sessions import ExpiringStateHolder, LeanSessionState
 
 
 class Gradio631(SessionState):
@@ -79,3 +84,24 @@ def test_the_check_reads_6_31_the_same_whether_its_comprehension_is_inlined_or_n
 def test_a_changed_session_state_turns_the_patch_off(monkeypatch, changed, named):
     monkeypatch.setattr(gradio_sessions, "SessionState", changed)
     assert named in (gradio_sessions.problem() or "")
+
+
+def test_lean_session_state_sets_what_gradio_sets():
+    """Guard for Gradio upgrades: a new attribute in SessionState.__init__ must be mirrored here."""
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    ours, theirs = LeanSessionState(demo), SessionState(demo)
+    assert set(vars(theirs)) <= set(vars(ours))
+    assert "config_values" in inspect.getsource(SessionState._update_value_in_config)
+
+
+def test_a_closed_tab_expires_sooner():
+    holder = ExpiringStateHolder()
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    holder.set_blocks(demo)
+    for session_id in ("open", "closed"):
+        holder[session_id]  # creating the sessions is the point
+    holder.session_data["closed"].is_closed = True
+    soon = datetime.datetime.now() + datetime.timedelta(seconds=gradio_sessions.CLOSED_TTL_S + 1)
+    assert holder.expire_idle(soon) == 1 and list(holder.session_data) == ["open"]
