@@ -1,5 +1,5 @@
 """A bad APP_*/BENCH_*/LLM_* setting stops ``python app.py`` with one line naming the variable and the accepted
-range, never a traceback (the settings themselves: tests/ui/core/test_settings.py)."""
+range, never a traceback (the settings themselves: tests/ui/core/test_app_settings.py)."""
 
 from __future__ import annotations
 
