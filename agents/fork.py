@@ -3,7 +3,7 @@
 There is no second copy of a loop: the *same* loop runs from the start, fed by a :class:`ReplayModel` that
 streams the recorded replies back and a :class:`ReplayRunner` that returns the recorded observations, so the
 first live call sends, without an edit, the very messages the original run sent, byte for byte. The API, its
-refusals and what a fork's events hold: ARCHITECTURE.md, "Stepping and forking".
+refusals and what a fork's events hold: docs/stepping.md, "Fork".
 """
 
 from __future__ import annotations

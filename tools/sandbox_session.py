@@ -5,7 +5,7 @@ policy (unless the filters are off) and runs in the same boundary, a guest inter
 process of its own (:mod:`tools.sandbox_wasm`), but the guest and its namespace live for the whole run,
 and the run's tools are functions that call back over a checked pipe (:mod:`tools.sandbox_channel`), so
 they run in the app, through the registry. The session, the channel and the limits per step are described
-in ARCHITECTURE.md, "CodeAct and the sandbox session".
+in docs/tools.md, "CodeAct and the sandbox session".
 """
 
 from __future__ import annotations

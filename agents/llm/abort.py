@@ -3,8 +3,9 @@
 A request still waiting for the server's headers sits in ``recv()``, which closing its client does not wake;
 ``shutdown()`` of its socket does. So huggingface_hub's shared httpx client gets a network backend that notes,
 per thread, the socket that thread blocks on, and :func:`abort_thread` shuts down exactly that one: Stop ends a
-waiting request at once, and no other visitor's connection is touched. Why it is process-wide: ARCHITECTURE.md,
-"Stop that really stops" and "Limits we know of"; the backend is attached by ``patches/httpx_backend.py``.
+waiting request at once, and no other visitor's connection is touched. Why it is process-wide: docs/design.md,
+"Stop that really stops", and docs/serving.md, "Limits we know of"; the backend is attached by
+``patches/httpx_backend.py``.
 """
 
 from __future__ import annotations

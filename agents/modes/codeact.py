@@ -3,7 +3,7 @@
 Each step is one model reply, a Thought and a program (``prompts/codeact.md``), run in the run's persistent
 sandbox (:class:`tools.sandbox_session.SandboxSession`) where the run's tools are functions. A step is one
 program and ``tool_calls`` counts the calls the programs made, so its metrics compare with ReAct's. Text
-protocol only. The events of a step: ARCHITECTURE.md, "CodeAct and the sandbox session".
+protocol only. The events of a step: docs/tools.md, "CodeAct and the sandbox session".
 """
 
 from __future__ import annotations
