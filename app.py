@@ -20,9 +20,15 @@ import patches
 from agents import gc_tuning, hosting
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
-from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
-from agents.modes.registry import mode_title
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, TEMPERATURE_RANGE, SettingError
+from agents.modes.registry import mode_title, run_options
+from agents.settings import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TEMPERATURE,
+    PROTOCOLS,
+    REQUEST_MAX_STEPS,
+    TEMPERATURE_RANGE,
+    SettingError,
+)
 from patches import gradio_queue, gradio_sessions, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs
 from patches.gradio_refusals import ReadableRefusals
@@ -38,7 +44,7 @@ from ui.core import backend, route_errors, visitors
 from ui.core.admission import Admission
 from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
-from ui.core.inputs import MAX_STEPS_LIMIT, MAX_TOKENS_LIMIT, lenient
+from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, lenient
 from ui.core.launcher import launcher
 from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, MODES
 from ui.core.settings import app_settings
@@ -53,9 +59,12 @@ from ui.share.handlers import ShareHandlers
 
 log = logging.getLogger(__name__)
 MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
-PROTOCOLS = [("Text ReAct (Thought / Action / Observation)", "text"), ("Native tool calls", "tools")]
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 BURST = 32  # submissions that may arrive between two looks of Gradio's queue for new events (patches/gradio_queue.py)
+# /compare and /compare_step: inputs checked by the handler (ui/core/inputs.read_request), frames sent as made; no
+# limit in Gradio's queue, which would leave waiting visitors with a frozen page: a run waits in `admission` instead
+RUN_EVENT: dict[str, Any] = {"concurrency_limit": None, "concurrency_id": "compare", "show_progress": "hidden",
+                             "trigger_mode": "once", "preprocess": False, "postprocess": False}
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
@@ -70,7 +79,8 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
     collector (``agents/gc_tuning.py``)."""
 
-    optional_tail = {"compare": 2, "compare_step": 2, "benchmark": 1}
+    # /compare's expected answer and run options were added after its first callers
+    optional_tail = {"compare": 1 + len(run_options()), "compare_step": 1 + len(run_options()), "benchmark": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -113,7 +123,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         with gr.Tab("Benchmark", id="benchmark"):
             bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                         protocol=knobs.protocol, max_steps=knobs.max_steps,
-                                        temperature=knobs.temperature, tools=knobs.tools, trials=knobs.trials,
+                                        temperature=knobs.temperature, tools=knobs.tools,
+                                        trials=knobs.options.get("trials"),
                                         on_space=on_space, stops=stops)
             picker = open_in_compare.picker_layout()
         with gr.Tab("About", id="about"):
@@ -186,7 +197,7 @@ class Knobs:
     tools: gr.CheckboxGroup
     fourth: gr.Dropdown
     max_tokens: gr.Number
-    trials: gr.Slider
+    options: dict[str, gr.Slider]  # the modes' run options (agents/modes/registry.RunOption), by name
 
 
 def compare_layout() -> ComparePage:
@@ -202,7 +213,7 @@ def compare_layout() -> ComparePage:
                                      visible=False),
                            gr.Button("» Continue", elem_id="continue-btn", scale=0, min_width=120, visible=False))
         stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
-    expected = gr.Textbox(lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
+    expected = gr.Textbox("", lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
                           placeholder="optional: each mode's answer is then marked ✓ / ✗")
     examples = parts.examples(question, expected)
@@ -252,9 +263,9 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
         with gr.Row():
             model = gr.Dropdown(models, value=settings.model, allow_custom_value=True, label="Model",
                                 info=parts.model_info(settings))
-            protocol = gr.Radio(PROTOCOLS, value="text", label="Protocol")
+            protocol = gr.Radio([(label, key) for key, label in PROTOCOLS.items()], value="text", label="Protocol")
         with gr.Row():
-            max_steps = lenient(gr.Slider(1, MAX_STEPS_LIMIT, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
+            max_steps = lenient(gr.Slider(1, REQUEST_MAX_STEPS, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
             temperature = lenient(gr.Slider(*TEMPERATURE_RANGE, value=DEFAULT_TEMPERATURE, step=0.1,
                                             label="Temperature"))
             tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
@@ -264,9 +275,18 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
             max_tokens = gr.Number(min(settings.max_tokens, MAX_TOKENS_LIMIT), label="Max tokens", minimum=1,
                                    maximum=MAX_TOKENS_LIMIT, precision=0, elem_id="max-tokens",
                                    info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
-            trials = lenient(gr.Slider(1, MAX_TRIALS, value=DEFAULT_TRIALS, step=1, label="Reflexion trials",
-                                       elem_id="trials", info="Attempts Reflexion may make (its extra panel)"))
-    return Knobs(model, protocol, max_steps, temperature, tools, fourth, max_tokens, trials)
+            options = {o.name: lenient(gr.Slider(o.low, o.high, value=o.default, step=1, label=o.label, elem_id=o.name,
+                                                 info=o.info)) for o in run_options()}
+    return Knobs(model, protocol, max_steps, temperature, tools, fourth, max_tokens, options)
+
+
+def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
+    """``/compare``'s (and ``/compare_step``'s) inputs by name, in their order: ``ui.core.inputs.COMPARE_INPUTS``,
+    then the run options."""
+    named = {"question": page.question, "mode": page.mode, "model": knobs.model, "protocol": knobs.protocol,
+             "max_steps": knobs.max_steps, "temperature": knobs.temperature, "tools": knobs.tools,
+             "fourth": knobs.fourth, "max_tokens": knobs.max_tokens, "expected": page.expected}
+    return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options}
 
 
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
@@ -276,16 +296,10 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     knobs.fourth.change(handlers.show_fourth, knobs.fourth, [page.extra_col, out.extra_chat], api_visibility="private",
                         show_progress="hidden")
     gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,
-          inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
-                  knobs.tools, knobs.fourth, knobs.max_tokens, page.expected, knobs.trials],
-          outputs=out.all(),
-          # no limit in Gradio's queue, which would leave waiting visitors with a frozen page:
-          # the run waits in `admission` instead, showing its place in line
-          api_name="compare", concurrency_limit=None, concurrency_id="compare",
-          show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False)
+          inputs_kwargs=run_inputs(page, knobs), outputs=out.all(), api_name="compare", **RUN_EVENT)
     page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.extra_col, out.extra_chat], **PAGE_EVENT)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
-                          outputs=[*out.all(files=False), page.question], api_name="replay",
+                          outputs=[*out.all(files=False), page.question, *knobs.options.values()], api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
                           postprocess=False)
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/core/stream.py). No
@@ -319,11 +333,8 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
         return lambda: [gr.Button(visible=visible, interactive=False), gr.Button(visible=visible)]
 
     buttons.step_btn.click(show(True), outputs=controls, **PAGE_EVENT).then(
-        handlers.step_compare,
-        inputs=[page.question, page.mode, knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature,
-                knobs.tools, knobs.fourth, knobs.max_tokens, page.expected, knobs.trials],
-        outputs=out.all(), api_name="compare_step", concurrency_limit=None, concurrency_id="compare",
-        show_progress="hidden", trigger_mode="once", preprocess=False, postprocess=False).then(
+        handlers.step_compare, inputs_kwargs=run_inputs(page, knobs), outputs=out.all(), api_name="compare_step",
+        **RUN_EVENT).then(
         show(False), outputs=controls, **PAGE_EVENT)
     # Next step is clickable only while the run waits: disabled at the click, enabled by the next pause
     # (the status line says so). A click that slips through is harmless: the engine grants one step per pause.

@@ -20,7 +20,6 @@ from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
-PROTOCOLS = ("text", "tools")
 
 
 @functools.cache

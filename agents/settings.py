@@ -19,8 +19,10 @@ import math
 import os
 from collections.abc import Mapping
 
+PROTOCOLS = {"text": "Text ReAct (Thought / Action / Observation)", "tools": "Native tool calls"}  # id → label
 DEFAULT_MAX_STEPS = 5  # actions per run before a forced answer
-MAX_STEPS_RANGE = (1, 50)  # what the engine accepts (the UI's slider stops at 10)
+MAX_STEPS_RANGE = (1, 50)  # what the engine (and the CLI) accepts
+REQUEST_MAX_STEPS = 10  # the most a page or API request may ask for: the Max steps slider's end
 DEFAULT_TEMPERATURE = 0.2
 TEMPERATURE_RANGE = (0.0, 2.0)  # what OpenAI-compatible servers accept; the UI's slider spans it
 MODEL_ID_MAX = 200  # characters: a Hub id is two names of at most 96, a provider suffix (":groq") adds a few

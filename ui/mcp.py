@@ -20,14 +20,12 @@ from agents.correctness import clean_expected, judge
 from agents.hosting import make_run
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
-from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_ids, mode_title
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
+from agents.request import RunRequest
 from agents.trace import Trace
 from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
 from ui.core.admission import Admission, Full
-from ui.core.inputs import make_config
 from ui.core.modes import MODES
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, stream
@@ -147,14 +145,13 @@ class _Collect:
         return outcome
 
 
-async def run_traces(question: str, modes: tuple[str, ...], settings: LLMSettings, registry: ToolRegistry,
-                     config: RunConfig, model_factory: ModelBuilder | None = None,
-                     expected: str | None = None) -> dict[str, Trace]:
+async def run_traces(request: RunRequest, settings: LLMSettings, registry: ToolRegistry,
+                     model_factory: ModelBuilder | None = None) -> dict[str, Trace]:
     """Run the modes to the end, hosted like a Compare run (``agents/hosting``), through the one stream adapter
     (``ui/core/stream.py``: started off the event loop, polled, closed however it ends — a cancelled call stops
     every mode)."""
-    run = make_run(question, modes, settings, registry, config, model_factory, options={"expected": expected})
-    view = _Collect(question, modes)
+    run = make_run(request, settings, registry, model_factory)
+    view = _Collect(request.question, request.modes)
     outcome = [o async for o in stream(run, view)][-1]  # the view shows nothing while running: only its end
     if outcome.failure is not None:
         raise gr.Error(f"The run failed: {outcome.failure}", print_exception=False)
@@ -180,10 +177,9 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
         try:
             async for _place in ticket.wait():
                 pass
-            # the Compare tab's defaults; the tool takes no model or settings, so none is changed to fit a range
-            config = make_config("text", DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE)  # max_tokens: LLM_MAX_TOKENS
-            traces = await run_traces(question, chosen, settings, registry, config, model_factory,
-                                      clean_expected(expected))
+            # the Compare tab's defaults (max_tokens: LLM_MAX_TOKENS): the tool takes no model or settings
+            traces = await run_traces(RunRequest(question, chosen, expected=clean_expected(expected)), settings,
+                                      registry, model_factory)
         finally:
             ticket.release()
         return json.dumps(result(question, clean_expected(expected), traces), ensure_ascii=False)

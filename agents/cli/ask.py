@@ -40,7 +40,7 @@ from agents.llm.settings import DEFAULT_MAX_TOKENS, TRY_THE_TOY, LLMSettings
 from agents.modes import RunConfig
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import list_modes, mode_ids, mode_title
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, TEMPERATURE_RANGE
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, PROTOCOLS, TEMPERATURE_RANGE
 from agents.trace import Trace, metrics_line
 from tools.registry import ToolRegistry
 
@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=[*base, "all", *(s.id for s in others)], default="all",
                         help=f"all (default) = {', '.join(base)} side by side; any one mode runs alone "
                              f"({', '.join(f'{s.id}: {s.title}' for s in others)})")
-    parser.add_argument("--protocol", choices=["text", "tools"], default="text",
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="text",
                         help="text: the paper's Thought/Action format (any model); tools: native function calling")
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                         help=f"actions per run before a forced answer ({MAX_STEPS_RANGE[0]}-{MAX_STEPS_RANGE[1]})")

@@ -30,7 +30,7 @@ from agents.modes import RunConfig
 from agents.modes.hybrids import DEFAULT_SC_SAMPLES
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import mode_ids
-from agents.settings import DEFAULT_MAX_STEPS
+from agents.settings import DEFAULT_MAX_STEPS, PROTOCOLS
 from tools.registry import ToolRegistry
 
 HELP = "score the modes on HotpotQA, FEVER, GSM8K or your own CSV/JSONL"
@@ -49,7 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out",
                         help="results folder; rerun with the same one to resume (default runs/<dataset>-<time>)")
     parser.add_argument("--json", action="store_true", help="print only the summary as JSON on stdout")
-    parser.add_argument("--protocol", choices=("text", "tools"), default="text",
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="text",
                         help="Act/ReAct action format: the paper's text (default) or native tool calls")
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="step budget per run")
     parser.add_argument("--model", help="model id (overrides LLM_MODEL)")

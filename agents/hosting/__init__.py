@@ -15,7 +15,7 @@ import functools
 import importlib.machinery
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from agents.hosting.worker import RunSpec
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import get_mode
+from agents.request import RunRequest
 from agents.settings import env_int
 from tools.registry import ToolRegistry, tool_ref
 
@@ -44,15 +45,13 @@ def workers_from_env(environ: dict[str, str] | None = None) -> int:
     return env_int(ENV, DEFAULT_WORKERS, 0, MAX_WORKERS, environ)
 
 
-def make_run(question: str, modes: Iterable[str], settings: LLMSettings, registry: ToolRegistry, config: RunConfig,
-             model_factory: Callable[[LLMSettings], Any] | None = None, *, stepping: bool = False,
-             options: dict[str, Any] | None = None) -> HostedRun:
-    """The live run for the UI (unstarted), hosted where it belongs (:func:`_hosted`)."""
-    spec = RunSpec(question, tuple(dict.fromkeys(modes)), settings, _config_fields(config), stepping=stepping,
-                   options=dict(options or {}), model_factory=model_factory)
-    for mode in spec.modes:
+def make_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry,
+             model_factory: Callable[[LLMSettings], Any] | None = None) -> HostedRun:
+    """The live run of ``request`` for the UI (unstarted), hosted where it belongs (:func:`_hosted`); ``registry``
+    holds the request's tools."""
+    for mode in request.modes:
         get_mode(mode)  # a clear ValueError naming the known modes
-    return _hosted(spec, registry)
+    return _hosted(RunSpec(request, settings, model_factory=model_factory), registry)
 
 
 def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, registry: ToolRegistry,
@@ -62,7 +61,9 @@ def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, reg
     from agents.fork import prepare_fork
 
     prepare_fork(trace, step_index, text, registry, config)  # the one-line refusal, here and now
-    spec = RunSpec(trace.question, (trace.mode,), settings, _config_fields(config), model_factory=model_factory,
+    request = RunRequest(trace.question, (trace.mode,), config.protocol, config.max_steps,
+                         config.temperature or 0.0, config.max_tokens)
+    spec = RunSpec(request, settings, model_factory=model_factory,
                    fork={"trace": trace.to_dict(), "step": step_index, "text": text})
     return _hosted(spec, registry)
 
@@ -76,10 +77,6 @@ def importable(module: str) -> bool:
         return importlib.machinery.PathFinder.find_spec(module.partition(".")[0], paths) is not None
     except (ImportError, ValueError):
         return False
-
-
-def _config_fields(config: RunConfig) -> dict[str, Any]:
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in ("cancel", "stepper")}
 
 
 def _hosted(spec: RunSpec, registry: ToolRegistry) -> HostedRun:

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -29,7 +29,7 @@ from agents import gc_tuning
 from agents.comparison import ComparisonRun
 from agents.events import LLMError, TokenDelta
 from agents.llm.settings import LLMSettings
-from agents.modes import RunConfig
+from agents.request import RunRequest
 from tools.hardening import make_non_dumpable
 from tools.registry import ToolRef, ToolRegistry, tool_from_ref
 
@@ -43,20 +43,21 @@ Item = tuple[int, str, Any]  # (run id, mode, event | None for "the mode ended" 
 
 @dataclass
 class RunSpec:
-    """A run as data: what a worker needs to start it. ``registry`` and ``model_factory`` are objects, for a
-    run hosted in the app's own process; a worker process gets ``tools`` (import references) instead."""
+    """A run where a worker can start it: the request, and the backend it runs on. ``registry`` and
+    ``model_factory`` are objects, for a run hosted in the app's own process; a worker process gets ``tools``
+    (import references) instead."""
 
-    question: str
-    modes: tuple[str, ...]
+    request: RunRequest
     settings: LLMSettings
-    config: dict[str, Any]  # RunConfig's fields (not its cancel event or stepper)
     tools: tuple[ToolRef, ...] | None = None
     registry: ToolRegistry | None = None
     max_output_chars: int | None = None
-    stepping: bool = False
-    options: dict[str, Any] = field(default_factory=dict)
     fork: dict[str, Any] | None = None  # {"trace": Trace.to_dict(), "step": int, "text": str}
     model_factory: Callable[[LLMSettings], Any] | None = None
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.request.modes))
 
 
 def coalesce(items: list[Item]) -> list[Item]:
@@ -124,12 +125,8 @@ class RunWorker:
             run = self.runs.get(run_id)
         if kind == "close":
             threading.Thread(target=self._close, args=(run_id, run), name="close", daemon=True).start()
-        elif run is not None and kind == "step":  # sent once per pause: the app's handle guards double clicks
-            run.step()
-        elif run is not None and kind == "resume":
-            run.resume()
-        elif run is not None and kind == "pause":
-            run.pause()
+        elif run is not None and kind in ("step", "resume", "pause"):  # a step once per pause, here as in the app
+            getattr(run, kind)()
 
     def close_all(self) -> None:
         with self._lock:
@@ -158,16 +155,15 @@ class RunWorker:
 
             builder = HFInferenceModel
         factory = lambda: builder(spec.settings)  # noqa: E731 - one fresh client per mode
-        config = RunConfig(**spec.config)
         sink = lambda mode, event: self.outbox.put(run_id, mode, event)  # noqa: E731
         if spec.fork is not None:
             from agents.fork import fork_run
             from agents.trace import Trace
 
             return fork_run(Trace.from_dict(spec.fork["trace"]), spec.fork["step"], spec.fork["text"],
-                            registry=registry, config=config, model_factory=factory, stepping=spec.stepping, sink=sink)
-        return ComparisonRun(spec.question, spec.modes, model_factory=factory, registry=registry, config=config,
-                             stepping=spec.stepping, options=spec.options, sink=sink)
+                            registry=registry, config=spec.request.config(), model_factory=factory,
+                            stepping=spec.request.stepping, sink=sink)
+        return ComparisonRun.of(spec.request, factory, registry, sink=sink)
 
     def _registry(self, refs: tuple[ToolRef, ...], max_chars: int | None) -> ToolRegistry:
         key = (refs, max_chars)

@@ -20,7 +20,7 @@ from agents import prompts
 from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waiting
 from agents.llm.base import ChatModel, Chunk, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
 from agents.parsing import cut_observation, parse_step
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE
+from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, PROTOCOLS
 from agents.stepping import StepGate, Stopped
 from tools.registry import ToolRegistry, normalize_name, truncate
 
@@ -42,8 +42,8 @@ class RunConfig:
     stepper: StepGate | None = field(default=None, compare=False)  # set per mode when the run goes step by step
 
     def __post_init__(self) -> None:
-        if self.protocol not in prompts.PROTOCOLS:
-            raise ValueError(f"protocol must be one of {prompts.PROTOCOLS}, not {self.protocol!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {tuple(PROTOCOLS)}, not {self.protocol!r}")
         low, high = MAX_STEPS_RANGE
         if not low <= self.max_steps <= high:
             raise ValueError(f"max_steps must be between {low} and {high}")

@@ -33,11 +33,12 @@ from agents.events import (
 from agents.llm.base import ChatModel
 from agents.modes.acting import react
 from agents.modes.base import RunConfig, complete
-from agents.modes.registry import ModeSpec, register
+from agents.modes.registry import ModeSpec, RunOption, register
 from tools.registry import ToolRegistry
 
 DEFAULT_TRIALS = 3
 MAX_TRIALS = 10
+TRIALS = RunOption("trials", "Reflexion trials", 1, MAX_TRIALS, DEFAULT_TRIALS, "Attempts Reflexion may make")
 MEMORY = 3  # reflections kept for the next trial (the paper bounds its memory to 1-3)
 OBSERVATION_CHARS = 300  # an observation as the evaluator and the reflection see it
 TRIAL_CHARS = 6000  # a whole trial as they see it (its start and its end are kept)
@@ -194,5 +195,6 @@ def _cut(text: str, limit: int) -> str:
 
 REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, placement="extra", table_title="ReAct + Reflexion",
                               prompt="react", other_prompts=("reflexion_memory", "reflexion_check", "reflexion"),
-                              paper_row="ReAct + Reflexion", uses_tools=True, options=("trials", "expected"),
+                              paper_row="ReAct + Reflexion", uses_tools=True, options=("expected",),
+                              run_options=(TRIALS,),
                               order=50))

@@ -12,7 +12,9 @@ A mode's ``placement`` says where it appears:
 - ``"extra"``: a choice of the Compare tab's extra panel (the paper's hybrids, CodeAct, Reflexion, …);
 - ``"benchmark"``: the benchmark only (CoT-SC alone is a row of the paper's table, not a panel).
 
-Every placement is a CLI and ``eval --modes`` choice and a Benchmark checkbox.
+Every placement is a CLI and ``eval --modes`` choice and a Benchmark checkbox. A number a visitor may set for a
+mode (Reflexion's trials) is a :class:`RunOption` in its spec: the page, ``/compare``, ``ask``, the export and
+the replay all take it from :func:`run_options`.
 
 This module imports nothing of the modes themselves, so any module may import it.
 """
@@ -44,6 +46,33 @@ _ID = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
+class RunOption:
+    """A whole number a mode takes that a visitor may set, declared once in the mode's spec: a slider under
+    Settings, a named ``/compare`` input, an ``ask --<name>`` flag, a key of the export's settings."""
+
+    name: str  # the keyword the mode's run takes; also the input, flag and export key
+    label: str  # "Reflexion trials": the slider's label and the first words of a refusal
+    low: int
+    high: int
+    default: int
+    info: str = ""  # the slider's one-line help
+
+    def problem(self, value: Any) -> str | None:
+        """None for a whole number (or whole numeric text) from ``low`` to ``high``; else the one line to show."""
+        if not isinstance(value, bool) and isinstance(value, int | float | str):
+            try:
+                number = float(value)
+            except (ValueError, OverflowError):
+                number = float("nan")
+            if number.is_integer() and self.low <= number <= self.high:
+                return None
+            got = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+        else:
+            got = {list: "a list", dict: "an object", bool: "true/false"}.get(type(value), type(value).__name__)
+        return f"{self.label} must be a whole number from {self.low} to {self.high} (got {got})."
+
+
+@dataclass(frozen=True)
 class ModeSpec:
     """Everything the app, the CLI and the benchmark need to know about one mode.
 
@@ -65,6 +94,7 @@ class ModeSpec:
     other_prompts: tuple[str, ...] = ()  # further templates it sends (a reflection, a check): shown in the Prompts view
     uses_tools: bool = False  # sees the tool list (and, natively, the tool schemas)
     options: tuple[str, ...] = ()  # keyword options ``run`` accepts
+    run_options: tuple[RunOption, ...] = ()  # those of them a visitor may set (their names join ``options``)
     order: int = 100  # position among the modes of its placement (registration order breaks ties)
 
     @property
@@ -81,6 +111,7 @@ class ModeSpec:
             raise ValueError(f"mode {self.id!r}: placement {self.placement!r} is not one of {', '.join(PLACEMENTS)}")
         object.__setattr__(self, "label", self.label or self.title)
         object.__setattr__(self, "table_title", self.table_title or self.title)
+        object.__setattr__(self, "options", tuple(dict.fromkeys([*self.options, *(o.name for o in self.run_options)])))
         if {self.label.lower(), self.title.lower()} & set(RESERVED_IDS):
             raise ValueError(f"mode {self.id!r}: a title or label cannot be {' or '.join(RESERVED_IDS)}")
 
@@ -150,6 +181,15 @@ def mode_ids(*placements: Placement) -> tuple[str, ...]:
 def panel_ids() -> tuple[str, ...]:
     """Modes a Compare panel can show: the base panels, then the extra panel's choices."""
     return mode_ids("base", "extra")
+
+
+def run_options() -> tuple[RunOption, ...]:
+    """Every mode's :class:`RunOption`\\ s, in mode order, one per name (a name two modes share is one setting)."""
+    found: dict[str, RunOption] = {}
+    for spec in list_modes():
+        for option in spec.run_options:
+            found.setdefault(option.name, option)
+    return tuple(found.values())
 
 
 def get_mode(mode_id: str) -> ModeSpec:

@@ -30,6 +30,7 @@ from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
 from agents.prompts import system_prompt
+from agents.request import RunRequest
 from agents.settings import SettingError
 from agents.trace import Trace
 from tools.calculator import calculate
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "What is 17 * 23 + 5?"
 REGISTRY = ToolRegistry([calculate])  # the default registry's own calculator: a worker imports it by reference
 KINDS = ["thread", "local", "process"]
+THINK = RunRequest(QUESTION, ("think",))
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +50,11 @@ def host():
     pool.stop()
 
 
-def spec(s: LLMSettings, modes=("think", "act", "react"), config=None, **kw) -> RunSpec:
-    fields = {k: v for k, v in vars(config or RunConfig()).items() if k not in ("cancel", "stepper")}
-    return RunSpec(QUESTION, tuple(modes), s, fields, tools=(("tools.calculator", "calculate"),), **kw)
+def spec(s: LLMSettings, modes=("think", "act", "react"), config=None, stepping=False) -> RunSpec:
+    c = config or RunConfig()
+    request = RunRequest(QUESTION, tuple(modes), c.protocol, c.max_steps, c.temperature, c.max_tokens,
+                         stepping=stepping)
+    return RunSpec(request, s, tools=(("tools.calculator", "calculate"),))
 
 
 def settings(srv: StubLLMServer, **kw) -> LLMSettings:
@@ -229,16 +233,16 @@ def test_make_run_sends_to_a_worker_every_run_that_can_travel(monkeypatch):
 
     monkeypatch.setenv(hosting.ENV, "1")
     process, local = hosting.default_host(), hosting.local_host()
-    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()).host is process
-    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), stepping=True).host is process
-    assert make_run(QUESTION, ["think"], s, ToolRegistry([calculate, fake]), RunConfig()).host is local
-    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig(), HFInferenceModel).host is local
+    assert make_run(THINK, s, REGISTRY).host is process
+    assert make_run(RunRequest(QUESTION, ("think",), stepping=True), s, REGISTRY).host is process
+    assert make_run(THINK, s, ToolRegistry([calculate, fake])).host is local
+    assert make_run(THINK, s, REGISTRY, HFInferenceModel).host is local
     gated = LLMSettings(base_url="http://127.0.0.1:9/v1", model="stub", max_concurrent=1)
-    assert make_run(QUESTION, ["think"], gated, REGISTRY, RunConfig()).host is local  # one gate in this process
+    assert make_run(THINK, gated, REGISTRY).host is local  # one gate in this process
     monkeypatch.setenv(hosting.ENV, "0")
-    assert make_run(QUESTION, ["think"], s, REGISTRY, RunConfig()).host is local
+    assert make_run(THINK, s, REGISTRY).host is local
     with pytest.raises(ValueError, match="unknown mode"):
-        make_run(QUESTION, ["nope"], s, REGISTRY, RunConfig())
+        make_run(RunRequest(QUESTION, ("nope",)), s, REGISTRY)
 
 
 @pytest.mark.parametrize(("raw", "expected"), [("", hosting.DEFAULT_WORKERS), ("0", 0), ("1", 1), ("2", 2), ("8", 8)])

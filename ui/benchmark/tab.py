@@ -29,7 +29,7 @@ from agents.evaluation.runner import EvalRun, Progress, order_records
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.modes.reflexion import DEFAULT_TRIALS
+from agents.modes.reflexion import DEFAULT_TRIALS, TRIALS
 from agents.modes.registry import list_modes, mode_ids
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from tools.registry import ToolRegistry
@@ -43,8 +43,6 @@ from ui.core.inputs import (
     number_problem,
     protocol_value,
     settings_problem,
-    trials_problem,
-    trials_value,
 )
 from ui.core.render import plain
 from ui.core.settings import app_settings
@@ -264,14 +262,14 @@ class BenchmarkTab:
                         tools: list[str] | None = None, trials: float | None = None,
                         oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
         """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
-        run_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
+        llm_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)
         skip, registry = gr.skip(), self.registry
         try:
             if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
-                                        registry) or trials_problem(trials):
+                                        registry) or (TRIALS.problem(trials) if trials is not None else None):
                 raise BenchmarkError(problem)
-            if problem := run_settings.problem():
+            if problem := llm_settings.problem():
                 raise BenchmarkError(problem)
             limits = app_settings()
             cap = limits.bench_visitor_max_n if self.on_space and oauth_token is None else limits.bench_max_n
@@ -286,9 +284,9 @@ class BenchmarkTab:
         out_dir = await asyncio.to_thread(export_dir)  # the pairs' traces, so an item opens in Compare
         self.folders.remember(session_of(request), BenchFolder(Path(out_dir), tuple(i.id for i in plan.items)))
         with self.stops.signal(session_of(request), TAB) as stop:
-            async for frame in benchmark_frames(plan, run_settings, enabled, config, model_factory=self.model_factory,
+            async for frame in benchmark_frames(plan, llm_settings, enabled, config, model_factory=self.model_factory,
                                                 refresh_s=self.refresh_s, stop=stop, out_dir=out_dir,
-                                                trials=trials_value(trials, DEFAULT_TRIALS)):
+                                                trials=DEFAULT_TRIALS if trials is None else int(float(trials))):
                 yield frame
 
     async def stop(self, request: gr.Request | None = None) -> None:

@@ -3,29 +3,24 @@
 
 They live here, not in closures inside ``build_demo``, so tests call them without a browser: a
 :class:`CompareTab` needs only the backend, the tool registry and the tab's :class:`~ui.core.frame.Outputs`.
-Every request is checked once, by :func:`check_request`, before anything runs.
+Every request is read once, into a :class:`~agents.request.RunRequest` (``ui/core/inputs.read_request``),
+before anything runs.
 """
 
 
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from agents.comparison import validate_question
-from agents.modes import RunConfig
-from agents.modes.registry import mode_title
-from tools.registry import ToolRegistry
+from agents.modes.registry import mode_title, run_options
 from ui.compare.live_run import live_run
 from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_step
 from ui.core.frame import refusal
 from ui.core.handlers import TabHandlers
-from ui.core.inputs import compare_problem, make_config, protocol_value, trials_problem, trials_value
-from ui.core.modes import MODE_CHOICES, extra_mode
+from ui.core.inputs import read_request
 from ui.core.stream import session_of
-from ui.core.verdicts import expected_problem
 from ui.core.visitors import visitor_of
 from ui.recordings.playback import DEFAULT_SPEED, hybrid_in_file, play, window_of
 from ui.recordings.reader import RecordingError, open_recording
@@ -33,37 +28,16 @@ from ui.recordings.reader import RecordingError, open_recording
 TAB = "compare"  # the Stop button's key in :class:`~ui.core.stream.Stops` (runs and replays alike)
 
 
-@dataclass(frozen=True)
-class CompareRequest:
-    """A checked ``/compare`` request: the modes to run (the selection plus an optional extra panel's mode)."""
-
-    question: str
-    selection: str
-    modes: tuple[str, ...]
-    registry: ToolRegistry
-    config: RunConfig
-    expected: str | None = None  # the teacher's expected answer: each mode is marked ✓ / ✗ against it
-    trials: int | None = None  # Reflexion's attempts (None: its default)
+OPTIONS = run_options()  # the modes' own settings: /compare inputs after the others, /replay outputs after the question
 
 
-def check_request(question: Any, mode: Any, model: Any, protocol: Any, max_steps: Any, temperature: Any,
-                  tools: Any, fourth: Any, max_tokens: Any, registry: ToolRegistry,
-                  expected: Any = None, trials: Any = None) -> CompareRequest | str:
-    """The request to run, or one line saying what is wrong with it (no model is called for a bad one)."""
-    problem = validate_question(question) or compare_problem(
-        mode=mode, model=model, protocol=protocol, max_steps=max_steps, temperature=temperature, tools=tools,
-        fourth=fourth, registry=registry, max_tokens=max_tokens) or expected_problem(expected) \
-        or trials_problem(trials)
-    if problem is not None:
-        return problem
-    try:
-        extra = extra_mode(fourth)
-    except ValueError as exc:
-        return str(exc)
-    modes = MODE_CHOICES[mode] + ((extra,) if extra else ())
-    config = make_config(protocol_value(protocol) or "text", max_steps, temperature, max_tokens)
-    return CompareRequest(question, mode, modes, registry.subset(tools), config, expected or None,
-                          trials_value(trials))
+def recorded_options(settings: dict[str, Any]) -> list[Any]:
+    """A recording's run options, for the page's sliders (``/replay``'s last outputs); one it lacks, or holds
+    out of range, leaves its slider as it is."""
+    saved = settings.get("options")
+    saved = saved if isinstance(saved, dict) else {}
+    return [int(float(saved[o.name])) if o.name in saved and o.problem(saved[o.name]) is None else gr.skip()
+            for o in OPTIONS]
 
 
 class CompareTab(TabHandlers):
@@ -74,29 +48,20 @@ class CompareTab(TabHandlers):
         super().__init__(*args, **kwargs)
         self.pauses = pauses
 
-    async def compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
-                      max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                      fourth: str = "None", max_tokens: float | None = None, expected: str | None = None,
-                      trials: float | None = None, oauth_token: gr.OAuthToken | None = None,
-                      request: gr.Request | None = None) -> AsyncIterator[list]:
-        """Run the question through the chosen modes in parallel; streams the base panels (three by default),
-        their metrics lines, the status line, the comparison table, the export files, and the extra panel
-        with its metrics. ``max_tokens`` caps each reply (None: LLM_MAX_TOKENS);
-        ``expected`` (optional) marks each mode's answer ✓ / ✗ in the table and metrics; ``trials`` (the last
-        input, optional) is how many attempts Reflexion may make."""
-        async for outputs in self._run((question, mode, model, protocol, max_steps, temperature, tools, fourth,
-                                         max_tokens, expected, trials), oauth_token, request, stepping=False):
+    async def compare(self, oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None,
+                      **inputs: Any) -> AsyncIterator[list]:
+        """Run the question through the chosen modes in parallel (``/compare``; its inputs by name:
+        ``ui.core.inputs.COMPARE_INPUTS``, then the modes' run options such as Reflexion's ``trials``); streams
+        the base panels, their metrics lines, the status line, the comparison table, the export files, and the
+        extra panel with its metrics. ``expected`` (optional) marks each mode's answer ✓ / ✗."""
+        async for outputs in self._run(inputs, oauth_token, request, stepping=False):
             yield outputs
 
-    async def step_compare(self, question: str, mode: str = "All", model: str | None = None, protocol: str = "text",
-                           max_steps: float = 5, temperature: float = 0.2, tools: list[str] | None = None,
-                           fourth: str = "None", max_tokens: float | None = None, expected: str | None = None,
-                           trials: float | None = None, oauth_token: gr.OAuthToken | None = None,
-                           request: gr.Request | None = None) -> AsyncIterator[list]:
+    async def step_compare(self, oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None,
+                           **inputs: Any) -> AsyncIterator[list]:
         """The Step button (``/compare_step``): the same inputs and outputs as :meth:`compare`, but the modes
         pause after each step until :meth:`next_step` or :meth:`continue_run` (same session) lets them go."""
-        async for outputs in self._run((question, mode, model, protocol, max_steps, temperature, tools, fourth,
-                                         max_tokens, expected, trials), oauth_token, request, stepping=True):
+        async for outputs in self._run(inputs, oauth_token, request, stepping=True):
             yield outputs
 
     async def next_step(self, request: gr.Request | None = None) -> None:
@@ -107,19 +72,15 @@ class CompareTab(TabHandlers):
         """Continue (``/step_continue``): this session's stepping run goes on to its end without pausing."""
         continue_runs(self.stops.runs(session_of(request), TAB))
 
-    async def _run(self, inputs: tuple, oauth_token: gr.OAuthToken | None, request: gr.Request | None, *,
+    async def _run(self, inputs: dict[str, Any], oauth_token: gr.OAuthToken | None, request: gr.Request | None, *,
                    stepping: bool) -> AsyncIterator[list]:
-        """One Compare run, stepping or not: check the request, then stream its frames."""
-        question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens, expected, trials = inputs
-        # preprocess=False: inputs arrive as sent (plain strings, numbers, a list); they are checked
-        # once here (one clear line, no model call), which saves Gradio a thread hop per input.
-        checked = check_request(question, mode, model, protocol, max_steps, temperature, tools, fourth, max_tokens,
-                                self.registry, expected, trials)
+        """One Compare run, stepping or not: read the request (one line for a bad one), then stream its frames."""
+        # preprocess=False: inputs arrive as sent (plain strings, numbers, a list) and are checked once, here
+        checked = read_request(inputs, self.registry, stepping=stepping)
         if isinstance(checked, str):
             yield refusal(checked).to_outputs(self.outputs)
             return
-        run_settings = self.settings.with_overrides(model=model or None,
-                                                    token=oauth_token.token if oauth_token else None)
+        settings = self.settings.with_overrides(model=checked.model, token=oauth_token.token if oauth_token else None)
         with contextlib.ExitStack() as held:
             if stepping and self.pauses is not None:
                 try:  # counted for the stream's whole life: a visitor who leaves gives it back at once
@@ -129,24 +90,24 @@ class CompareTab(TabHandlers):
                         self.outputs)
                     return
             with self.stops.signal(session_of(request), TAB) as stop:
-                async for frame in live_run(checked.question, checked.selection, checked.modes, run_settings,
-                                            checked.registry, checked.config, model_factory=self.model_factory,
-                                            admission=self.admission, stop=stop, expected=checked.expected,
-                                            trials=checked.trials,
-                                            stepping=stepping, pause_ttl_s=self.pauses.ttl_s if self.pauses else None):
+                async for frame in live_run(checked, settings, self.registry, model_factory=self.model_factory,
+                                            admission=self.admission, stop=stop,
+                                            pause_ttl_s=self.pauses.ttl_s if self.pauses else None):
                     yield frame.to_outputs(self.outputs)
 
     async def play(self, path: str | None, speed_label: str = DEFAULT_SPEED,
                    request: gr.Request | None = None) -> AsyncIterator[list]:
-        """Replay a JSON export in the panels (no model or network needed)."""
+        """Replay a JSON export in the panels (no model or network needed), and put its question and run options
+        back on the page."""
         try:  # read, checked and condensed in a worker process: a 20 MB file never stalls the app
             recording = await open_recording(path if isinstance(path, str) else "", window_of(speed_label))
         except RecordingError as exc:
-            yield [*refusal(str(exc)).to_outputs(self.outputs, files=False), gr.skip()]
+            yield [*refusal(str(exc)).to_outputs(self.outputs, files=False), gr.skip(), *(gr.skip(),) * len(OPTIONS)]
             return
+        options = recorded_options(recording.settings)
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in play(recording, speed_label, stop=stop):
-                yield [*frame.to_outputs(self.outputs, files=False), recording.question]
+                yield [*frame.to_outputs(self.outputs, files=False), recording.question, *options]
 
     async def stop(self, request: gr.Request | None = None) -> None:
         """The Stop button: ends this visitor's run or replay; each stream renders its own stopped frame."""

@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 from agents.events import Event, Paused, Resumed
 from agents.hosting import make_run  # the one place a live run is made: a worker process, or in-process
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
-from agents.modes import RunConfig
+from agents.request import RunRequest
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 from ui.compare.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
@@ -26,7 +25,7 @@ from ui.core.admission import Admission, Full
 from ui.core.frame import Frame, PanelsView, everywhere, refusal, run_status, waiting
 from ui.core.stream import THROTTLE_S, Outcome, StopSignal, stream
 from ui.core.verdicts import comparison_table
-from ui.recordings.export import export_dict, run_settings, write_exports
+from ui.recordings.export import export_dict, settings_block, write_exports
 
 NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKEN, sign in with Hugging Face "
                         "(on the Space) or set LLM_BASE_URL — see the status line above.")
@@ -41,25 +40,17 @@ def answered_where(settings: LLMSettings, traces: dict[str, Trace]) -> str:
     return render.plain(settings.describe(" / ".join(answered) or None))
 
 
-def config_settings(settings: LLMSettings, config: RunConfig, registry: ToolRegistry) -> dict[str, Any]:
-    """The export's settings block: model, backend line (no token), protocol, budget, enabled tools."""
-    return run_settings(settings, protocol=config.protocol, max_steps=config.max_steps,
-                        temperature=config.temperature or 0.0, tools=registry.names)
-
-
 class LiveView:
     """A live run's panels for the stream adapter: ``(mode, event)`` items in, Compare frames out."""
 
-    def __init__(self, question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
-                 registry: ToolRegistry, config: RunConfig, *, export: bool = True,
-                 expected: str | None = None, stepping: bool = False) -> None:
-        self.question, self.selection, self.expected = question, selection, expected
-        self.panels = PanelsView(question, selection, modes, expected)
+    def __init__(self, request: RunRequest, settings: LLMSettings, tools: list[str], *, export: bool = True) -> None:
+        self.question, self.selection, self.expected = request.question, request.selection, request.expected
+        self.panels = PanelsView(request.question, request.selection, request.modes, request.expected)
         self.settings = settings
         self.where = render.plain(settings.describe())
-        self.export_settings = config_settings(settings, config, registry) if export else None
-        self.status = f"● Running **{render.plain(selection)}** on {self.where}…"
-        self.pauses = PauseState() if stepping else None
+        self.export_settings = settings_block(settings, request, tools) if export else None
+        self.status = f"● Running **{render.plain(request.selection)}** on {self.where}…"
+        self.pauses = PauseState() if request.stepping else None
 
     def add(self, item: tuple[str, Event]) -> bool:
         mode, event = item
@@ -103,13 +94,12 @@ class LiveView:
         return view.frame(status, final=True, table=comparison_table(view.traces, self.expected), files=files)
 
 
-async def live_run(question: str, selection: str, modes: tuple[str, ...], settings: LLMSettings,
-                   registry: ToolRegistry, config: RunConfig, *, model_factory: ModelBuilder | None = None,
-                   throttle: float = THROTTLE_S, export: bool = True, admission: Admission | None = None,
-                   stop: StopSignal | None = None, expected: str | None = None, trials: int | None = None,
-                   stepping: bool = False, pause_ttl_s: float | None = None) -> AsyncIterator[Frame]:
-    """Run ``modes`` (already checked) in parallel and yield frames until they finish or ``stop`` is set.
-    With ``admission``, first wait for a slot, showing the place in line. A ``stepping`` run pauses after
+async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry, *,
+                   model_factory: ModelBuilder | None = None, throttle: float = THROTTLE_S, export: bool = True,
+                   admission: Admission | None = None, stop: StopSignal | None = None,
+                   pause_ttl_s: float | None = None) -> AsyncIterator[Frame]:
+    """Run ``request`` (already checked) and yield frames until its modes finish or ``stop`` is set.
+    With ``admission``, first wait for a slot, showing the place in line. A stepping run pauses after
     each step and is attached to ``stop``, where Next step / Continue find it (``ui/compare/stepping.py``); left
     paused for ``pause_ttl_s`` it ends, and its panels say why."""
     if settings.problem() is not None:
@@ -130,14 +120,12 @@ async def live_run(question: str, selection: str, modes: tuple[str, ...], settin
                 panel = render.notice("■ **Stopped** while waiting for a free slot: nothing was run.")
                 yield Frame(everywhere(panel), everywhere(""), STOPPED_WAITING)
                 return
-        run = make_run(question, modes, settings, registry, config, model_factory, stepping=stepping,
-                       # offered to every mode; one that grades its own attempts (Reflexion) takes them
-                       options={"expected": expected, **({"trials": trials} if trials else {})})
-        view = LiveView(question, selection, modes, settings, registry, config, export=export, expected=expected,
-                        stepping=stepping)
-        if stepping:
+        tools = registry.subset(request.tools) if request.tools is not None else registry
+        run = make_run(request, settings, tools, model_factory)
+        view = LiveView(request, settings, tools.names, export=export)
+        if request.stepping:
             stop.run, stop.view = run, view
-        watch = (lambda: view.expired(pause_ttl_s)) if stepping and pause_ttl_s is not None else None
+        watch = (lambda: view.expired(pause_ttl_s)) if request.stepping and pause_ttl_s is not None else None
         async for frame in stream(run, view, stop=stop, throttle=throttle, watch=watch):
             yield frame
     finally:

@@ -10,18 +10,34 @@ model is called.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import gradio as gr
 
+from agents.comparison import validate_question
 from agents.modes import RunConfig
-from agents.modes.reflexion import MAX_TRIALS
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, TEMPERATURE_RANGE, model_problem
+from agents.modes.registry import run_options
+from agents.request import RunRequest
+from agents.settings import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TEMPERATURE,
+    PROTOCOLS,
+    REQUEST_MAX_STEPS,
+    TEMPERATURE_RANGE,
+    model_problem,
+)
 from tools.registry import ToolRegistry, normalize_name
-from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES
+from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, extra_mode
+from ui.core.verdicts import expected_problem
 
-PROTOCOLS = {"text": "text", "tools": "tools"}
-MAX_STEPS_LIMIT = 10  # the Max steps slider's end, and the most a request may ask for (the CLI allows 50)
+COMPARE_INPUTS = ("question", "mode", "model", "protocol", "max_steps", "temperature", "tools", "fourth",
+                  "max_tokens", "expected")  # /compare's named inputs, in order; the run options follow
+
+
+class Refused(ValueError):
+    """A bad input: ``str(exc)`` is the one line to show."""
+
 MAX_TOKENS_LIMIT = 32768  # the largest per-reply budget a request may ask for (the Max tokens box's end)
 
 
@@ -87,7 +103,7 @@ def protocol_value(protocol: Any) -> str | None:
         return None
     key = protocol.strip().lower()
     if key in PROTOCOLS:
-        return PROTOCOLS[key]
+        return key
     return "tools" if key.startswith("native") else "text" if key.startswith("text") else None
 
 
@@ -100,49 +116,82 @@ def settings_problem(*, model: Any, protocol: Any, max_steps: Any, temperature: 
         return problem
     if protocol is not None and protocol_value(protocol) is None:
         return f"Unknown protocol {shown(protocol)}: choose text or tools."
-    return (range_problem(max_steps, "Max steps", 1, MAX_STEPS_LIMIT, whole=True)
+    return (range_problem(max_steps, "Max steps", 1, REQUEST_MAX_STEPS, whole=True)
             or range_problem(temperature, "Temperature", *TEMPERATURE_RANGE)
             or tools_problem(tools, registry))
 
 
-def compare_problem(*, mode: Any, model: Any, protocol: Any, max_steps: Any, temperature: Any, tools: Any,
-                    fourth: Any, registry: ToolRegistry, max_tokens: Any = None) -> str | None:
-    """One line saying what is wrong with a ``/compare`` request (the question is checked separately), or None."""
+def expected_value(expected: Any) -> str | None:
+    """The teacher's expected answer, or None when there is none."""
+    if (problem := expected_problem(expected)) is not None:
+        raise Refused(problem)
+    return expected or None
+
+
+def modes_value(mode: Any, fourth: Any) -> tuple[str, ...]:
+    """The Modes radio's choice and the extra panel's mode, as the modes to run."""
     choices = ", ".join(MODE_CHOICES)
     if not isinstance(mode, str):
-        return f"The mode must be one of {choices} (got {kind_of(mode)})."
+        raise Refused(f"The mode must be one of {choices} (got {kind_of(mode)}).")
     if mode not in MODE_CHOICES:
-        return f"Unknown mode {shown(mode)}: choose {choices}."
+        raise Refused(f"Unknown mode {shown(mode)}: choose {choices}.")
     if fourth is not None and not isinstance(fourth, str):
-        return f"The fourth panel must be one of {', '.join(EXTRA_CHOICES)} (got {kind_of(fourth)})."
-    if max_tokens is not None and (problem := range_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT, whole=True)):
-        return problem
-    return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
-                            tools=tools, registry=registry)
+        raise Refused(f"The fourth panel must be one of {', '.join(EXTRA_CHOICES)} (got {kind_of(fourth)}).")
+    try:
+        extra = extra_mode(fourth)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    return MODE_CHOICES[mode] + ((extra,) if extra else ())
 
 
-def trials_problem(trials: Any) -> str | None:
-    """One line when ``trials`` (Reflexion's attempts; None: its default) is not a whole number it accepts."""
-    if trials is None:
-        return None
-    if number_problem(trials, "Reflexion trials", 1, MAX_TRIALS) is None and float(trials).is_integer() \
-            and 1 <= float(trials) <= MAX_TRIALS:
-        return None
-    got = shown(trials) if isinstance(trials, int | float | str) and not isinstance(trials, bool) else kind_of(trials)
-    return f"Reflexion trials must be a whole number from 1 to {MAX_TRIALS} (got {got})."
+def options_value(inputs: Mapping[str, Any]) -> dict[str, int]:
+    """The modes' own options (:func:`~agents.modes.registry.run_options`) the request sets; one left out or None
+    is the mode's default."""
+    values = {}
+    for option in run_options():
+        value = inputs.get(option.name)
+        if value is not None:
+            if (problem := option.problem(value)) is not None:
+                raise Refused(problem)
+            values[option.name] = int(float(value))
+    return values
 
 
-def trials_value(trials: Any, default: int | None = None) -> int | None:
-    """Trials that :func:`trials_problem` accepted, as the whole number a run takes (``default`` for None)."""
-    return default if trials is None else int(float(trials))
+def read_request(inputs: Mapping[str, Any], registry: ToolRegistry, *, stepping: bool = False) -> RunRequest | str:
+    """``/compare``'s inputs (by name: :data:`COMPARE_INPUTS`, then the run options) as the one request every
+    layer after this takes, or the one line saying what is wrong (nothing is run for a bad request)."""
+    get = inputs.get
+    try:
+        if (problem := validate_question(get("question"))) is not None:
+            raise Refused(problem)
+        modes = modes_value(get("mode", "All"), get("fourth"))
+        max_tokens = get("max_tokens")
+        if max_tokens is not None and (problem := range_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT,
+                                                                whole=True)):
+            raise Refused(problem)
+        if problem := settings_problem(model=get("model"), protocol=get("protocol", "text"),
+                                       max_steps=get("max_steps", DEFAULT_MAX_STEPS),
+                                       temperature=get("temperature", DEFAULT_TEMPERATURE), tools=get("tools"),
+                                       registry=registry):
+            raise Refused(problem)
+        expected, options = expected_value(get("expected")), options_value(inputs)
+    except Refused as exc:
+        return str(exc)
+    config = make_config(protocol_value(get("protocol", "text")) or "text", get("max_steps", DEFAULT_MAX_STEPS),
+                         get("temperature", DEFAULT_TEMPERATURE), max_tokens)
+    tools = get("tools")
+    return RunRequest(get("question"), modes, config.protocol, config.max_steps, config.temperature or 0.0,
+                      config.max_tokens, tools=tuple(tools) if tools is not None else None,
+                      model=get("model") or None, expected=expected, options=options, stepping=stepping,
+                      selection=get("mode", "All"))
 
 
 def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:
     """Settings as a run takes them (no ``max_tokens``: LLM_MAX_TOKENS). The doors refuse values out of range first
-    (:func:`compare_problem`, :func:`settings_problem`); the clamp here only guards values they do not see, such
+    (:func:`read_request`, :func:`settings_problem`); the clamp here only guards values they do not see, such
     as a recording's settings block that a fork reuses."""
     try:
-        steps = min(MAX_STEPS_LIMIT, max(1, int(float(max_steps))))
+        steps = min(REQUEST_MAX_STEPS, max(1, int(float(max_steps))))
     except (TypeError, ValueError, OverflowError):  # NaN, infinity, text: the default (callers refuse them first)
         steps = DEFAULT_MAX_STEPS
     try:
@@ -155,7 +204,7 @@ def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any
         tokens: int | None = min(MAX_TOKENS_LIMIT, max(1, int(max_tokens))) if max_tokens is not None else None
     except (TypeError, ValueError, OverflowError):
         tokens = None
-    return RunConfig(protocol=protocol if protocol in ("text", "tools") else "text", max_steps=steps, temperature=temp,
+    return RunConfig(protocol=protocol if protocol in PROTOCOLS else "text", max_steps=steps, temperature=temp,
                      max_tokens=tokens)
 
 

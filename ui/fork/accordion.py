@@ -138,10 +138,10 @@ class ForkTab(TabHandlers):
         if isinstance(built, str):
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(built)}")
             return
-        run, settings_block, run_settings = built
+        run, settings_block, llm_settings = built
         await self._stop_paused(session)
         key = fork_id(screen.trace_to_fork(panel).mode, index)
-        view = ForkView(screen, key, slot, self.outputs, settings_block, render.plain(run_settings.describe()))
+        view = ForkView(screen, key, slot, self.outputs, settings_block, render.plain(llm_settings.describe()))
         with self.stops.signal(session, TAB) as stop:
             async for values in self._in_slot(run, view, stop):
                 yield values
@@ -178,18 +178,18 @@ class ForkTab(TabHandlers):
                              block.get("temperature", temperature), max_tokens)
         registry = self.registry.subset(tools)
         model = block.get("model") if isinstance(block.get("model"), str) and block.get("model") else model
-        run_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
+        llm_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)
-        if run_settings.problem() is not None:
-            return str(run_settings.problem())
+        if llm_settings.problem() is not None:
+            return str(llm_settings.problem())
         try:
-            run = make_fork(screen.trace_to_fork(panel), index, text, run_settings, registry, config,
+            run = make_fork(screen.trace_to_fork(panel), index, text, llm_settings, registry, config,
                             self.model_factory)
         except ValueError as exc:
             return f"This run cannot be forked there: {exc}"
         settings_block = {**block, "protocol": config.protocol, "max_steps": config.max_steps,
                           "temperature": config.temperature, "tools": registry.names}
-        return run, settings_block, run_settings
+        return run, settings_block, llm_settings
 
     async def _stop_paused(self, session: str | None) -> None:
         """A paused run on screen ends (its stopped frame and export first) before the fork writes the panels."""

@@ -12,9 +12,9 @@ import gradio as gr
 from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
 from agents.modes.registry import ModeSpec, get_mode, list_modes
 from agents.prompts import render_prompt, template_view
-from agents.settings import DEFAULT_MAX_STEPS
+from agents.settings import DEFAULT_MAX_STEPS, REQUEST_MAX_STEPS
 from tools.registry import ToolRegistry
-from ui.core.inputs import MAX_STEPS_LIMIT, protocol_value, range_problem, shown, tools_problem
+from ui.core.inputs import protocol_value, range_problem, shown, tools_problem
 from ui.core.safe_text import escape_html, plain
 from ui.page.examples import Example, by_category
 
@@ -161,7 +161,7 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
         # preprocess=False: values arrive as sent, and a bad one is one line (never Gradio's {"error": null})
         problem = (None if protocol is None or protocol_value(protocol) else f"Unknown protocol {shown(protocol)}: "
                    "choose text or tools.") \
-            or range_problem(max_steps, "Max steps", 1, MAX_STEPS_LIMIT, whole=True) or tools_problem(tools, registry)
+            or range_problem(max_steps, "Max steps", 1, REQUEST_MAX_STEPS, whole=True) or tools_problem(tools, registry)
         if problem:
             raise gr.Error(problem, print_exception=False)
         reg = registry.subset(tools if tools is not None else registry.names)

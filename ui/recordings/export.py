@@ -18,6 +18,7 @@ from typing import Any
 from gradio.utils import get_upload_folder
 
 from agents.llm.settings import LLMSettings
+from agents.request import RunRequest
 from agents.trace import Trace
 from ui.core.table import agreement, comparison_rows
 from ui.core.verdicts import comparison_table, export_fields
@@ -37,17 +38,18 @@ def backend_description(settings: LLMSettings) -> str:
     return settings.redact(re.sub(r"//[^/@\s]+@", "//", settings.describe()))
 
 
-def run_settings(settings: LLMSettings, *, protocol: str, max_steps: int, temperature: float,
-                 tools: Iterable[str]) -> dict[str, Any]:
-    """What a reader of the export needs to reproduce the run (no token, ever)."""
+def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[str]) -> dict[str, Any]:
+    """The export's settings: what a reader needs to reproduce the run (no token, ever). The modes' run options
+    (Reflexion's trials) are under ``options``, which a replay puts back on the page."""
     return {
         "model": settings.model,
         "backend": backend_description(settings),
         "provider": None if settings.base_url else settings.provider,
-        "protocol": protocol,
-        "max_steps": max_steps,
-        "temperature": temperature,
+        "protocol": request.protocol,
+        "max_steps": request.max_steps,
+        "temperature": request.temperature,
         "tools": list(tools),
+        **({"options": dict(request.options)} if request.options else {}),
     }
 
 

@@ -19,7 +19,7 @@ from agents.hosting.processes import ProcessHost, hub_tokens, worker_environment
 from agents.hosting.worker import SECRETS, RunSpec, take_secrets
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply
-from agents.modes import RunConfig
+from agents.request import RunRequest
 
 HF_CANARY = "hf_canary_worker_3f9a1c7e5b"
 API_KEY_CANARY = "sk-canary-worker-8d2e6b"
@@ -42,8 +42,7 @@ def run_probe(srv: StubLLMServer, pool: ProcessHost, settings: LLMSettings) -> d
     canaries = ",".join((HF_CANARY, API_KEY_CANARY, OTHER_CANARY))
     srv.script(StubReply(text=f"Thought: look around\nAction: secret_probe\nAction Input: {canaries}"),
                StubReply(text="Thought: done\nFinal Answer: looked"))
-    fields = {k: v for k, v in vars(RunConfig()).items() if k not in ("cancel", "stepper")}
-    run = HostedRun(RunSpec("Where are the secrets?", ("react",), settings, fields, tools=(PROBE,)), pool).start()
+    run = HostedRun(RunSpec(RunRequest("Where are the secrets?", ("react",)), settings, tools=(PROBE,)), pool).start()
     observations = []
     deadline = time.monotonic() + 30
     try:

@@ -13,11 +13,13 @@ import pytest
 from agents.events import FinalAnswer, Thought, TokenDelta
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from agents.request import RunRequest
 from agents.trace import Trace
 from tests.frames import collect
-from ui.compare.handlers import CompareRequest, CompareTab, check_request
+from ui.compare.handlers import OPTIONS, CompareTab
 from ui.core.admission import Admission
 from ui.core.frame import Frame, Outputs
+from ui.core.inputs import read_request
 
 STATUS, TABLE, FILES = 6, 7, 8  # positions in /compare's outputs (the three panels and metrics come first)
 
@@ -58,32 +60,35 @@ def test_the_frame_owns_the_output_order():
     assert frame.values(files=False)[-2:] == [[4], "m4"]
 
 
-@pytest.mark.parametrize(("args", "why"), [
-    (("   ", "All"), "Please type a question"),
-    (("x" * 2001, "All"), "the limit is 2,000"),
-    (("q?", "Everything"), "Unknown mode 'Everything'"),
-    (("q?", "All", None, "text", 5, 0.2, None, "Telepathy"), "Unknown fourth panel 'Telepathy'"),
+@pytest.mark.parametrize(("inputs", "why"), [
+    ({"question": "   "}, "Please type a question"),
+    ({"question": "x" * 2001}, "the limit is 2,000"),
+    ({"question": "q?", "mode": "Everything"}, "Unknown mode 'Everything'"),
+    ({"question": "q?", "fourth": "Telepathy"}, "Unknown fourth panel 'Telepathy'"),
+    ({"question": "q?", "trials": 0}, "Reflexion trials must be a whole number from 1 to 10 (got 0)"),
 ])
-def test_a_request_is_checked_once_into_one_line(registry, args, why):
-    full = (*args, *(None, "text", 5, 0.2, None, "None", None)[len(args) - 2:])
-    assert why in check_request(*full, registry=registry)
+def test_a_request_is_checked_once_into_one_line(registry, inputs, why):
+    assert why in read_request(inputs, registry)
 
 
-def test_a_good_request_names_its_modes(registry):
-    checked = check_request("q?", "ReAct", None, "native tool calls", "3", 0.5, ["calculate"], "ReAct → CoT-SC", 99,
-                            registry)
-    assert isinstance(checked, CompareRequest) and checked.modes == ("react", "react_cot_sc")
-    assert (checked.config.protocol, checked.config.max_steps, checked.config.max_tokens) == ("tools", 3, 99)
+def test_a_good_request_names_its_modes_settings_and_options(registry):
+    checked = read_request({"question": "q?", "mode": "ReAct", "protocol": "native tool calls", "max_steps": "3",
+                            "temperature": 0.5, "tools": ["calculate"], "fourth": "Reflexion", "max_tokens": 99,
+                            "expected": "", "trials": "2"}, registry, stepping=True)
+    assert isinstance(checked, RunRequest) and checked.modes == ("react", "reflexion")
+    assert (checked.protocol, checked.max_steps, checked.max_tokens, checked.tools) == ("tools", 3, 99, ("calculate",))
+    assert checked.options == {"trials": 2} and checked.expected is None and checked.stepping
+    assert checked.mode_options() == {"expected": None, "trials": 2} and checked.selection == "ReAct"
 
 
 def test_a_refused_request_is_one_frame_and_no_model_call(stub, registry):
     stub.requests.clear()
-    frames = asyncio.run(collect(tab_for(stub, registry).compare("   ")))
+    frames = asyncio.run(collect(tab_for(stub, registry).compare(question="   ")))
     assert len(frames) == 1 and "Please type a question" in frames[0][STATUS] and stub.requests == []
 
 
 def test_a_run_streams_to_the_end_with_table_and_exports(stub, registry):
-    frames = asyncio.run(collect(tab_for(stub, registry).compare("What is 17 * 23 + 5?", "All")))
+    frames = asyncio.run(collect(tab_for(stub, registry).compare(question="What is 17 * 23 + 5?", mode="All")))
     last = frames[-1]
     assert "Done" in last[STATUS] and "Agrees with" in last[TABLE] and len(last[FILES]) == 2
     assert all("Final answer" in text_of(panel) for panel in last[:3])
@@ -96,7 +101,7 @@ def test_stop_ends_this_sessions_run_with_a_stopped_frame(stub, registry):
     stub.requests.clear()
 
     async def scenario() -> list:
-        gen = tab.compare("Think slowly about this", "All", request=visitor)
+        gen = tab.compare(question="Think slowly about this", mode="All", request=visitor)
         frames = [await anext(gen)]
         while not all("pondering" in text_of(p) for p in frames[-1][:3]):
             frames.append(await anext(gen))
@@ -127,7 +132,7 @@ def test_stop_while_waiting_for_a_slot_leaves_the_line(stub, registry):
 
     async def scenario() -> list:
         loop = asyncio.get_running_loop()
-        return await collect(tab.compare("What is 2+2?", "Think", request=visitor),
+        return await collect(tab.compare(question="What is 2+2?", mode="Think", request=visitor),
                              after_first=lambda: loop.call_soon(lambda: tab.stops.stop("w1", "compare")))
 
     started = time.monotonic()
@@ -154,7 +159,7 @@ def test_stop_ends_a_replay(tmp_path, registry, stub):
     started = time.monotonic()
     frames = asyncio.run(scenario())
     last = frames[-1]
-    assert time.monotonic() - started < 3 and last[STATUS] == "■ Replay stopped." and last[-1] == "A long day?"
+    assert time.monotonic() - started < 3 and last[STATUS] == "■ Replay stopped." and last[-1 - len(OPTIONS)] == "A long day?"
     assert "Stopped" in text_of(last[2]) and "morning" in text_of(last[2])
 
 

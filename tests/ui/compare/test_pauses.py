@@ -1,4 +1,4 @@
-"""Limits on paused runs (ui/compare/stepping.py, issue 21), without a browser: a few per visitor, a share of the
+"""Limits on paused runs (ui/compare/stepping.py), without a browser: a few per visitor, a share of the
 slots in all, and a run left paused ends — its status and panels saying why — through the stream adapter's watch."""
 
 from __future__ import annotations
@@ -112,9 +112,9 @@ def test_a_run_left_paused_ends_and_says_why(stub, registry):
     visitor = SimpleNamespace(session_hash="teacher", client=SimpleNamespace(host="198.51.100.1"), headers={})
 
     async def scenario() -> tuple[list, list]:
-        first = tab.step_compare("What is 1 + 1?", "ReAct", request=visitor)
+        first = tab.step_compare(question="What is 1 + 1?", mode="ReAct", request=visitor)
         frames = [await anext(first)]
-        second = [f async for f in tab.step_compare("What is 2 + 2?", "ReAct", request=visitor)]
+        second = [f async for f in tab.step_compare(question="What is 2 + 2?", mode="ReAct", request=visitor)]
         frames.extend([f async for f in first])
         return frames, second
 

@@ -57,7 +57,7 @@ def test_step_next_three_times_then_continue(stub, registry):
     stub.requests.clear()
 
     async def scenario() -> tuple[list, list[str]]:
-        gen = tab.step_compare("What is 1 + 1, three times?", "All", request=visitor)
+        gen = tab.step_compare(question="What is 1 + 1, three times?", mode="All", request=visitor)
         frames: list = []
         statuses = []
         for _ in range(3):
@@ -89,7 +89,7 @@ def test_next_and_continue_reach_only_this_sessions_run_and_stop_ends_a_paused_r
     visitor, other = SimpleNamespace(session_hash="s2"), SimpleNamespace(session_hash="s3")
 
     async def scenario() -> list:
-        gen = tab.step_compare("What is 1 + 1, three times?", "ReAct", request=visitor)
+        gen = tab.step_compare(question="What is 1 + 1, three times?", mode="ReAct", request=visitor)
         frames = await until_paused(gen, [])
         await tab.next_step(request=other)
         await tab.continue_run(request=other)
@@ -109,7 +109,7 @@ def test_a_plain_run_is_not_reachable_by_the_step_buttons(stub, registry):
     tab, visitor = tab_for(stub, registry), SimpleNamespace(session_hash="s4")
 
     async def scenario() -> list:
-        gen = tab.compare("What is 1 + 1, three times?", "ReAct", request=visitor)
+        gen = tab.compare(question="What is 1 + 1, three times?", mode="ReAct", request=visitor)
         frames = [await anext(gen)]
         assert tab.stops.runs("s4", "compare") == []
         frames.extend([f async for f in gen])

@@ -12,6 +12,7 @@ import pytest
 from agents.events import Action, FinalAnswer, LLMError, Observation, ParseError, Thought, TokenDelta, Usage
 from agents.llm.base import Chunk, LLMFailure
 from agents.llm.settings import NOT_CONFIGURED, LLMSettings
+from agents.request import RunRequest
 from agents.trace import Trace
 from tests.frames import collect_now, content
 from ui.compare.live_run import live_run
@@ -21,7 +22,7 @@ from ui.core.modes import MODES
 from ui.core.render import Panel, safe_markdown
 from ui.core.table import agreement, answers_agree, comparison_markdown, metrics_markdown
 from ui.page.examples import CATEGORIES, EXAMPLES, by_category
-from ui.recordings.export import export_dict, export_markdown, run_settings, write_exports
+from ui.recordings.export import export_dict, export_markdown, settings_block, write_exports
 from ui.recordings.playback import play
 from ui.recordings.reader import RecordingError, read_recording, schedule
 
@@ -275,7 +276,7 @@ def test_export_round_trip_without_token(tmp_path):
     settings = LLMSettings(model="m", base_url="http://user:pw@127.0.0.1:9/v1", token="hf_SECRET_TOKEN_123")
     traces = {m: react_trace(mode=m) for m in ("think", "act", "react")}
     data = export_dict("What is 2+2?", "All", traces,
-                       run_settings(settings, protocol="text", max_steps=5, temperature=0.2, tools=["calculate"]))
+                       settings_block(settings, RunRequest("What is 2+2?", MODES), ["calculate"]))
     json_path, md_path = write_exports(data, tmp_path)
     raw_json, raw_md = (open(p, encoding="utf-8").read() for p in (json_path, md_path))
     assert "hf_SECRET" not in raw_json + raw_md and "pw@" not in raw_json + raw_md
@@ -351,8 +352,8 @@ class FakeModel:
 
 def test_live_run_error_stays_in_its_panel(registry):
     settings = LLMSettings(model="fake", base_url="http://127.0.0.1:9/v1")
-    frames = collect_now(live_run("What is 2+2?", "All", MODES, settings, registry, make_config("text", 5, 0.2),
-                              model_factory=FakeModel, export=False))
+    frames = collect_now(live_run(RunRequest("What is 2+2?", MODES, selection="All"), settings, registry,
+                                      model_factory=FakeModel, export=False))
     think, act, react = frames[-1].panels
     assert "Model error" in content(think[-1]) and "HTTP 500" in content(think[-1])
     assert "Final answer" in content(act[-1]) and "Final answer" in content(react[-1])
@@ -361,8 +362,8 @@ def test_live_run_error_stays_in_its_panel(registry):
 
 def test_live_run_refuses_without_calling_the_model(registry):
     FakeModel.calls.clear()
-    frames = collect_now(live_run("What is 2+2?", "All", MODES, LLMSettings(), registry, make_config("text", 5, 0.2),
-                              model_factory=FakeModel))
+    frames = collect_now(live_run(RunRequest("What is 2+2?", MODES, selection="All"), LLMSettings(), registry,
+                                      model_factory=FakeModel))
     assert len(frames) == 1 and NOT_CONFIGURED[:30] in frames[0].status
     assert "No model is configured" in content(frames[0].panels[1][0])
     assert FakeModel.calls == []
@@ -381,7 +382,7 @@ def test_a_recording_with_a_hybrid_replays_into_the_fourth_panel(tmp_path):
     from ui.recordings.playback import hybrid_in
 
     traces = {m: react_trace(mode=m) for m in ("react", "react_cot_sc")}
-    settings = run_settings(LLMSettings(model="m"), protocol="text", max_steps=5, temperature=0.2, tools=[])
+    settings = settings_block(LLMSettings(model="m"), RunRequest("q", ("react",)), [])
     json_path, _ = write_exports(export_dict("q", "ReAct", traces, settings), tmp_path)
     rec = read_recording(json_path)
     assert list(rec.traces) == ["react", "react_cot_sc"] and hybrid_in(rec) == "react_cot_sc"

@@ -86,7 +86,7 @@ def run_on_screen(stub):
     from tools.registry import ToolRegistry
 
     compare, _ = tabs(stub, ToolRegistry([calculate]))
-    return asyncio.run(collect(compare.compare(QUESTION, "All")))[-1]
+    return asyncio.run(collect(compare.compare(question=QUESTION, mode="All")))[-1]
 
 
 def fork(stub, registry, exports, *, panel="react", step=None, text="400", where="new", replay_file=None):
@@ -240,7 +240,7 @@ def test_a_running_run_blocks_a_fork_and_a_paused_one_is_forked(stub, registry):
     request = SimpleNamespace(session_hash="s1")
 
     async def scenario() -> tuple[str, list, list]:
-        gen = compare.step_compare(QUESTION, "ReAct", request=request)
+        gen = compare.step_compare(question=QUESTION, mode="ReAct", request=request)
         frames = []
         async for frame in gen:
             frames.append(frame)
