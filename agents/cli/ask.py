@@ -38,8 +38,7 @@ from agents.events import (
 )
 from agents.llm.settings import DEFAULT_MAX_TOKENS, TRY_THE_TOY, LLMSettings
 from agents.modes import RunConfig
-from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
-from agents.modes.registry import list_modes, mode_ids, mode_title
+from agents.modes.registry import list_modes, mode_ids, mode_title, run_options
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, PROTOCOLS, TEMPERATURE_RANGE
 from agents.trace import Trace, metrics_line
 from tools.registry import ToolRegistry
@@ -73,8 +72,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "end of input (Ctrl-D) runs to the end")
     parser.add_argument("--expected", help="the expected answer: each run is marked ✓ or ✗ (the paper's exact match, "
                                            "numbers by value), and Reflexion grades its trials against it")
-    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
-                        help=f"Reflexion's trials, 1-{MAX_TRIALS} (default {DEFAULT_TRIALS})")
+    for option in run_options():  # the modes' own settings (Reflexion's --trials), from their specs
+        parser.add_argument(f"--{option.name.replace('_', '-')}", type=int, default=option.default,
+                            help=f"{option.label}, {option.low}-{option.high} (default {option.default})")
     return parser
 
 
@@ -88,8 +88,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not low <= args.max_steps <= high:
         raise UsageError(f"--max-steps must be between {low} and {high}")
     check_model_flags(args.model, args.max_tokens, args.temperature)
-    if not 1 <= args.trials <= MAX_TRIALS:
-        raise UsageError(f"--trials must be between 1 and {MAX_TRIALS}")
+    options = {o.name: getattr(args, o.name) for o in run_options()}
+    for option in run_options():
+        if not option.low <= options[option.name] <= option.high:
+            raise UsageError(f"--{option.name.replace('_', '-')} must be between {option.low} and {option.high}")
     expected = clean_expected(args.expected)
     registry = _registry(args.tools)
     settings = llm_settings(model=args.model)
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         ask_stepping, stdin=sys.stdin, prompt_out=sys.stderr if args.json else out)
     traces = run(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,
                  on_event=printer.on_event if printer else None,
-                 options={"trials": args.trials, "expected": expected})  # each mode takes those its spec names
+                 options={**options, "expected": expected})  # each mode takes those its spec names
     if args.json:
         print(json.dumps(to_json(args.question, traces, settings, expected), ensure_ascii=False, indent=2), file=out)
     else:

@@ -3,8 +3,8 @@
 One process uses one core and a model's stream costs CPU for every chunk, so the modes run in worker processes
 (:mod:`agents.hosting.worker`) while the app's process renders the panels. :func:`make_run` / :func:`make_fork`
 return a :class:`HostedRun`, the app's handle, with :class:`~agents.comparison.ComparisonRun`'s interface.
-Which runs stay in the app's process (:class:`LocalHost`) and how events travel: ARCHITECTURE.md, "How a run
-reaches the screen".
+Which runs stay in the app's process (:class:`LocalHost`) and how events travel: docs/serving.md, "How a run
+reaches the screen (and how Stop ends it)".
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ reflections are given to the next trial.
 
 Each trial is the ``react`` mode itself, the reflections added through the loops' one hook (``notes``), so
 Reflexion adds no loop of its own. The evaluator, the events and the trace it leaves are described in
-ARCHITECTURE.md ("Adding messages to a loop, and Reflexion"); what it shows a learner in docs/modes.md.
+docs/modes.md ("Adding messages to a loop, and Reflexion"); what it shows a learner in docs/modes.md.
 A run has several conversations, so it cannot be forked (its spec offers no ``runner``).
 """
 
