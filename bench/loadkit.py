@@ -1,8 +1,8 @@
 """Pieces of the app load benchmark: the app and the stub model in their own processes, a light
 REST visitor, and per-process CPU / memory read from ``/proc``.
 
-Why a hand-rolled visitor: ``gradio_client`` spends about a core on 20 visitors (see
-../shared/NOTES.md), which on a 2-core machine hides the app's own cost. Gradio's REST route
+Why a hand-rolled visitor: ``gradio_client`` spends about a core on 20 visitors,
+which on a 2-core machine hides the app's own cost. Gradio's REST route
 is two plain HTTP requests per run (``POST /gradio_api/call/compare`` → ``event_id``, then
 ``GET /gradio_api/call/compare/<event_id>``, an SSE stream), which ``http.client`` does with
 little CPU, so hundreds of visitors fit in threads of one process.

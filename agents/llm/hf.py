@@ -1,7 +1,7 @@
 """The real model client: ``huggingface_hub.InferenceClient``, streamed, with honest failure messages.
 
 ``InferenceClient`` already speaks both the HF router and any OpenAI-compatible
-``base_url``; what it leaves to us (see ../shared/NOTES.md) is what this module adds:
+``base_url``; what it leaves to us is what this module adds:
 retries with backoff for 429/5xx and dropped connections, a retry without ``stop`` for
 servers that reject it, a reply trusted only when the server says it is finished, limits on
 silence (``LLM_TIMEOUT``) and on a whole call (``LLM_MAX_DURATION``) — its own ``timeout`` is

@@ -1,4 +1,4 @@
-"""Issue 9's size rule, checked rather than hoped for: no function over 60 lines, no module over 400, outside tests."""
+"""The code's size rule, checked rather than hoped for: no function over 60 lines, no module over 400, outside tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 8 B: servers that serve one request at a time, through the real client against the stub.
+"""Servers that serve one request at a time, through the real client against the stub.
 
 The stub's ``one_at_a_time`` mode does what llama-cpp-python's server does by default: a new
 request aborts the one in flight (``[DONE]`` without a ``finish_reason``, then the end of the body).

@@ -1,6 +1,6 @@
 """What a real local model server does, through the real InferenceClient against the stub server.
 
-Issue 8 A and F.3: a reply is trusted only when the server says it is finished (a cut one is
+A reply is trusted only when the server says it is finished (a cut one is
 never an answer), ``LLM_TIMEOUT`` bounds silence and ``LLM_MAX_DURATION`` a whole call, usage of
 a call that ended early still counts, ``max_tokens`` reaches the request, and a Hugging Face
 token never goes to a ``base_url`` server.
@@ -53,7 +53,8 @@ def shown(trace) -> str:
 
 @pytest.mark.parametrize("mode", ["think", "react"])
 def test_an_answer_cut_after_39_is_never_the_answer_39(server, mode):
-    """The issue's case: "Final Answer: 396" ends cleanly after "39", with no finish_reason and no [DONE]."""
+    """A cut that looks like an answer: "Final Answer: 396" ends cleanly after "39", with no finish_reason and no
+    [DONE]."""
     server.script(StubReply(text="Final Answer: 396", end_after=2))  # chunks of 8: "Final An", "swer: 39" | "6"
     trace = compare(QUESTION, [mode], model_factory=factory(server), registry=REGISTRY)[mode]
     assert shown(trace) == "Final Answer: 39"  # the partial text stays visible…

@@ -175,7 +175,7 @@ SERVER_FAULTS = tuple(f for f in LEAK_FAULTS if not f.startswith("tool-"))  # th
 
 
 class RestClient:
-    """Gradio's REST API with httpx (gradio_client costs a core at this rate; see ../shared/NOTES.md)."""
+    """Gradio's REST API with httpx (gradio_client costs a core at this rate)."""
 
     def __init__(self, url: str, tools: tuple[str, ...] = ("calculate", "slow_lookup", "broken_tool")) -> None:
         self.url, self.tools = url.rstrip("/"), list(tools)

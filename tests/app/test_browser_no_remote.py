@@ -1,4 +1,4 @@
-"""A shared run whose text holds images makes the page fetch nothing, in headless Chromium (issue 21).
+"""A shared run whose text holds images makes the page fetch nothing, in headless Chromium.
 
 Every way a model, a web page it read, a recording or a teacher could write an image or a tag into the panels,
 the expected answer and the table points at an outside listener — a second HTTP server on loopback that the

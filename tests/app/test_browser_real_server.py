@@ -1,4 +1,4 @@
-"""The Stop button, clicked in a real browser, ends a real model server's stream (issue 8 C).
+"""The Stop button, clicked in a real browser, ends a real model server's stream.
 
 ``tests/real_server/test_real_app.py`` cancels through Gradio's API (what a closed tab does); a visitor
 presses ■ Stop, a private event that signals this session's streams (``ui/core/stream.Stops``). Only a real

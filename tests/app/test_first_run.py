@@ -102,7 +102,7 @@ def free_port() -> int:
 
 @pytest.mark.timeout(180)
 def test_python_app_py_with_nothing_configured_answers_the_example():
-    """The issue's "done when": ``python app.py`` on a machine with nothing configured shows three panels answering
+    """A new user's first run: ``python app.py`` on a machine with nothing configured shows three panels answering
     "What is 17 * 23 + 5?" (run workers included: they reach the toy in the app's process)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_", "APP_", "SPACE_"))}

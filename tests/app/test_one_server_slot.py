@@ -1,6 +1,6 @@
-"""Issue 8 B and A through the whole app, as the app is really run: the default tools (so live Compare runs
-go to the run workers, ``APP_RUN_WORKERS``' default) against a stub that serves one request at a time and
-aborts the one in flight when another arrives, as llama-cpp-python's server does.
+"""A one-request-at-a-time server and the limit on calls in flight, through the whole app as it is really run: the
+default tools (so live Compare runs go to the run workers, ``APP_RUN_WORKERS``' default) against a stub that serves
+one request at a time and aborts the one in flight when another arrives, as llama-cpp-python's server does.
 
 ``LLM_MAX_CONCURRENT`` is "at most this many model calls in flight per app process": it must hold for
 everything the app runs at once (Compare, the Benchmark tab, a second visitor), whichever process a

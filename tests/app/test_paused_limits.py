@@ -1,4 +1,4 @@
-"""Paused runs cannot take the room (issue 21): one visitor holds a few, all of them together half the slots, a run
+"""Paused runs cannot take the room: one visitor holds a few, all of them together half the slots, a run
 left paused ends by itself (its panels say why), and a visitor who leaves gives theirs back — over the REST API, as
 an attacker would send it (``POST /gradio_api/call/compare_step``, a new ``session_hash`` each, streams never read).
 The app runs its live runs in worker processes (the calculator's registry is importable by module name)."""

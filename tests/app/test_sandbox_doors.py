@@ -1,4 +1,4 @@
-"""The sandbox's boundary attacked through the app's doors (issue 25): ``/compare`` over REST with ReAct (whose
+"""The sandbox's boundary attacked through the app's doors: ``/compare`` over REST with ReAct (whose
 scripted action is ``python_repl``) beside CodeAct, and the MCP tool ``compare_reasoning_modes`` with
 ``modes: ["codeact"]``; the engine's doors are tests/tools/test_sandbox_boundary.py, the corpus
 tests/tools/boundary_kit.py.

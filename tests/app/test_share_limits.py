@@ -1,4 +1,4 @@
-"""Share links cannot be emptied or multiplied by one visitor, and opening a large shared run costs little (issue 21).
+"""Share links cannot be emptied or multiplied by one visitor, and opening a large shared run costs little.
 
 Driven as a browser sends these private events: the Share button through Gradio's queue (``/gradio_api/queue/join``
 and ``/gradio_api/queue/data``), the ``?run=`` page load through ``/gradio_api/run/predict`` (it is not queued).
@@ -102,7 +102,7 @@ def share_app(kit, monkeypatch, tmp_path) -> Iterator:
 
 
 def test_eleven_large_shares_from_one_visitor_evict_nobody_elses_link(share_app, tmp_path):
-    """The issue's scenario at a tenth of the size: a 20 MB store, shares of ~1.9 MB each."""
+    """One visitor filling the store, at a tenth of the size: a 20 MB store, shares of ~1.9 MB each."""
     with share_app(share_max_mb=20) as url:  # one visitor: 2 MB an hour (a tenth)
         others = ShareStore(tmp_path / "store", 20 * 1024 * 1024, 86400)
         earlier = [others.put(recording(tmp_path / f"other-{k}.json", f"other {k}"), f"203.0.113.{k}")
@@ -220,8 +220,9 @@ def test_an_old_link_to_a_run_over_the_cap_is_one_line_without_parsing(share_app
 
 def test_five_addresses_sharing_until_refused_store_no_more_than_their_quotas_and_evict_no_earlier_link(share_app,
                                                                                                      tmp_path):
-    """Issue 25's scenario at a tenth of the size: a 20 MB store (2 MB an hour per visitor, export and view
-    together), fifty earlier links, then five addresses (behind a trusted proxy) sharing large runs until refused."""
+    """Several visitors filling the store, at a tenth of the size: a 20 MB store (2 MB an hour per visitor, export
+    and view together), fifty earlier links, then five addresses (behind a trusted proxy) sharing large runs until
+    refused."""
     store = tmp_path / "store"
     with share_app(share_max_mb=20, trusted_proxies=("127.0.0.1",)) as url:
         others = ShareStore(store, 20 * 1024 * 1024, 86400, per_hour=1000)
@@ -247,7 +248,7 @@ def test_five_addresses_sharing_until_refused_store_no_more_than_their_quotas_an
 
 
 def test_a_crowds_opens_do_not_hold_up_another_visitors_open(share_app, tmp_path):
-    """Issue 25: 200 opens from 10 addresses made another visitor's open wait for the whole backlog (two opens at a
+    """200 opens from 10 addresses once made another visitor's open wait for the whole backlog (two opens at a
     time, first come first served). Opens are shared fairly among visitors (ui/core/fair.py): the other visitor's
     open, during such a crowd, takes a few times a quiet open, not the backlog's time. Loopback, threads of this
     process, bounded in count (200 + 12 opens) and time; a ratio with a wide margin, for a noisy machine (first come,

@@ -1,4 +1,4 @@
-"""The sandbox boundary's attack corpus (issue 25), shared by the tests that send it through each public door:
+"""The sandbox boundary's attack corpus, shared by the tests that send it through each public door:
 ``tools.call_tool('python_repl', …)`` and the CLI's CodeAct (tests/tools/test_sandbox_boundary.py), ``/compare``
 over REST and the MCP tool (tests/app/test_sandbox_doors.py). Not collected by pytest (no ``test_`` prefix).
 
@@ -67,7 +67,7 @@ class Attack:
 
 _DOTS = "'../' * 16 + T['app_file'].lstrip('/')"  # a `..` walk from the scratch folder to the app's file
 
-ISSUE_GADGET = """\
+OBJECT_DICT_GADGET = """\
 import functools
 found = []
 class Grab:
@@ -112,8 +112,8 @@ return g['__name__'], dict(g['environ']), got
 """
 
 # (name, program): functools.wraps(obj)(W()) feeding update_wrapper an object whose attribute access the program
-# controls, then walking __dict__s to os._wrap_close.__init__.__globals__ (the issue's, and one from `type`).
-GADGETS = {"wraps-object-dict": ISSUE_GADGET, "wraps-type-dict": TYPE_DICT_GADGET}
+# controls, then walking __dict__s to os._wrap_close.__init__.__globals__ (one through object's, one through type's).
+GADGETS = {"wraps-object-dict": OBJECT_DICT_GADGET, "wraps-type-dict": TYPE_DICT_GADGET}
 
 ATTACKS: list[Attack] = [
     Attack("import-os-environ", "return dict(os.environ), os.getenv('HF_TOKEN'), os.getenv('SECRET_CANARY')",

@@ -1,4 +1,4 @@
-"""The sandbox's boundary under attack through its engine doors (issue 25): ``tools.call_tool('python_repl', …)``
+"""The sandbox's boundary under attack through its engine doors: ``tools.call_tool('python_repl', …)``
 in this process, and CodeAct through the CLI (``python -m agents ask --mode codeact``) against the stub server,
 whose scripted replies are the attack programs. The app's doors (``/compare``, MCP) are tests/app/test_sandbox_doors.py.
 

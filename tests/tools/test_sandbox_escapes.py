@@ -52,7 +52,7 @@ REFUSED: list[tuple[str, str, str]] = [
     ("formatter-from", "from string import Formatter", "Formatter"),
     ("update-wrapper", "import functools\nfunctools.update_wrapper(print, len, ('__globals__',))", "update_wrapper"),
     ("singledispatch", "from functools import singledispatch", "singledispatch"),
-    # issue 25: library code that reads or writes a program object's attributes by a name given as data
+    # gadgets: library code that reads or writes a program object's attributes by a name given as data
     ("wraps-func", "import functools\nfunctools.wraps(len).func", "'wraps'"),
     ("wraps-assigned", "import functools\nfunctools.wraps(len, ('__globals__',))", "'wraps'"),
     (

@@ -1,4 +1,4 @@
-"""python_repl sandbox, issue 25: gadgets, i.e. allowed library functions that read or write a program object's
+"""python_repl sandbox: gadgets, i.e. allowed library functions that read or write a program object's
 attributes or ``__dict__`` on its behalf, by a name given as data.
 
 The headline: ``functools.wraps(obj)(W())`` runs the real ``update_wrapper``, which does
@@ -255,7 +255,7 @@ def _refusal(code: str) -> str:
 
 
 def test_the_wraps_gadget_is_refused_with_a_readable_reason() -> None:
-    """Issue 25's 12-line program: accepted by the policy before this change (it printed ``REACHED os``)."""
+    """The 12-line wraps gadget: accepted by the policy before this change (it printed ``REACHED os``)."""
     assert len(WRAPS_GADGET.splitlines()) == 12
     message = _refusal(WRAPS_GADGET)
     assert message.startswith("Refused before running (nothing was executed): line 6: a class may not define")
@@ -312,7 +312,7 @@ def test_the_class_allow_list_holds_no_hook() -> None:
     assert not CLASS_DUNDERS & (ATTRIBUTE_HOOKS | COPY_HOOKS | BLOCKED_CLASS_DUNDERS)
 
 
-# --- runtime: what layer 2 still lets through with the policy off (see the layer-2 patch of issue 25) ---------
+# --- runtime: what layer 2 (the restricted builtins and importer) still lets through with the policy off -------
 
 
 def test_wraps_as_a_decorator_still_runs() -> None:

@@ -19,7 +19,7 @@ QUESTION = "What is 17 * 23 + 5?"
 
 @pytest.mark.parametrize("protocol", ["text", "tools"])
 def test_cli_json_done_when(protocol):
-    """The issue's acceptance check, run as a user would: a subprocess with LLM_BASE_URL set."""
+    """``ask --mode all --json`` answers in every mode, run as a user would: a subprocess with LLM_BASE_URL set."""
     with StubLLMServer(responder=toy_policy) as srv:
         env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "LLM_API_KEY", "HF_HUB_OFFLINE")}
         env.update(LLM_BASE_URL=srv.url, LLM_MODEL="stub", PYTHONPATH=str(ROOT))
