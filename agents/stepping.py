@@ -8,14 +8,16 @@ no watchdog clock runs (those bound only calls in flight). A class can talk for 
 A :class:`StepGate` counts the calls a mode has started and how many it may start; the
 controller (``ComparisonRun.step``/``resume``/``close``) changes the allowance from any
 thread. The first call is always allowed, so a mode that ends in one step (Think-only) never
-pauses, and a mode that has ended is never "paused".
+pauses, and a mode that has ended is never "paused". Both run handles read who waits from the events
+(:class:`StepState`) and offer the same step controls on top (:class:`StepControls`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterable
 
 from agents.events import Event, Paused, Resumed
 
@@ -97,3 +99,80 @@ class StepGate:
             yield Resumed(round(time.monotonic() - began, 3))
         with self._cond:
             self.started += 1
+
+
+class StepState:
+    """Which modes of a run wait, from its ``(mode, event)`` stream: from a ``Paused`` until its ``Resumed``, its end
+    (``None``), or until let go (at once, so nobody asks twice for one step). ``held`` modes neither run nor wait
+    (``ComparisonRun``'s, waiting for their turn to run again). Any thread may feed or ask."""
+
+    def __init__(self, modes: Iterable[str] = ()) -> None:
+        self.modes = list(modes)
+        self.ended: set[str] = set()
+        self.held: set[str] = set()
+        self._waiting: dict[str, int] = {}  # mode → the step it paused after
+        self._lock = threading.RLock()
+
+    def add(self, mode: str, event: Event | None, emit: Callable[[str, Event | None], None] | None = None) -> None:
+        """Note a pause, a resume or an end, and pass the event to ``emit`` under the same lock: nobody sees a mode
+        wait before its ``Paused`` is passed on, and whoever gets it finds it noted (a worker grants the step)."""
+        with self._lock if event is None or isinstance(event, Paused | Resumed) else contextlib.nullcontext():
+            if event is None:
+                self.ended.add(mode)
+            elif isinstance(event, Paused):
+                self._waiting[mode] = event.step
+            elif isinstance(event, Resumed):
+                self._waiting.pop(mode, None)
+            if emit is not None:
+                emit(mode, event)
+
+    @property
+    def paused(self) -> list[str]:
+        with self._lock:
+            return [m for m in self.modes if m in self._waiting and m not in self.ended]
+
+    def pause_step(self, modes: Iterable[str] | None = None, idle: Callable[[str], bool] | None = None) -> int | None:
+        """The step the run is paused after (some mode waits; each other one waits, has ended or is idle), or None."""
+        idle = idle or self.held.__contains__
+        with self._lock:
+            active = [m for m in (self.modes if modes is None else modes) if m not in self.ended and not idle(m)]
+            return max(self._waiting[m] for m in active) if active and all(m in self._waiting for m in active) else None
+
+    def let_go(self, *, once: bool = False) -> bool:
+        """Let the waiting modes go; ``once``: only if the run is paused, so once per pause. Whether it did."""
+        with self._lock:
+            if once and self.pause_step() is None:
+                return False
+            self._waiting.clear()
+            return True
+
+
+class StepControls:
+    """A run handle's step controls (``ComparisonRun``, ``HostedRun``), none blocking: the handle feeds ``_steps``
+    the events it passes on, and its ``_control(kind)`` acts on its gates or through its worker."""
+
+    _steps: StepState
+
+    @property
+    def paused(self) -> list[str]:
+        """Modes waiting for :meth:`step` or :meth:`resume` now (a mode that has ended is never paused)."""
+        return self._steps.paused
+
+    @property
+    def waiting_for_step(self) -> bool:
+        """True when nothing runs and some mode is paused: time to ask for the next step."""
+        return self._steps.pause_step() is not None
+
+    def step(self) -> None:
+        """One more step for every paused mode, once per pause (a double click never grants two)."""
+        if self._steps.let_go(once=True):
+            self._control("step")
+
+    def resume(self) -> None:
+        """Stop pausing: every mode runs to its end."""
+        self._steps.let_go()
+        self._control("resume")
+
+    def pause(self) -> None:
+        """Switch a running run to stepping: each mode pauses before its next model call."""
+        self._control("pause")

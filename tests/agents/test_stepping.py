@@ -189,3 +189,54 @@ def test_codeact_and_reflexion_step_one_model_reply_at_a_time(mode, script, step
         model.assert_done()
     finally:
         run.close()
+
+
+def test_step_state_reads_who_waits_from_the_events_and_lets_them_go_once_per_pause():
+    """The one bookkeeping of both run handles (and the Compare status line): Paused, Resumed and ends in."""
+    from agents.stepping import StepState
+
+    state = StepState(["think", "act", "react"])
+    noted: list = []
+    state.add("think", None, lambda mode, event: noted.append((mode, event, state.pause_step())))
+    state.add("act", Paused(1), lambda mode, event: noted.append((mode, event, state.paused)))
+    assert noted == [("think", None, None), ("act", Paused(1), ["act"])]  # whoever gets a pause finds it noted
+    assert state.pause_step() is None  # react still runs
+    state.add("react", Usage(reply="…"))  # other events change nothing
+    state.add("react", Paused(2))
+    assert state.paused == ["act", "react"] and state.pause_step() == 2
+    assert state.let_go(once=True) and not state.paused and state.pause_step() is None  # at once, before Resumed
+    assert not state.let_go(once=True)  # a double click: no pause left to end, so no second step
+    for mode in ("act", "react"):
+        state.add(mode, Resumed(0.5))
+    state.add("act", Paused(2))
+    state.held.add("react")  # waiting for its turn to run again (ComparisonRun): not running
+    assert state.pause_step() == 2 and state.paused == ["act"]
+    state.held.discard("react")
+    assert state.pause_step() is None
+    assert state.pause_step(["act", "react"], lambda m: m == "react") == 2  # the caller's own "not running"
+    state.add("act", None)
+    assert state.paused == [] and state.pause_step() is None  # an ended mode is never paused
+    state.add("react", Paused(3))
+    state.let_go()  # Continue: let go whatever the others do
+    assert state.paused == []
+
+
+def test_a_mode_waiting_to_run_again_does_not_keep_a_stepping_run_from_asking_for_the_next_step():
+    """A mode cut off by a one-request-at-a-time server waits for the others' first attempts; those pause meanwhile."""
+    from agents.llm.base import LLMFailure
+
+    attempts = [[LLMFailure("cut off", reason="interrupted")], [LOOP[-1]]]  # act's first attempt, then its retry
+
+    def make() -> ScriptedModel:
+        mode = threading.current_thread().name.removeprefix("mode-")
+        return ScriptedModel(attempts.pop(0) if mode == "act" else list(LOOP))
+
+    run, traces = stepping_run(("act", "react"), model_factory=make)
+    try:
+        drain(run, traces, lambda r: r.waiting_for_step)
+        assert run.paused == ["react"] and traces["act"].error is not None  # act is held: it does not run
+        run.resume()
+        drain(run, traces, lambda r: False)
+        assert run.done and traces["react"].answer == "396" and traces["act"].answer == "396"
+    finally:
+        run.close()
