@@ -22,7 +22,7 @@ from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
 from agents.modes.registry import mode_ids, run_mode
-from agents.stepping import StepGate
+from agents.stepping import StepControls, StepGate, StepState
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
@@ -135,7 +135,7 @@ def run_one(
             models.discard(model)
 
 
-class ComparisonRun:
+class ComparisonRun(StepControls):
     """Selected modes running concurrently, one thread and one model client each.
 
     For callers that must stay responsive while no event arrives (a UI that has to honour
@@ -184,36 +184,12 @@ class ComparisonRun:
         self._server_alive = False  # some mode answered or was cut off by another: the server does serve
         self._sources = dict(sources or {})  # modes whose events come from elsewhere (a fork)
         self._gates = {m: StepGate(self.cancel, stepping=stepping) for m in self.modes}
-        self._finished: set[str] = set()  # modes whose thread has ended
-        self._held: set[str] = set()  # modes waiting for their turn to run again (not stepping, not done)
+        self._steps = StepState(self.modes)  # who waits, from the events passed on (and who waits to run again)
 
-    # -- step control: each call returns at once; the mode threads do the waiting --------------------
-
-    def step(self) -> None:
-        """Let every unfinished mode run one more step (a mode still busy with its step runs the next too)."""
+    def _control(self, kind: str) -> None:
+        """Step control (:class:`~agents.stepping.StepControls`) returns at once: the mode threads do the waiting."""
         for gate in self._gates.values():
-            gate.grant(1)
-
-    def resume(self) -> None:
-        """Stop pausing: every mode runs to its end."""
-        for gate in self._gates.values():
-            gate.release()
-
-    def pause(self) -> None:
-        """Switch a running run to stepping: each mode pauses before its next model call."""
-        for gate in self._gates.values():
-            gate.pause_next()
-
-    @property
-    def paused(self) -> list[str]:
-        """Modes waiting for :meth:`step` or :meth:`resume` now (a mode that has ended is never paused)."""
-        return [m for m in self.modes if self._gates[m].waiting and m not in self._finished]
-
-    @property
-    def waiting_for_step(self) -> bool:
-        """True when nothing runs and some mode is paused: time to ask the user for the next step."""
-        paused = set(self.paused)
-        return bool(paused) and all(m in paused or m in self._finished or m in self._held for m in self.modes)
+            {"step": gate.grant, "resume": gate.release, "pause": gate.pause_next}[kind]()
 
     def start(self) -> ComparisonRun:
         for t in self._threads:
@@ -271,8 +247,7 @@ class ComparisonRun:
                         self._emit(mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE))
                         self._attempt(mode)
         finally:
-            self._finished.add(mode)
-            self._emit(mode, None)
+            self._steps.add(mode, None, self._emit)
 
     def _attempt(self, mode: str) -> str:
         """Run the mode once, forwarding its events; returns the reason of the error it ended with ("": none)."""
@@ -282,7 +257,7 @@ class ComparisonRun:
         config = replace(self.config, stepper=gate)
         for event in run_one(mode, self.question, self.factory, self.registry, config, self._models,
                              self._sources.get(mode), **self._options):
-            self._emit(mode, event)
+            self._steps.add(mode, event, self._emit)
             if isinstance(event, LLMError | FinalAnswer):
                 reason = event.reason if isinstance(event, LLMError) else ""
                 if isinstance(event, FinalAnswer) or reason == "interrupted":
@@ -293,13 +268,13 @@ class ComparisonRun:
 
     def _others_finished(self, mode: str) -> bool:
         """Wait until no mode is on its first attempt any more; False if the run was cancelled meanwhile."""
-        self._held.add(mode)
+        self._steps.held.add(mode)
         try:
             with self._round:
                 while self._first_round > 0 and not self.cancel.is_set():
                     self._round.wait(1.0)
         finally:
-            self._held.discard(mode)
+            self._steps.held.discard(mode)
         return not self.cancel.is_set()
 
 
