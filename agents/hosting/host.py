@@ -11,13 +11,14 @@ import threading
 from typing import Any
 
 from agents.comparison import JOIN_TIMEOUT_S
-from agents.events import Event, LLMError, Paused, Resumed
+from agents.events import Event, LLMError
 from agents.hosting.worker import CLOSED, Item, RunSpec, RunWorker
+from agents.stepping import StepControls, StepState
 
 ACK_TIMEOUT_S = JOIN_TIMEOUT_S + 1.0  # the worker joins the run's threads for up to JOIN_TIMEOUT_S
 
 
-class HostedRun:
+class HostedRun(StepControls):
     """The app's handle on a hosted run: the interface of :class:`~agents.comparison.ComparisonRun`."""
 
     def __init__(self, spec: RunSpec, host: Host) -> None:
@@ -27,8 +28,7 @@ class HostedRun:
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # batches from the host
         self._buffer: collections.deque = collections.deque()
         self._remaining = len(self.modes)
-        self._ended: set[str] = set()  # modes whose end the host has delivered
-        self._pausing: set[str] = set()  # modes whose Paused the host has delivered, not yet let go
+        self._steps = StepState(self.modes)  # who waits and who has ended, from what the host delivered
         self._acked = threading.Event()
         self._state_lock = threading.Lock()
         self._started = self._closed = False
@@ -68,36 +68,9 @@ class HostedRun:
             return mode, event
         return None
 
-    @property
-    def paused(self) -> list[str]:
-        """Modes that announced a pause (their ``Paused`` has arrived) and were not let go since."""
-        with self._state_lock:
-            return [m for m in self.modes if m in self._pausing and m not in self._ended]
-
-    @property
-    def waiting_for_step(self) -> bool:
-        """Some mode paused and every other one paused too or ended: time to ask for the next step."""
-        with self._state_lock:
-            waiting = self._pausing - self._ended
-            return bool(waiting) and all(m in waiting or m in self._ended for m in self.modes)
-
-    def step(self) -> None:
-        """One more step for every paused mode, once per pause: until the modes pause again this does
-        nothing, so a double click never grants two steps."""
-        with self._state_lock:
-            waiting = self._pausing - self._ended
-            if not waiting or not all(m in waiting or m in self._ended for m in self.modes):
-                return
-            self._pausing.clear()
-        self.host.command(self, "step")
-
-    def resume(self) -> None:
-        with self._state_lock:
-            self._pausing.clear()
-        self.host.command(self, "resume")
-
-    def pause(self) -> None:
-        self.host.command(self, "pause")
+    def _control(self, kind: str) -> None:
+        """Step control (:class:`~agents.stepping.StepControls`): a command to the worker, which acts on the run."""
+        self.host.command(self, kind)
 
     def close(self) -> None:
         """Cancel every mode (closing their clients ends their streams) and wait, briefly, until the worker
@@ -120,24 +93,18 @@ class HostedRun:
                 if payload == CLOSED:
                     self._acked.set()
                 continue
-            with self._state_lock:
-                if payload is None:
-                    self._ended.add(mode)
-                elif isinstance(payload, Paused):
-                    self._pausing.add(mode)
-                elif isinstance(payload, Resumed):
-                    self._pausing.discard(mode)
+            self._steps.add(mode, payload)
             events.append((mode, payload))
         if events:
             self._inbox.put(events)
-        if len(self._ended) == len(self.modes):
+        if len(self._steps.ended) == len(self.modes):
             self._acked.set()  # every mode's thread has ended: a close() need not wait for the worker
 
     def fail(self, message: str) -> None:
         """The worker is gone: one error line and an end for every mode that has not ended."""
         items: list[tuple[str, Any]] = []
         for mode in self.modes:
-            if mode not in self._ended:
+            if mode not in self._steps.ended:
                 items += [(mode, LLMError(message, "worker")), (mode, None)]
         self.deliver(items)
         self._acked.set()
