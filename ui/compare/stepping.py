@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from agents.events import Event, Paused, Resumed
+from agents.events import Event
+from agents.stepping import StepState
 
 PAUSED_STATUS = "⏸ Paused after step {step} — Next step, Continue or Stop."
 STEPPING_STATUS = "● Stepping through **{selection}** on {where}: step {step}…"
@@ -78,30 +79,25 @@ def is_paused(status: str | None) -> bool:
 
 
 class PauseState:
-    """Which modes of a live run wait between steps, and after which step (from the events seen)."""
+    """Which modes of a live run wait between steps, and after which step (from the events seen, as the run
+    handles read them: :class:`~agents.stepping.StepState`)."""
 
     def __init__(self) -> None:
-        self._waiting: dict[str, int] = {}  # mode → the step it paused after
+        self._steps = StepState()
         self.step = 0  # the last step every unfinished mode completed
         self.since: float | None = None  # when the whole run last became paused (None: it is not)
 
     def add(self, mode: str, event: Event) -> None:
-        if isinstance(event, Paused):
-            self._waiting[mode] = event.step
-        elif isinstance(event, Resumed):
-            self._waiting.pop(mode, None)
+        self._steps.add(mode, event)
 
     def paused(self, modes: Iterable[str], finished: Callable[[str], bool]) -> bool:
         """True when some mode waits and every other one waits too or has finished."""
-        modes = list(modes)
-        waiting = [m for m in modes if m in self._waiting and not finished(m)]
-        if waiting and all(m in waiting or finished(m) for m in modes):
-            self.step = max(self._waiting[m] for m in waiting)
-            if self.since is None:
-                self.since = time.monotonic()
-            return True
-        self.since = None
-        return False
+        step = self._steps.pause_step(modes, finished)
+        if step is None:
+            self.since = None
+            return False
+        self.step, self.since = step, self.since if self.since is not None else time.monotonic()
+        return True
 
     def expired(self, modes: Iterable[str], finished: Callable[[str], bool], ttl_s: float) -> str | None:
         """Why the run must end now (paused for ``ttl_s`` without Next step or Continue), or None."""
@@ -112,19 +108,15 @@ class PauseState:
 
 def next_step(runs: Iterable[Any]) -> int:
     """Let each paused stepping run take one more step; how many were paused (others are left alone)."""
-    moved = 0
-    for run in runs:
-        if getattr(run, "waiting_for_step", False):
-            run.step()
-            moved += 1
-    return moved
+    paused = [run for run in runs if getattr(run, "waiting_for_step", False)]
+    for run in paused:
+        run.step()
+    return len(paused)
 
 
 def continue_runs(runs: Iterable[Any]) -> int:
     """Let each stepping run go on to its end without pausing again; how many there were."""
-    moved = 0
-    for run in runs:
-        if hasattr(run, "resume"):
-            run.resume()
-            moved += 1
-    return moved
+    stepping = [run for run in runs if hasattr(run, "resume")]
+    for run in stepping:
+        run.resume()
+    return len(stepping)
