@@ -30,7 +30,7 @@ from agents.settings import (
     SettingError,
 )
 from patches import gradio_queue, gradio_sessions, page_cache
-from patches.gradio_inputs import OptionalTrailingInputs
+from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
 from tools import sandbox_wasm
 from tools.hardening import make_non_dumpable
@@ -44,7 +44,7 @@ from ui.core import backend, route_errors, visitors
 from ui.core.admission import Admission
 from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
-from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, lenient
+from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT
 from ui.core.launcher import launcher
 from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, MODES
 from ui.core.settings import app_settings

@@ -5,11 +5,17 @@ appending an optional input would break every REST client written before it (gra
 it from the endpoint's defaults anyway). :class:`OptionalTrailingInputs` pads the missing ones with None in
 ``Blocks.validate_inputs`` (6.31: ``validate_inputs(block_fn, inputs)``, called before the inputs are
 processed). Without the patch such a call is refused, as Gradio does by itself: nothing is widened.
+
+:func:`lenient` lets a value no slider could send (``"lots"``, ``NaN``, infinity) past ``Slider.preprocess`` (6.31:
+``preprocess(self, payload)``) to the handler, whose own check names the setting and its range in one line
+(``ui/core/inputs.py``); a finite number is still checked by Gradio. Off, Gradio refuses such a value itself
+(``gradio_refusals`` words it): the line is vaguer, nothing is widened.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any
 
 from patches import Patch
@@ -36,3 +42,27 @@ class OptionalTrailingInputs:
         if 0 < missing <= self.optional_tail.get(str(block_fn.api_name), 0) and PATCH.decided(problem):
             inputs.extend([None] * missing)
         super().validate_inputs(block_fn, inputs)  # type: ignore[misc]
+
+
+def slider_problem() -> str | None:
+    import gradio
+
+    method = getattr(gradio.Slider, "preprocess", None)
+    if method is None or list(inspect.signature(method).parameters) != ["self", "payload"]:
+        return "Slider.preprocess(self, payload) is not there any more"
+    return None
+
+
+def lenient(slider: Any) -> Any:
+    """``slider`` whose preprocess hands a non-number (or a non-finite one) to the handler unchanged."""
+    if not PATCH.decided(slider_problem):
+        return slider
+    strict = slider.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        if isinstance(payload, bool) or not isinstance(payload, int | float) or not math.isfinite(payload):
+            return payload
+        return strict(payload)
+
+    slider.preprocess = preprocess
+    return slider

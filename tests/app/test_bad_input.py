@@ -92,7 +92,7 @@ def with_(index: int, raw: str) -> str:
     (7, '["x"]', "The fourth panel must be one of"),
     (8, "1e400", "Max tokens must be a number from 1 to 32768 (got inf)"),
     (8, '"lots"', "Max tokens must be a number from 1 to 32768 (got 'lots')"),
-    # out of range: refused, never clamped or passed on as sent (issue 25)
+    # out of range: refused, never clamped or passed on as sent
     (2, json.dumps("m" * 10_000), "The model id must be at most 200 characters (got 10,000)"),
     (2, '"org/model\\r\\nX-Injected: 1"', "The model id must be one line without control characters"),
     (8, "-5", "Max tokens must be a whole number from 1 to 32768 (got -5)"),

@@ -32,13 +32,13 @@ from agents.modes import RunConfig
 from agents.modes.reflexion import DEFAULT_TRIALS, TRIALS
 from agents.modes.registry import list_modes, mode_ids
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
+from patches.gradio_inputs import lenient
 from tools.registry import ToolRegistry
 from ui.benchmark import charts
 from ui.benchmark.open_in_compare import BenchFolder, RunFolders
 from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import (
     kind_of,
-    lenient,
     make_config,
     number_problem,
     protocol_value,

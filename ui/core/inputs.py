@@ -13,8 +13,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import gradio as gr
-
 from agents.comparison import validate_question
 from agents.modes import RunConfig
 from agents.modes.registry import run_options
@@ -206,17 +204,3 @@ def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any
         tokens = None
     return RunConfig(protocol=protocol if protocol in PROTOCOLS else "text", max_steps=steps, temperature=temp,
                      max_tokens=tokens)
-
-
-def lenient(slider: gr.Slider) -> gr.Slider:
-    """Let a value no slider could send (``"lots"``, ``NaN``, infinity) reach the handler, which refuses it
-    in one line: Gradio's own check would fail on text with a bare ``{"error": null}``."""
-    strict = slider.preprocess
-
-    def preprocess(payload: Any) -> Any:
-        if isinstance(payload, bool) or not isinstance(payload, int | float) or not math.isfinite(payload):
-            return payload
-        return strict(payload)
-
-    slider.preprocess = preprocess  # type: ignore[method-assign]
-    return slider
