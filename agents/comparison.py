@@ -3,7 +3,7 @@
 Each mode runs in its own thread with its own model client, so three modes take as long as the slowest one,
 and one mode's failure is just an event in its own stream. Closing the run (the UI's Stop, a dropped
 connection) cancels every mode and ends their in-flight streams. A mode cut off by a one-request-at-a-time
-server runs again, alone (:meth:`ComparisonRun._worker`); stepping is ARCHITECTURE.md's "Stepping and forking".
+server runs again, alone (:meth:`ComparisonRun._worker`); stepping is docs/stepping.md.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
 from agents.modes.registry import mode_ids, run_mode
+from agents.request import RunRequest
 from agents.stepping import StepControls, StepGate, StepState
 from agents.trace import Trace
 from tools.registry import ToolRegistry
@@ -185,6 +186,13 @@ class ComparisonRun(StepControls):
         self._sources = dict(sources or {})  # modes whose events come from elsewhere (a fork)
         self._gates = {m: StepGate(self.cancel, stepping=stepping) for m in self.modes}
         self._steps = StepState(self.modes)  # who waits, from the events passed on (and who waits to run again)
+
+    @classmethod
+    def of(cls, request: RunRequest, model_factory: ModelFactory | None = None, registry: ToolRegistry | None = None,
+           *, sink: Sink | None = None) -> ComparisonRun:
+        """The run of a :class:`~agents.request.RunRequest`, its modes offered the request's options."""
+        return cls(request.question, request.modes, model_factory=model_factory, registry=registry,
+                   config=request.config(), stepping=request.stepping, options=request.mode_options(), sink=sink)
 
     def _control(self, kind: str) -> None:
         """Step control (:class:`~agents.stepping.StepControls`) returns at once: the mode threads do the waiting."""
