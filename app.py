@@ -85,9 +85,9 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
         kwargs["prevent_thread_lock"] = True
-        visitors.pin_peer_address()  # read by uvicorn when Gradio starts it, below
         kwargs["app_kwargs"] = route_errors.with_handlers(kwargs.get("app_kwargs"))  # unknown events: a 404 line
-        result = super().launch(*args, **kwargs)
+        with visitors.pinned_peer_address():  # read by uvicorn as Gradio starts it
+            result = super().launch(*args, **kwargs)
         if not visitors.peer_address_pinned(getattr(self, "server", None)):
             log.warning("the server may take client addresses from X-Forwarded-For: per-visitor limits trust them")
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs

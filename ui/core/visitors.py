@@ -2,20 +2,22 @@
 
 :func:`visitor_of` is the one rule: the socket's address, or, only when that peer is a trusted proxy
 (``APP_TRUSTED_PROXIES``; on a Space its proxy), the hop that proxy appended to ``X-Forwarded-For`` — never a
-value the client wrote. :func:`pin_peer_address` tells uvicorn (``FORWARDED_ALLOW_IPS``) to believe no
-forwarded header, so the address a handler sees is the socket's. An IPv6 visitor is their /56 network: a home or
+value the client wrote. :func:`pinned_peer_address` tells uvicorn (``FORWARDED_ALLOW_IPS``, read as Gradio makes
+its server: Gradio passes no such setting on) to believe no forwarded header, so the address a handler sees is the
+socket's. An IPv6 visitor is their /56 network: a home or
 small office is commonly given a /56 (or a /48), so counting /64s would let one line count as 256 visitors.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import ipaddress
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -24,13 +26,22 @@ UVICORN_TRUST = "FORWARDED_ALLOW_IPS"  # uvicorn's variable: the peers whose X-F
 TRUST_NOBODY = ""  # matches no peer (uvicorn then leaves the client address alone)
 
 
-def pin_peer_address() -> None:
-    """Before the server starts: uvicorn must not replace the socket's address with a forwarded one."""
+@contextlib.contextmanager
+def pinned_peer_address() -> Iterator[None]:
+    """Around the server's start: uvicorn must not replace the socket's address with a forwarded one. The variable
+    is set only while uvicorn reads it, then given back, so no other code or child process sees it."""
     previous = os.environ.get(UVICORN_TRUST)
     if previous not in (None, TRUST_NOBODY):
         log.warning("%s=%r is overridden: this app reads forwarded addresses itself (set APP_TRUSTED_PROXIES)",
                     UVICORN_TRUST, previous)
     os.environ[UVICORN_TRUST] = TRUST_NOBODY
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(UVICORN_TRUST, None)
+        else:
+            os.environ[UVICORN_TRUST] = previous
 
 
 def peer_address_pinned(server: Any) -> bool:

@@ -77,12 +77,13 @@ def test_the_settings_and_space_decide_the_proxies(monkeypatch):
 
 
 def test_uvicorn_is_told_to_believe_no_forwarded_header(monkeypatch):
-    monkeypatch.setenv(visitors.UVICORN_TRUST, "*")
-    visitors.pin_peer_address()
-    assert os.environ[visitors.UVICORN_TRUST] == ""
     import uvicorn
 
-    config = uvicorn.Config(app=lambda *a: None)
+    monkeypatch.setenv(visitors.UVICORN_TRUST, "*")
+    with visitors.pinned_peer_address():
+        assert os.environ[visitors.UVICORN_TRUST] == ""
+        config = uvicorn.Config(app=lambda *a: None)
+    assert os.environ[visitors.UVICORN_TRUST] == "*"  # given back: no other code or child process sees the pin
     assert visitors.peer_address_pinned(SimpleNamespace(config=config))
     assert not visitors.peer_address_pinned(SimpleNamespace(config=SimpleNamespace(forwarded_allow_ips="127.0.0.1")))
 
