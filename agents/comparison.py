@@ -23,7 +23,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
 from agents.modes.registry import mode_ids, run_mode
 from agents.request import RunRequest
-from agents.stepping import StepControls, StepGate, StepState
+from agents.stepping import RETRIED, StepControls, StepGate, StepState
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
@@ -248,11 +248,11 @@ class ComparisonRun(StepControls):
                 with self._round:
                     self._first_round -= 1
                     self._round.notify_all()
-            if reason in ("interrupted", "busy") and len(self.modes) > 1 and self._others_finished(mode) and (
+            if reason in RETRIED and len(self.modes) > 1 and self._others_finished(mode) and (
                     reason == "interrupted" or self._server_alive):
                 with self._retry_lock:
                     if not self.cancel.is_set():
-                        self._emit(mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE))
+                        self._steps.add(mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE), self._emit)
                         self._attempt(mode)
         finally:
             self._steps.add(mode, None, self._emit)
@@ -275,14 +275,11 @@ class ComparisonRun(StepControls):
         return "" if self.cancel.is_set() else reason
 
     def _others_finished(self, mode: str) -> bool:
-        """Wait until no mode is on its first attempt any more; False if the run was cancelled meanwhile."""
-        self._steps.held.add(mode)
-        try:
-            with self._round:
-                while self._first_round > 0 and not self.cancel.is_set():
-                    self._round.wait(1.0)
-        finally:
-            self._steps.held.discard(mode)
+        """Wait until no mode is on its first attempt any more; False if the run was cancelled meanwhile. Meanwhile
+        the mode counts as held, not running (``StepState``, from the error it ended with)."""
+        with self._round:
+            while self._first_round > 0 and not self.cancel.is_set():
+                self._round.wait(1.0)
         return not self.cancel.is_set()
 
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable
 
-from agents.events import Event, Paused, Resumed
+from agents.events import Event, LLMError, Paused, Resumed, Retry
 
 
 class Stopped(Exception):
@@ -101,10 +101,14 @@ class StepGate:
             self.started += 1
 
 
+RETRIED = ("interrupted", "busy")  # the LLMError reasons after which a mode may run again (agents/comparison.py)
+
+
 class StepState:
     """Which modes of a run wait, from its ``(mode, event)`` stream: from a ``Paused`` until its ``Resumed``, its end
-    (``None``), or until let go (at once, so nobody asks twice for one step). ``held`` modes neither run nor wait
-    (``ComparisonRun``'s, waiting for their turn to run again). Any thread may feed or ask."""
+    (``None``), or until let go (at once, so nobody asks twice for one step). ``held`` modes neither run nor wait:
+    a mode the server cut off (an ``LLMError`` "interrupted" or "busy") waits for its turn to run again, until its
+    ``Retry`` or its end — the same reading in the run's own process and in the app. Any thread may feed or ask."""
 
     def __init__(self, modes: Iterable[str] = ()) -> None:
         self.modes = list(modes)
@@ -116,9 +120,14 @@ class StepState:
     def add(self, mode: str, event: Event | None, emit: Callable[[str, Event | None], None] | None = None) -> None:
         """Note a pause, a resume or an end, and pass the event to ``emit`` under the same lock: nobody sees a mode
         wait before its ``Paused`` is passed on, and whoever gets it finds it noted (a worker grants the step)."""
-        with self._lock if event is None or isinstance(event, Paused | Resumed) else contextlib.nullcontext():
+        with self._lock if event is None or isinstance(event, Paused | Resumed | LLMError | Retry) \
+                else contextlib.nullcontext():
             if event is None:
                 self.ended.add(mode)
+            elif isinstance(event, LLMError) and event.reason in RETRIED:
+                self.held.add(mode)
+            elif isinstance(event, Retry):
+                self.held.discard(mode)
             elif isinstance(event, Paused):
                 self._waiting[mode] = event.step
             elif isinstance(event, Resumed):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from agents.comparison import ComparisonRun
-from agents.events import FinalAnswer, LLMError, Paused, Resumed, Usage
+from agents.events import FinalAnswer, LLMError, Paused, Resumed, Retry, Usage
 from agents.llm import watchdog
 from agents.llm.gate import gate_for
 from agents.llm.hf import HFInferenceModel
@@ -209,9 +209,9 @@ def test_step_state_reads_who_waits_from_the_events_and_lets_them_go_once_per_pa
     for mode in ("act", "react"):
         state.add(mode, Resumed(0.5))
     state.add("act", Paused(2))
-    state.held.add("react")  # waiting for its turn to run again (ComparisonRun): not running
-    assert state.pause_step() == 2 and state.paused == ["act"]
-    state.held.discard("react")
+    state.add("react", LLMError("cut off", "interrupted"))  # waits for its turn to run again: not running, in the
+    assert state.pause_step() == 2 and state.paused == ["act"]  # run's process and in the app's HostedRun alike
+    state.add("react", Retry("running it again"))
     assert state.pause_step() is None
     assert state.pause_step(["act", "react"], lambda m: m == "react") == 2  # the caller's own "not running"
     state.add("act", None)
@@ -221,20 +221,32 @@ def test_step_state_reads_who_waits_from_the_events_and_lets_them_go_once_per_pa
     assert state.paused == []
 
 
-def test_a_mode_waiting_to_run_again_does_not_keep_a_stepping_run_from_asking_for_the_next_step():
-    """A mode cut off by a one-request-at-a-time server waits for the others' first attempts; those pause meanwhile."""
+@pytest.mark.parametrize("hosted", [False, True])
+def test_a_mode_waiting_to_run_again_does_not_keep_a_stepping_run_from_asking_for_the_next_step(hosted):
+    """A mode cut off by a one-request-at-a-time server waits for the others' first attempts; those pause meanwhile,
+    and Next step moves them, in the run's own process and through the app's handle (which knows only events)."""
+    from agents.hosting.host import HostedRun, LocalHost
+    from agents.hosting.worker import RunSpec
     from agents.llm.base import LLMFailure
+    from agents.request import RunRequest
 
     attempts = [[LLMFailure("cut off", reason="interrupted")], [LOOP[-1]]]  # act's first attempt, then its retry
 
-    def make() -> ScriptedModel:
+    def make(_settings=None) -> ScriptedModel:
         mode = threading.current_thread().name.removeprefix("mode-")
         return ScriptedModel(attempts.pop(0) if mode == "act" else list(LOOP))
 
-    run, traces = stepping_run(("act", "react"), model_factory=make)
+    if hosted:
+        spec = RunSpec(RunRequest(QUESTION, ("act", "react"), stepping=True), LLMSettings(), registry=REGISTRY,
+                       model_factory=make)
+        run, traces = HostedRun(spec, LocalHost()).start(), {m: Trace(m, QUESTION) for m in ("act", "react")}
+    else:
+        run, traces = stepping_run(("act", "react"), model_factory=make)
     try:
         drain(run, traces, lambda r: r.waiting_for_step)
         assert run.paused == ["react"] and traces["act"].error is not None  # act is held: it does not run
+        run.step()
+        drain(run, traces, lambda r: r.waiting_for_step and len(traces["react"].of(Paused)) == 2)
         run.resume()
         drain(run, traces, lambda r: False)
         assert run.done and traces["react"].answer == "396" and traces["act"].answer == "396"
