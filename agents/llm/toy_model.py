@@ -1,6 +1,7 @@
 """The toy model: a tiny deterministic policy the stand-in servers answer with, for demos and end-to-end tests.
 
-It answers arithmetic questions with the calculator in whatever protocol the request uses, plays
+It answers arithmetic questions with the calculator in whatever protocol the request uses (written
+arithmetic, "3.7% of 48,250", "seconds in 13 weeks": :func:`toy_expression`), plays
 Reflexion's self-check and reflection, and (:func:`talkative`) can reason at length for the bench.
 """
 
@@ -13,9 +14,16 @@ from typing import Any
 from agents.llm.stub_replies import Responder, StubReply
 
 # Arithmetic as written in a question: numbers joined by operators ("17 * 23 + 5", "(2 + 3) × 4"); a lone
-# number ("13 weeks", "the 30th") is not something the toy can compute.
+# number ("the 30th", "below 10,000") is not something the toy can compute.
 _NUMBER = r"[-(]*\d+(?:\.\d+)?\)*"
 _ARITH = re.compile(rf"{_NUMBER}(?:\s*[-+*/×÷^]\s*{_NUMBER})+")
+# Two question shapes the toy turns into an expression for the calculator (it knows how to write them, not the
+# result): a percentage ("3.7% of 48,250", rounded when asked) and a chain of time units ("seconds in 13 weeks").
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*of\s*(\d[\d,]*(?:\.\d+)?)")
+_ROUNDED = re.compile(r"rounded to (\d+|one|two|three) decimal", re.I)
+_UNITS = re.compile(r"how many (second|minute|hour|day)s? (?:are there )?in (\d+) (minute|hour|day|week)s?", re.I)
+_NEXT_UNIT = {"week": (7, "day"), "day": (24, "hour"), "hour": (60, "minute"), "minute": (60, "second")}
+_DIGITS = {"one": "1", "two": "2", "three": "3"}
 UNKNOWN = "I don't know"
 WHY_NOT = "I am a toy model: I can only do arithmetic with the calculator, and this is not an arithmetic expression."
 
@@ -39,7 +47,7 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
     question = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
     last = messages[-1] if messages else {}
-    expression = max((m.group(0) for m in _ARITH.finditer(question)), key=len, default="").strip(" .?")
+    expression = toy_expression(question)
     wants_thoughts = "Thought" in system
     if body.get("tools"):
         if last.get("role") == "tool":
@@ -64,6 +72,28 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
         return StubReply(text=f"Thought: {WHY_NOT}\nFinal Answer: {UNKNOWN}.")
     guess = f"roughly {expression}, I cannot compute it exactly"
     return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
+
+
+def toy_expression(question: str) -> str:
+    """The calculator expression the toy writes for ``question``: its arithmetic as written, a percentage, or a
+    unit chain; "" when the question is none of these."""
+    written = max((m.group(0) for m in _ARITH.finditer(question)), key=len, default="").strip(" .?")
+    if written:
+        return written
+    if percent := _PERCENT.search(question):
+        share, whole = percent.group(1), percent.group(2).replace(",", "")
+        expression = f"{whole} * {share} / 100"
+        if rounded := _ROUNDED.search(question):
+            return f"round({expression}, {_DIGITS.get(rounded.group(1).lower(), rounded.group(1))})"
+        return expression
+    if units := _UNITS.search(question):
+        target, count, unit = units.group(1).lower(), units.group(2), units.group(3).lower()
+        factors = [count]
+        while unit != target and unit in _NEXT_UNIT:
+            factor, unit = _NEXT_UNIT[unit]
+            factors.append(str(factor))
+        return " * ".join(factors) if unit == target and len(factors) > 1 else ""
+    return ""
 
 
 def _toy_program(expression: str, observation: str | None) -> StubReply:

@@ -25,6 +25,8 @@ class Example:
     demonstrates: str  # what to watch for in the panels
     answer: str | None = None  # the expected answer when it is stable (None: a fresh fact, or no single answer)
     extra: str | None = None  # the mode its button puts in the extra panel (the one the example is about)
+    toy: bool = False  # the built-in toy model answers it (Act and ReAct, through the calculator): a claim
+    # tests/ui/page/test_toy_examples.py checks by running every example through the toy
 
 
 CATEGORIES: tuple[Category, ...] = (
@@ -77,16 +79,17 @@ EXAMPLES: tuple[Example, ...] = (
     # arithmetic
     Example("arithmetic", "17 × 23 + 5",
             "What is 17 * 23 + 5?",
-            "Small but exact: Think often gets it right, sometimes not.", "396"),
+            "Small but exact: Think often gets it right, sometimes not.", "396", toy=True),
     Example("arithmetic", "987654 × 123457",
             "What is 987654 * 123457?",
-            "Twelve digits: mental multiplication fails, the calculator does not.", "121932799878"),
+            "Twelve digits: mental multiplication fails, the calculator does not.", "121932799878", toy=True),
     Example("arithmetic", "Seconds in 13 weeks",
             "How many seconds are there in 13 weeks?",
-            "A unit chain (weeks → days → hours → seconds) where one slip ruins the answer.", "7862400"),
+            "A unit chain (weeks → days → hours → seconds) where one slip ruins the answer.", "7862400",
+            toy=True),
     Example("arithmetic", "3.7% of 48,250",
             "What is 3.7% of 48,250, rounded to two decimals?",
-            "Percentages and rounding: exact arithmetic matters.", "1785.25"),
+            "Percentages and rounding: exact arithmetic matters.", "1785.25", toy=True),
     # code
     Example("code", "30th Fibonacci number",
             "What is the 30th Fibonacci number (with F(1) = F(2) = 1)? Compute it with code.",
@@ -113,6 +116,11 @@ EXAMPLES: tuple[Example, ...] = (
 def by_category() -> list[tuple[Category, list[Example]]]:
     """Categories in display order, each with its examples."""
     return [(c, [e for e in EXAMPLES if e.category == c.id]) for c in CATEGORIES]
+
+
+def toy_category() -> Category | None:
+    """The first category whose examples the toy model all answers (the page opens on it when the toy runs)."""
+    return next((c for c, items in by_category() if items and all(e.toy for e in items)), None)
 
 
 def find(label_or_question: str) -> Example | None:
