@@ -116,7 +116,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     with AppBlocks(title=parts.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md = parts.header(settings, on_space=on_space)
         with gr.Tab("Compare", id="compare"):
-            page = compare_layout()
+            page = compare_layout(toy=settings.toy)
             knobs = settings_layout(settings, registry)
         with gr.Tab("Prompts", id="prompts"):
             parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
@@ -200,8 +200,8 @@ class Knobs:
     options: dict[str, gr.Slider]  # the modes' run options (agents/modes/registry.RunOption), by name
 
 
-def compare_layout() -> ComparePage:
-    """The question row, examples, status line, the panels, the comparison table, export and replay."""
+def compare_layout(*, toy: bool = False) -> ComparePage:
+    """The question row, examples (marked for the toy model), status line, panels, comparison table, export, replay."""
     with gr.Row(elem_id="ask-row", equal_height=True):
         question = gr.Textbox(label="Question", show_label=False, lines=1, max_lines=5, scale=5,
                               placeholder="Ask a question, or pick an example below…", elem_id="question")
@@ -216,7 +216,7 @@ def compare_layout() -> ComparePage:
     expected = gr.Textbox("", lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
                           placeholder="optional: each mode's answer is then marked ✓ / ✗")
-    examples = parts.examples(question, expected)
+    examples = parts.examples(question, expected, toy=toy)
     with gr.Row(elem_id="status-row"):
         status = gr.Markdown("", label="Status", elem_id="run-status")
         parts.presentation_toggle()
@@ -292,7 +292,7 @@ def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     """Run, Replay, Stop and the fourth panel's visibility."""
     out = page.outputs
-    parts.example_hints(page.examples, out.status, knobs.fourth)
+    parts.example_hints(page.examples, out.status, knobs.fourth, toy=handlers.settings.toy)
     knobs.fourth.change(handlers.show_fourth, knobs.fourth, [page.extra_col, out.extra_chat], api_visibility="private",
                         show_progress="hidden")
     gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,

@@ -16,7 +16,7 @@ from agents.settings import DEFAULT_MAX_STEPS, REQUEST_MAX_STEPS
 from tools.registry import ToolRegistry
 from ui.core.inputs import protocol_value, range_problem, shown, tools_problem
 from ui.core.safe_text import escape_html, plain
-from ui.page.examples import Example, by_category
+from ui.page.examples import Example, by_category, toy_category
 
 CSS_PATH = Path(__file__).with_name("theme.css")
 TITLE = "Think · Act · ReAct"
@@ -106,17 +106,51 @@ def presentation_toggle() -> gr.Checkbox:
     return box
 
 
-def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[tuple[gr.Button, Example]]:
+NEEDS_MODEL_MARK = "🔑"  # on an example button the toy model cannot answer
+CONNECT = ("set `HF_TOKEN` (the Hugging Face router) or `LLM_BASE_URL` (an OpenAI-compatible server such as Ollama), "
+           "or sign in with Hugging Face on a Space")
+
+
+def example_label(ex: Example, *, toy: bool = False) -> str:
+    """An example button's text: with the toy model running, an example it cannot answer is marked."""
+    return f"{ex.label} {NEEDS_MODEL_MARK}" if toy and not ex.toy else ex.label
+
+
+def watch_line(ex: Example, *, toy: bool = False) -> str:
+    """The status line an example's click shows. With the toy model it says what the toy really does (checked
+    in tests/ui/page/test_toy_examples.py), and the example's own lesson as what a real model shows."""
+    if not toy:
+        return f"👀 **What to watch:** {ex.demonstrates}"
+    if ex.toy:
+        return ("👀 **What to watch (toy model):** Act and ReAct call the calculator and answer exactly; "
+                f"Think-only has no tools, so the toy only estimates. With a language model: {ex.demonstrates}")
+    return (f"{NEEDS_MODEL_MARK} **Needs a language model:** the toy model only does arithmetic, so all three panels "
+            f"say \"I don't know\". To connect one, {CONNECT}. With a language model: {ex.demonstrates}")
+
+
+def examples_note(toy: bool) -> str:
+    """Under the example tabs while the toy model runs: which examples it answers, and what the mark means."""
+    category = toy_category()
+    if not toy or category is None:
+        return ""
+    return (f"_The toy model answers the **{category.label}**; {NEEDS_MODEL_MARK} marks an example that needs a "
+            f"language model: {CONNECT}._")
+
+
+def examples(question: gr.Textbox, expected: gr.Textbox | None = None, *,
+             toy: bool = False) -> list[tuple[gr.Button, Example]]:
     """Example buttons in one tab per category; a click fills the question box (and the expected answer,
-    emptied for an example without a stable one) in the browser (no server call)."""
+    emptied for an example without a stable one) in the browser (no server call). With the toy model running
+    (``toy``) the page opens on the tab the toy answers and marks the examples it cannot."""
     buttons = []
-    with gr.Tabs(elem_id="examples"):
+    first = toy_category() if toy else None
+    with gr.Tabs(elem_id="examples", selected=first.id if first else None):
         for category, items in by_category():
-            with gr.Tab(category.label, elem_classes="example-tab"):
+            with gr.Tab(category.label, id=category.id, elem_classes="example-tab"):
                 with gr.Row(elem_classes="example-row"):
                     for ex in items:
-                        btn = gr.Button(ex.label, size="sm", variant="secondary", elem_classes="example-btn",
-                                        min_width=80, scale=0)
+                        btn = gr.Button(example_label(ex, toy=toy), size="sm", variant="secondary",
+                                        elem_classes="example-btn", min_width=80, scale=0)
                         if expected is None:
                             btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
                         else:
@@ -124,14 +158,17 @@ def examples(question: gr.Textbox, expected: gr.Textbox | None = None) -> list[t
                                       js=f"() => {json.dumps([ex.question, ex.answer or ''])}")
                         buttons.append((btn, ex))
                     gr.Markdown(f"_{category.blurb}_", elem_classes="example-cat")
+    note = examples_note(toy)
+    gr.Markdown(note, elem_id="examples-note", visible=bool(note))
     return buttons
 
 
-def example_hints(buttons: list[tuple[gr.Button, Example]], status: gr.Markdown, extra: gr.Dropdown) -> None:
-    """A click on an example also says what to watch (the status line) and, for an example about a further
-    mode (CodeAct), puts that mode in the extra panel — in the browser, no server call."""
+def example_hints(buttons: list[tuple[gr.Button, Example]], status: gr.Markdown, extra: gr.Dropdown, *,
+                  toy: bool = False) -> None:
+    """A click on an example also says what to watch (the status line; :func:`watch_line`) and, for an example
+    about a further mode (CodeAct), puts that mode in the extra panel — in the browser, no server call."""
     for btn, ex in buttons:
-        hint = f"👀 **What to watch:** {ex.demonstrates}"
+        hint = watch_line(ex, toy=toy)
         if ex.extra is None:
             btn.click(fn=None, outputs=status, js=f"() => {json.dumps(hint)}")
         else:
