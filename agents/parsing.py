@@ -27,7 +27,7 @@ from tools.registry import normalize_name
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ParsedStep", "canonical_tool", "cut_observation", "format_instructions", "parse_step"]
+__all__ = ["ParsedStep", "canonical_tool", "cut_observation", "format_instructions", "has_format_labels", "parse_step"]
 
 ParsedStep = Action | FinalAnswer | ParseError
 
@@ -124,6 +124,14 @@ def cut_observation(text: str, *, partial: bool = True) -> str:
         if len(word) >= 3 and "observation".startswith(word):
             return text[:start]
     return text
+
+
+def has_format_labels(text: str) -> bool:
+    """True when ``text`` holds a line of the step format other than the answer's own label (``Thought:``,
+    ``Action:``, ``Action Input:``, ``Observation:``): a raw reply, not an answer."""
+    if not isinstance(text, str):
+        return False
+    return bool(_OBS_RE.search(text)) or any(_kind(m.group("label")) != "final" for m in _LABEL_RE.finditer(text))
 
 
 def _parse(raw: str, names: list[str] | None) -> ParsedStep:

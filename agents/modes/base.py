@@ -19,7 +19,7 @@ import json_repair
 from agents import prompts
 from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waiting
 from agents.llm.base import ChatModel, Chunk, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
-from agents.parsing import cut_observation, parse_step
+from agents.parsing import cut_observation, has_format_labels, parse_step
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, PROTOCOLS
 from agents.stepping import StepGate, Stopped
 from tools.registry import ToolRegistry, normalize_name, truncate
@@ -281,16 +281,36 @@ def answer_now(
     """Send ``prompt`` after ``messages`` and turn the reply into the run's :class:`FinalAnswer`.
 
     ``extract`` reads the answer first where a mode's replies have a form of their own (CodeAct's
-    ``final_answer("...")``); otherwise the ``Final Answer:`` line, else the whole reply."""
+    ``final_answer("...")``); otherwise :func:`answer_in` reads it ("" when the reply holds none)."""
     messages = [*messages, {"role": "user", "content": prompt}]
     reply = yield from complete(model, messages, config, stop=STOP, answer_only=True)
     if reply is None:
         return
     text = extract(reply.text) if extract is not None else None
-    if text is None:
-        parsed = parse_step(reply.text)
-        text = parsed.text if isinstance(parsed, FinalAnswer) else reply.text.strip()
-    yield FinalAnswer(text, forced=forced)
+    yield FinalAnswer(text if text is not None else answer_in(reply.text, whole=not forced), forced=forced)
+
+
+PLAIN_ANSWER_CHARS = 300  # a forced answer longer than this is a paragraph of musing, not an answer
+
+
+def answer_in(text: str, *, whole: bool = False) -> str:
+    """The answer a reply contains: its ``Final Answer:``, else the reply itself; "" when there is none.
+
+    Never the raw step format (a ``Thought:`` / ``Action:`` reply) nor code. Unless ``whole`` (an answer
+    asked for again, where any reply is the answer), only a short first paragraph counts: a forced answer
+    is asked for as one line, and a paragraph of musing is not an answer the model gave.
+    """
+    parsed = parse_step(text)
+    if isinstance(parsed, Action):
+        return ""
+    answer = parsed.text.strip() if isinstance(parsed, FinalAnswer) else (text or "").strip()
+    if not whole:
+        first = answer.split("\n\n")[0].strip()  # a labelled answer's first paragraph; an unlabelled reply whole
+        several = first != answer and not isinstance(parsed, FinalAnswer)
+        if several or len(first) > PLAIN_ANSWER_CHARS or first.count("\n") > 2:
+            return ""
+        answer = first
+    return "" if has_format_labels(answer) or "```" in answer else answer
 
 
 _THOUGHT_LABEL = re.compile(r"^\W*thought\s*\d*\s*\W*:\W*", re.I | re.M)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents import prompts
 from agents.correctness import clean_expected, judge
@@ -47,6 +47,8 @@ _VERDICT = re.compile(r"\bcorrect\W{0,3}\s*(yes|no)\b", re.I)
 _YES_NO = re.compile(r"\b(yes|no)\b", re.I)
 _WHY = re.compile(r"^\W*why\W*:[\s*_]*", re.I)
 _REFLECTION_LABEL = re.compile(r"^\W*reflection\s*\W*:\s*", re.I)
+_MEMORY_LABEL = re.compile(r"\breflections?\s{0,3}:", re.I)
+ECHO_CHARS = 60  # an answer holding this much of a reflection's opening echoes the memory
 
 
 @dataclass
@@ -70,13 +72,15 @@ class Attempt:
             self.lines.append("(a reply in the wrong format; the model was asked again)")
 
     @property
+    def given(self) -> str | None:
+        """The trial's answer, None when it gave none (an empty forced answer is none)."""
+        return self.answer.text if self.answer is not None and self.answer.text.strip() else None
+
+    @property
     def transcript(self) -> str:
         lines = [*self.lines]
-        if self.answer is not None:
-            forced = " (forced: the step budget ran out)" if self.answer.forced else ""
-            lines.append(f"Final Answer{forced}: {self.answer.text}")
-        else:
-            lines.append("(no final answer)")
+        forced = " (forced: the step budget ran out)" if self.answer is not None and self.answer.forced else ""
+        lines.append(f"Final Answer{forced}: {self.given}" if self.given is not None else f"(no final answer{forced})")
         text = "\n".join(lines)
         if len(text) <= TRIAL_CHARS:
             return text
@@ -96,7 +100,7 @@ def reflexion(question: str, model: ChatModel, registry: ToolRegistry, config: R
     for n in range(1, trials + 1):
         yield Trial(n, trials)
         notes = [memory_note(memory)] if memory else []
-        attempt = yield from _run_trial(react(question, model, registry, config, notes=notes))
+        attempt = yield from _run_trial(react(question, model, registry, config, notes=notes), memory)
         if attempt.error is not None:
             return
         verdict = yield from evaluate(question, attempt, expected, model, config)
@@ -113,12 +117,15 @@ def reflexion(question: str, model: ChatModel, registry: ToolRegistry, config: R
     yield attempt.answer if attempt.answer is not None else LLMError("the last trial gave no answer")
 
 
-def _run_trial(events: Iterator[Event]) -> Generator[Event, None, Attempt]:
-    """Pass a trial's events on, holding back its answer (the run gives one, at its end); return the trial."""
+def _run_trial(events: Iterator[Event], memory: list[str]) -> Generator[Event, None, Attempt]:
+    """Pass a trial's events on, holding back its answer (the run gives one, at its end); return the trial.
+
+    An "answer" that echoes the reflections it was given is the model musing over its memory, not an
+    answer: the trial gave none (its text is emptied, its ``forced`` flag kept)."""
     attempt = Attempt()
     for event in events:
         if isinstance(event, FinalAnswer):
-            attempt.answer = event
+            attempt.answer = replace(event, text="") if _echoes(event.text, memory) else event
             continue
         if isinstance(event, LLMError):
             attempt.error = event
@@ -130,14 +137,14 @@ def _run_trial(events: Iterator[Event]) -> Generator[Event, None, Attempt]:
 def evaluate(question: str, attempt: Attempt, expected: str | None, model: ChatModel,
              config: RunConfig) -> Generator[Event, None, Evaluation | None]:
     """The trial's verdict: exact match against ``expected``, else the model's own check (None: that call failed)."""
-    answer = attempt.answer.text if attempt.answer is not None else None
+    answer = attempt.given
     if expected is not None:
         verdict = judge(answer, expected, question)
         same = "the same number as" if verdict.method == "number" else "an exact match with"
         reason = (f"{same} the expected answer" if verdict.correct else
                   "no answer to grade" if answer is None else f"not {same} the expected answer")
         return Evaluation(verdict.correct, GRADED, reason, answer)
-    if answer is None or not answer.strip():
+    if answer is None:
         return Evaluation(False, SELF_CHECK, "the trial gave no answer to check", answer)
     text = prompts.template("reflexion_check").safe_substitute(
         question=question.strip(), trial=attempt.transcript, answer=answer)
@@ -176,6 +183,8 @@ def _outcome(attempt: Attempt, verdict: Evaluation) -> str:
     "Answer is INCORRECT")."""
     if attempt.answer is None:
         return "It gave no answer."
+    if attempt.given is None:
+        return "It gave no answer" + (" before it ran out of steps." if attempt.answer.forced else ".")
     ran_out = " It ran out of steps, so its answer was forced." if attempt.answer.forced else ""
     if verdict.by == GRADED:
         return f"Its answer was graded against the expected answer and is INCORRECT.{ran_out}"
@@ -186,6 +195,11 @@ def memory_note(reflections: list[str]) -> str:
     """The note the next trial gets after its question: the reflections of the failed trials, oldest first."""
     listed = "\n".join(f"- {r}" for r in reflections)
     return prompts.template("reflexion_memory").safe_substitute(reflections=listed)
+
+
+def _echoes(answer: str, memory: list[str]) -> bool:
+    """True when ``answer`` repeats the memory it was given: a "Reflections:" label or a reflection's opening."""
+    return bool(_MEMORY_LABEL.search(answer)) or any(r[:ECHO_CHARS] in answer for r in memory if len(r) >= 20)
 
 
 def _cut(text: str, limit: int) -> str:

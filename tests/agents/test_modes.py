@@ -113,6 +113,31 @@ def test_exhausted_budget_forces_one_final_call():
     assert model.requests[-1].tools is None
 
 
+RAW = "Thought: still adding.\nAction: calculate\nAction Input: 1+3"
+MUSING = ("You've already answered the question correctly, but I'll add a bit more detail.\n\n"
+          "Reflections: the calculator was right, and I should trust it. " * 3)
+
+
+@pytest.mark.parametrize(("forced_reply", "answer"), [
+    (RAW, ""),  # the model kept to the step format: no answer in it
+    ("Thought: done.\nFinal Answer: 4\n\nReflections: I was slow.", "4"),  # the answer it contained
+    (MUSING, ""),  # a paragraph of musing is not an answer
+    ("```python\nprint(4)\n```", ""),
+    ("4", "4"),
+])
+def test_a_forced_answer_is_the_answer_the_reply_contained_never_the_raw_format(forced_reply, answer):
+    model = ScriptedModel(["Thought: a\nAction: calculate\nAction Input: 1+1", forced_reply])
+    trace = run(react, model, max_steps=1)
+    assert trace.forced and trace.answer == answer
+    assert "Thought:" not in trace.answer and "Action:" not in trace.answer
+
+
+def test_a_model_that_never_answers_in_format_gets_no_raw_answer():
+    model = ScriptedModel([RAW.replace("1+3", f"{n}+1") for n in range(3)] + [RAW])
+    trace = run(react, model, max_steps=3)
+    assert trace.forced and trace.answer == ""
+
+
 def test_tool_exception_becomes_error_observation():
     model = ScriptedModel(["Action: broken\nAction Input: x", "Final Answer: sorry"])
     trace = run(react, model)

@@ -261,3 +261,14 @@ def test_the_first_error_line_of_a_failed_trial_is_the_runs():
     trace = run(model)
     assert trace.error == "No model is configured." and trace.of(LLMError)[-1].message == trace.error
     assert trace.of(Trial) == [Trial(1, 3)]
+
+
+def test_an_answer_that_echoes_the_reflections_is_no_answer_and_the_run_never_ends_on_musing():
+    reflection = "I guessed Lyon without looking anything up. Next time I will check which city is the capital."
+    musing = ("Final Answer: You've already answered the question correctly, but I'll add a bit more detail. "
+              f"Reflections: - {reflection}")
+    model = ScriptedModel(["Final Answer: Lyon", reflection, musing])
+    trace = run(model, expected="Paris", trials=2)
+    assert verdicts(trace) == [(1, False, "expected"), (2, False, "expected")]
+    assert trace.trials[1]["answer"] is None and trace.of(Evaluation)[1].reason == "no answer to grade"
+    assert trace.answer == "" and "Reflections" not in (trace.answer or "")
