@@ -1,10 +1,11 @@
 """``python -m agents ask "QUESTION"``: the engine in a terminal, rendering the same events as the app.
 
-A single mode streams token by token; several modes run concurrently and print whole
-events tagged with their mode, so the interleaving stays readable. ``--json`` prints one
-object (see README). The exit status is non-zero only for usage errors: a failed model
-call is a run with ``error`` set, as it is in the app.
-"""
+The model is the page's: what ``LLM_*``/``HF_TOKEN`` configure, or with nothing configured (off a Space,
+``APP_TOY_MODEL`` on) the toy model (:mod:`agents.llm.backend`), said in one line on stderr. A single mode
+streams its replies token by token; several modes run concurrently and print whole events tagged with their
+mode, so the interleaving stays readable. Either way each step is printed once. ``--json`` prints one
+object (see README). The exit status is non-zero only for usage errors: a failed model call is a run with
+``error`` set, as it is in the app."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from agents.cli.exits import EXIT_OK, UsageError, check_model_flags, llm_settings
@@ -36,10 +37,18 @@ from agents.events import (
     Truncated,
     Waiting,
 )
+from agents.llm.backend import TOY_NOTICE, toy_serving, wants_toy
 from agents.llm.settings import DEFAULT_MAX_TOKENS, TRY_THE_TOY, LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import list_modes, mode_ids, mode_title, run_options
-from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, PROTOCOLS, TEMPERATURE_RANGE
+from agents.settings import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TEMPERATURE,
+    MAX_STEPS_RANGE,
+    PROTOCOLS,
+    TEMPERATURE_RANGE,
+    SettingError,
+)
 from agents.trace import Trace, metrics_line
 from tools.registry import ToolRegistry
 
@@ -79,8 +88,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run the ``ask`` command; bad input raises :class:`UsageError`, a failed model call does not."""
+    """Run the ``ask`` command; bad input raises :class:`UsageError`, a failed model call does not.
+
+    With nothing configured (off a Space, ``APP_TOY_MODEL`` on) the toy model answers, as on the page, and one
+    line on stderr says so and what to set for a real model."""
     out = out or sys.stdout
+    options, expected = _checked(args)
+    registry = _registry(args.tools)
+    settings = llm_settings(model=args.model)
+    try:
+        toy = wants_toy(settings)
+    except SettingError as exc:
+        raise UsageError(str(exc), show_usage=False) from None
+    if toy:
+        print(TOY_NOTICE, file=sys.stderr)
+        with toy_serving(settings) as toy_settings:
+            return _ask(args, toy_settings, out, options, expected, registry)
+    if settings.problem():  # said once, where a person reads it; each run then fails with it, said once more at most
+        print(settings.problem() if settings.configured else f"{settings.problem()} {TRY_THE_TOY}", file=sys.stderr)
+    return _ask(args, settings, out, options, expected, registry)
+
+
+def _checked(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    """The flags a server never sees checked (a bad one is a :class:`UsageError`): the run options and expected."""
     problem = validate_question(args.question)
     if problem:
         raise UsageError(problem)
@@ -92,27 +122,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for option in run_options():
         if not option.low <= options[option.name] <= option.high:
             raise UsageError(f"--{option.name.replace('_', '-')} must be between {option.low} and {option.high}")
-    expected = clean_expected(args.expected)
-    registry = _registry(args.tools)
-    settings = llm_settings(model=args.model)
+    return options, clean_expected(args.expected)
+
+
+def _ask(args: argparse.Namespace, settings: LLMSettings, out: TextIO, options: dict[str, Any], expected: str | None,
+         registry: ToolRegistry) -> int:
+    """Run the modes with ``settings`` and print them: a readable trace and summary, or the ``--json`` object."""
     modes = list(mode_ids("base")) if args.mode == "all" else [args.mode]
     config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, temperature=args.temperature,
                        max_tokens=args.max_tokens or settings.max_tokens)
-    printer = None if args.json else _Printer(out, live=len(modes) == 1)
+    printer = None if args.json else _Printer(out, live=len(modes) == 1, said=[settings.problem() or ""])
     if printer:
         print(f"Model: {settings.describe()}  ·  protocol: {args.protocol}\n", file=out)
-    if settings.problem():  # said once, where a person reads it; the CLI starts no model of its own
-        print(settings.problem() if settings.configured else f"{settings.problem()} {TRY_THE_TOY}", file=sys.stderr)
-    # No model → every run fails with the problem's line, shown like any other LLM error.
     run = ask_modes if not args.step else functools.partial(
         ask_stepping, stdin=sys.stdin, prompt_out=sys.stderr if args.json else out)
     traces = run(args.question, modes, model_factory=default_model_factory(settings), registry=registry, config=config,
                  on_event=printer.on_event if printer else None,
                  options={**options, "expected": expected})  # each mode takes those its spec names
-    if args.json:
-        print(json.dumps(to_json(args.question, traces, settings, expected), ensure_ascii=False, indent=2), file=out)
+    if printer:
+        printer.summary(traces, expected)
     else:
-        _print_summary(traces, out, expected)
+        print(json.dumps(to_json(args.question, traces, settings, expected), ensure_ascii=False, indent=2), file=out)
     return EXIT_OK
 
 
@@ -198,25 +228,75 @@ def to_json(question: str, traces: dict[str, Trace], settings: LLMSettings, expe
 
 
 class _Printer:
-    """Renders events as readable lines; with one mode, tokens are streamed live as they arrive."""
+    """Renders events as readable lines, each step once, and the summary.
 
-    def __init__(self, out: TextIO, *, live: bool) -> None:
+    With one mode the reply streams live as it arrives, and a parsed Thought, Action, answer or reflection the
+    stream already showed is not printed again (a native tool call, an Observation, a forced answer are). With
+    several modes whole events print, tagged with their mode. A model error is said once: an error already said
+    (on stderr, or for another mode) is named as such, not repeated.
+    """
+
+    def __init__(self, out: TextIO, *, live: bool, said: Iterable[str] = ()) -> None:
         self.out, self.live, self.streaming = out, live, False
+        self.streamed = ""  # the reply streamed last (kept until the next reply streams)
+        self.said = {s for s in said if s}  # model errors already said in full
 
     def on_event(self, mode: str, event: Event) -> None:
         tag = "" if self.live else f"[{mode_title(mode)}] "
         if isinstance(event, TokenDelta):
             if self.live and event.channel != "reasoning":
+                if not self.streaming:
+                    self.streamed, self.streaming = "", True
+                self.streamed += event.text
                 self.out.write(event.text)
                 self.out.flush()
-                self.streaming = True
             return
-        if self.streaming:  # the streamed draft is complete; print the parsed step below it
-            self.out.write("\n" + "-" * 40 + "\n")
+        if self.streaming:  # the streamed reply is complete: what follows starts on a line of its own
             self.streaming = False
-        line = _describe(event)
+            if not self.streamed.endswith("\n"):
+                self.out.write("\n")
+        if self.live and _shown_in(event, self.streamed):
+            return
+        line = self._said_before(event) or _describe(event)
         if line:
             print(f"{tag}{line}", file=self.out, flush=True)
+
+    def _said_before(self, event: Event) -> str | None:
+        """The short line for a model error already said in full; None for anything else (noting the error)."""
+        if not isinstance(event, LLMError):
+            return None
+        if event.message in self.said:
+            return f"Model error: {_SAME}"
+        self.said.add(event.message)
+        return None
+
+    def summary(self, traces: dict[str, Trace], expected: str | None = None) -> None:
+        """Each mode's answer (or why none: a model error already said is not repeated) and its metrics."""
+        print("\n" + "=" * 60, file=self.out)
+        for mode, trace in traces.items():
+            error = f"model error, {_SAME}" if trace.error in self.said else trace.error
+            answer = trace.answer if trace.answer is not None else f"(no answer: {error})"
+            mark = f"{judge(trace.answer, expected, trace.question).mark} " if expected is not None else ""
+            print(f"{mode_title(mode):>10}: {mark}{answer}\n{'':>12}{metrics_line(trace)}", file=self.out)
+
+
+_SAME = "the same as above"  # a model error already said in full
+
+
+def _shown_in(event: Event, streamed: str) -> bool:
+    """Whether the streamed reply already showed ``event`` (its words, any case and spacing)."""
+    if isinstance(event, Thought | FinalAnswer | Reflection):
+        pieces = [event.text]
+    elif isinstance(event, Action) and not event.nested and isinstance(event.input, str):
+        pieces = [event.input] if event.code else [event.tool, event.input]
+    else:
+        return False
+    text = _squashed(streamed)
+    return bool(text) and all(_squashed(piece) in text for piece in pieces)
+
+
+def _squashed(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 def _describe(event: Event) -> str | None:
@@ -255,11 +335,3 @@ def _describe(event: Event) -> str | None:
     if isinstance(event, Reflection):
         return f"Reflection: {event.text}"
     return None
-
-
-def _print_summary(traces: dict[str, Trace], out: TextIO, expected: str | None = None) -> None:
-    print("\n" + "=" * 60, file=out)
-    for mode, trace in traces.items():
-        answer = trace.answer if trace.answer is not None else f"(no answer: {trace.error})"
-        mark = f"{judge(trace.answer, expected, trace.question).mark} " if expected is not None else ""
-        print(f"{mode_title(mode):>10}: {mark}{answer}\n{'':>12}{metrics_line(trace)}", file=out)

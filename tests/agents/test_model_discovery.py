@@ -172,10 +172,11 @@ def test_the_cli_says_to_set_llm_model_when_the_server_lists_none():
     assert "no model named" in done.stdout
 
 
-def test_the_cli_with_nothing_configured_says_how_and_starts_no_toy():
+def test_the_cli_with_nothing_configured_and_the_toy_off_says_how_and_starts_no_toy():
+    """With APP_TOY_MODEL=0 (as in the app; by default the toy answers: tests/agents/cli/test_cli_toy.py)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_"))}
     done = subprocess.run([sys.executable, "-m", "agents", "ask", QUESTION, "--mode", "think"], capture_output=True,
-                          text=True, env={**clean, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=60)
+                          text=True, env={**clean, "PYTHONPATH": str(ROOT), "APP_TOY_MODEL": "0"}, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "HF_TOKEN" in done.stderr and "LLM_BASE_URL" in done.stderr and "python -m agents stub" in done.stderr
     assert "no model configured" in done.stdout and "toy model" not in done.stdout

@@ -58,7 +58,9 @@ def test_the_readable_trace_shows_the_program_and_its_calls():
     with StubLLMServer(responder=toy_policy) as server:
         done = ask(server, "--tools", "calculate")
     assert done.returncode == 0, done.stderr
-    assert "Code (python):\nresult = calculate('17 * 23 + 5')" in done.stdout
+    # one mode streams its reply: the program shows as the model wrote it, once (not again as a parsed "Code")
+    assert "<code>\nresult = calculate('17 * 23 + 5')\nprint(result)\n" in done.stdout
+    assert done.stdout.count("result = calculate(") == 1 and "Code (python)" not in done.stdout
     assert '    ↳ call: calculate[{"expression": "17 * 23 + 5"}]' in done.stdout and "    ↳ result [" in done.stdout
     assert "CodeAct: 396" in done.stdout and "1 tool call" in done.stdout
 
