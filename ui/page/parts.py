@@ -106,9 +106,9 @@ def presentation_toggle() -> gr.Checkbox:
     return box
 
 
-NEEDS_MODEL_MARK = "🔑"  # on an example button the toy model cannot answer
-CONNECT = ("set `HF_TOKEN` (the Hugging Face router) or `LLM_BASE_URL` (an OpenAI-compatible server such as Ollama), "
-           "or sign in with Hugging Face on a Space")
+NEEDS_MODEL_MARK = "⚙"  # on an example button the toy model cannot answer: setup needed, as the banner's ⚙
+CONNECT = "set `HF_TOKEN` or `LLM_BASE_URL`, or sign in with Hugging Face on a Space (the banner above says more)"
+LESSON = "Once a language model is connected:"  # before an example's own lesson, in a line about the toy
 
 
 def example_label(ex: Example, *, toy: bool = False) -> str:
@@ -123,9 +123,9 @@ def watch_line(ex: Example, *, toy: bool = False) -> str:
         return f"👀 **What to watch:** {ex.demonstrates}"
     if ex.toy:
         return ("👀 **What to watch (toy model):** Act and ReAct call the calculator and answer exactly; "
-                f"Think-only has no tools, so the toy only estimates. With a language model: {ex.demonstrates}")
+                f"Think-only has no tools, so the toy only estimates. {LESSON} {ex.demonstrates}")
     return (f"{NEEDS_MODEL_MARK} **Needs a language model:** the toy model only does arithmetic, so all three panels "
-            f"say \"I don't know\". To connect one, {CONNECT}. With a language model: {ex.demonstrates}")
+            f"say \"I don't know\". To connect one, {CONNECT}. {LESSON} {ex.demonstrates}")
 
 
 def examples_note(toy: bool) -> str:
@@ -134,7 +134,7 @@ def examples_note(toy: bool) -> str:
     if not toy or category is None:
         return ""
     return (f"_The toy model answers the **{category.label}**; {NEEDS_MODEL_MARK} marks an example that needs a "
-            f"language model: {CONNECT}._")
+            "language model._")
 
 
 def examples(question: gr.Textbox, expected: gr.Textbox | None = None, *,
