@@ -35,7 +35,7 @@ from agents.events import (
     event_from_dict,
     event_to_dict,
 )
-from agents.modes.registry import mode_title
+from agents.modes.registry import forked_mode, get_mode, mode_title
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,15 @@ class Trace:
         return steps
 
     @property
+    def step_count(self) -> int:
+        """The steps the metrics, the table and the benchmark count: Action → Observation rounds (:attr:`steps`);
+        for a mode without tools (Think-only), each chain of thought is its step — one for Think, one per sample
+        for CoT-SC — so an answered Think run is "1 step", not 0."""
+        if _uses_tools(self.mode):
+            return len(self.steps)
+        return max(self.llm_calls, 1 if self.of(Thought) or self.of(FinalAnswer) else 0)
+
+    @property
     def trials(self) -> list[dict[str, Any]]:
         """Reflexion's trials, in order: each one's answer, verdict (who judged, why) and reflection.
 
@@ -301,6 +310,15 @@ class Trace:
         return "\n".join(lines).strip() + "\n"
 
 
+def _uses_tools(mode: str) -> bool:
+    """Whether ``mode`` (or the mode a fork continues) acts through tools; an unknown id (an old recording) does."""
+    forked = forked_mode(mode)
+    try:
+        return get_mode(forked[0] if forked else mode).uses_tools
+    except ValueError:
+        return True
+
+
 def _reflexion_line(event: Trial | Evaluation | Reflection) -> str:
     """A Reflexion event as a transcript line: the trial's heading, its verdict (and who gave it), a reflection."""
     if isinstance(event, Trial):
@@ -334,7 +352,7 @@ def metrics_line(trace: Trace) -> str:
     """One line of honest numbers for under a panel and the CLI; estimated tokens say so."""
     est = "~" if trace.tokens_estimated else ""
     parts = [
-        _count(len(trace.steps), "step"),
+        _count(trace.step_count, "step"),
         _count(trace.llm_calls, "LLM call"),
         _count(trace.tool_calls, "tool call"),
         f"tokens {est}{trace.prompt_tokens} in / {est}{trace.completion_tokens} out",

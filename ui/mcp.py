@@ -117,7 +117,7 @@ def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dic
             "f1": None if verdict is None else round(verdict.f1, 4),
             "error": trace.error,
             "forced": trace.forced,
-            "steps": len(trace.steps),
+            "steps": trace.step_count,
             "llm_calls": trace.llm_calls,
             "tool_calls": trace.tool_calls,
             "tokens": {"prompt": trace.prompt_tokens, "completion": trace.completion_tokens,

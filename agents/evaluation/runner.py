@@ -77,7 +77,7 @@ def make_record(item: Item, mode: str, trace: Trace) -> dict[str, Any]:
         "question": item.question, "gold": item.answer, "aliases": list(item.aliases),
         "prediction": trace.answer, "parsed": scored.parsed, "scorer": item.scorer,
         "em": scored.em, "f1": scored.f1,
-        "steps": len(trace.steps), "llm_calls": trace.llm_calls, "tool_calls": trace.tool_calls,
+        "steps": trace.step_count, "llm_calls": trace.llm_calls, "tool_calls": trace.tool_calls,
         "prompt_tokens": trace.prompt_tokens, "completion_tokens": trace.completion_tokens,
         "tokens": trace.prompt_tokens + trace.completion_tokens, "tokens_estimated": trace.tokens_estimated,
         "latency_s": round(trace.elapsed_s, 4), "error": trace.error, "forced": trace.forced,

@@ -237,3 +237,18 @@ def test_a_retry_that_succeeds_clears_the_error_but_keeps_the_cost():
     assert trace.error is None and trace.answer == "4" and trace.llm_calls == 2 and trace.completion_tokens == 10
     again = Trace.from_dict(json.loads(trace.to_json()))
     assert again.events == trace.events and again.error is None
+
+
+def test_think_only_counts_its_one_reasoning_step():
+    from agents.llm.scripted import ScriptedModel
+    from agents.modes import RunConfig, think_only
+    from tools.registry import ToolRegistry
+
+    trace = Trace("think", "What is 2+2?")
+    for event in think_only("What is 2+2?", ScriptedModel(["2 and 2 make 4.\nFinal Answer: 4"]), ToolRegistry([]),
+                            RunConfig()):
+        trace.add(event)
+    assert trace.steps == [] and trace.step_count == 1  # no Action → Observation round, one chain of thought
+    assert metrics_line(trace).startswith("1 step · 1 LLM call · 0 tool calls")
+    assert Trace("think").step_count == 0  # not run yet: nothing counted
+    assert Trace("react", events=[(0.0, FinalAnswer("4"))]).step_count == 0  # a tool mode counts its rounds only

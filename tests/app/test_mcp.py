@@ -64,7 +64,7 @@ def test_call_answers_and_marks_each_mode(url, stub):
     act, react, think = data["modes"]["act"], data["modes"]["react"], data["modes"]["think"]
     assert act["answer"] == "396" and act["mark"] == "✓" and act["correct"] is True and act["f1"] == 1.0
     assert react["mark"] == "✓" and react["steps"] == 1 and "calculate" in react["trace"]
-    assert think["mark"] == "✗" and think["steps"] == 0  # the stub's Think-only can only guess
+    assert think["mark"] == "✗" and think["steps"] == 1  # the stub's Think-only can only guess (in its one step)
     assert react["tokens"]["prompt"] > 0 and react["seconds"] >= 0 and react["llm_calls"] == 2
     assert "hf_SECRET_TOKEN_XYZ" not in res.content[0].text
     assert len(stub.requests) == 5  # it really ran: 1 think + 2 act + 2 react model calls
