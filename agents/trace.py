@@ -202,8 +202,9 @@ class Trace:
         """The steps the metrics, the table and the benchmark count: Action → Observation rounds (:attr:`steps`);
         for a mode without tools (Think-only), each chain of thought is its step — one for Think, one per sample
         for CoT-SC — so an answered Think run is "1 step", not 0."""
-        if _uses_tools(self.mode):
-            return len(self.steps)
+        rounds = len(self.steps)
+        if rounds or _uses_tools(self.mode):
+            return rounds
         return max(self.llm_calls, 1 if self.of(Thought) or self.of(FinalAnswer) else 0)
 
     @property

@@ -9,8 +9,12 @@ import re
 import string
 
 from agents.modes.registry import mode_title
+from agents.parsing import has_format_labels
 from agents.trace import Trace, metrics_line
 from ui.core.safe_text import escape_html, plain
+
+NO_FORCED_ANSWER = "(no answer: forced after the step limit)"
+NBSP = "\u00a0"  # inside a number's cell ("1254 / 46", "0.4 s"), so a narrow column never breaks the number
 
 
 def metrics_markdown(trace: Trace | None, *, running: bool = False) -> str:
@@ -22,6 +26,13 @@ def metrics_markdown(trace: Trace | None, *, running: bool = False) -> str:
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# "I don't know" and its kin, normalised (no punctuation, no articles): saying it is not giving an answer
+_NON_ANSWER = re.compile(
+    r"^(?:(?:i )?(?:(?:really |just )?(?:do not|don t|dont|cannot|can not|can t|am not sure|m not sure|am unable to"
+    r"|m unable to|have no idea)(?: really)?(?: (?:know|answer|tell|say|determine|find|be sure))?)|unknown|no answer"
+    r"|not sure|unsure|no idea|none|n a|not known|cannot be determined|insufficient information)\b"
+)
+_NON_ANSWER_WORDS = 8  # longer than this, an answer that opens with "I don't know" goes on to give one
 
 
 def normalize_answer(text: str | None) -> str:
@@ -34,6 +45,21 @@ def normalize_answer(text: str | None) -> str:
     t = "".join(c if c not in string.punctuation or c in ".-" else " " for c in t)
     t = re.sub(r"(?<!\d)[.-]|[.-](?!\d)", " ", t)
     return " ".join(_ARTICLES.sub(" ", t).split())
+
+
+def gave_answer(text: str | None) -> bool:
+    """True for a real answer: not empty, not the raw step format, not "I don't know" (or "unknown", "no idea")."""
+    norm = normalize_answer(text)
+    if not norm or has_format_labels(text or ""):
+        return False
+    return not (_NON_ANSWER.match(norm) and len(norm.split()) <= _NON_ANSWER_WORDS)
+
+
+def shown_answer(trace: Trace) -> str | None:
+    """The answer as the table shows it: None when there is none to show (an old recording's forced answer
+    that is the raw ``Thought:`` / ``Action:`` reply counts as none)."""
+    text = trace.answer
+    return text if text and text.strip() and not has_format_labels(text) else None
 
 
 def answers_agree(a: str | None, b: str | None) -> bool:
@@ -51,11 +77,14 @@ def answers_agree(a: str | None, b: str | None) -> bool:
 
 
 def agreement(traces: dict[str, Trace]) -> str:
-    """One sentence: which modes' answers agree."""
-    answered = {m: t.answer for m, t in traces.items() if t.answer}
+    """One sentence: which modes' answers agree. Only real answers count: modes that all said "I don't know"
+    (or gave no answer) do not agree, no mode answered."""
+    answered = {m: t.answer for m, t in traces.items() if gave_answer(t.answer)}
     names = {m: mode_title(m) for m in traces}
     if len(traces) < 2:
         return "Only one mode was run: nothing to compare."
+    if not answered:
+        return "∅ No mode answered: nothing to compare."
     if len(answered) < 2:
         return "Fewer than two modes produced an answer: nothing to compare."
     groups: list[list[str]] = []
@@ -77,16 +106,20 @@ def agreement(traces: dict[str, Trace]) -> str:
 
 
 def comparison_rows(traces: dict[str, Trace]) -> list[dict]:
+    """One row per mode: the export's ``comparison.rows`` (keys are only ever added: ``trials`` is the number
+    of Reflexion trials, None for a mode without trials; ``steps`` counts Think-only's one reasoning step)."""
     rows = []
     for mode, t in traces.items():
+        mine = t.answer if gave_answer(t.answer) else None
         others = [mode_title(o) for o, u in traces.items()
-                  if o != mode and t.answer and answers_agree(t.answer, u.answer)]
+                  if o != mode and mine and gave_answer(u.answer) and answers_agree(mine, u.answer)]
         rows.append({
             "mode": mode,
             "answer": t.answer,
             "forced": t.forced,
             "error": t.error,
-            "steps": len(t.steps),
+            "steps": t.step_count,
+            "trials": len(t.trials) or None,
             "llm_calls": t.llm_calls,
             "tool_calls": t.tool_calls,
             "prompt_tokens": t.prompt_tokens,
@@ -104,21 +137,37 @@ def _cell(text: str | None, limit: int = 160) -> str:
     return escape_html(t).replace("|", "\\|")
 
 
+def answer_cell(trace: Trace) -> str:
+    """The Answer cell: the answer (flagged when forced), the error, or what stands for no answer."""
+    answer = _cell(shown_answer(trace))
+    if answer:
+        return answer + (" _(forced)_" if trace.forced else "")
+    if trace.error:
+        return f"⚠ {_cell(trace.error)}"
+    return NO_FORCED_ANSWER if trace.forced else "—"
+
+
+def number_cell(text: str) -> str:
+    """A cell holding numbers: its spaces made non-breaking, so "1254 / 46" or "0.4 s" stays on one line."""
+    return text.replace(" ", NBSP)
+
+
 def comparison_markdown(traces: dict[str, Trace]) -> str:
-    """The after-run table: answer, steps, tool calls, tokens, time, agreement."""
+    """The after-run table: answer, steps (and Reflexion's trials), tool calls, tokens, time, agreement."""
     if not traces:
         return ""
-    head = ("| Mode | Answer | Steps | Tool calls | Tokens in / out | Time | Agrees with |\n"
-            "|---|---|---:|---:|---:|---:|---|")
+    rows = comparison_rows(traces)
+    trials = any(row["trials"] for row in rows)
+    head = ("| Mode | Answer | Steps |" + (" Trials |" if trials else "") + " Tool calls | Tokens in / out | Time |"
+            " Agrees with |\n|---|---|---:|" + ("---:|" if trials else "") + "---:|---:|---:|---|")
     lines = [head]
-    for row in comparison_rows(traces):
-        answer = _cell(row["answer"]) or (f"⚠ {_cell(row['error'])}" if row["error"] else "—")
-        if row["forced"]:
-            answer += " _(forced)_"
+    for row, trace in zip(rows, traces.values(), strict=True):
         est = "~" if row["tokens_estimated"] else ""
+        tried = f" {row['trials'] or ''} |" if trials else ""
+        tokens = number_cell(f"{est}{row['prompt_tokens']} / {est}{row['completion_tokens']}")
+        seconds = number_cell(f"{row['elapsed_s']:.1f} s")
         lines.append(
-            f"| **{mode_title(row['mode'])}** | {answer} | {row['steps']} | {row['tool_calls']} | "
-            f"{est}{row['prompt_tokens']} / {est}{row['completion_tokens']} | {row['elapsed_s']:.1f} s | "
-            f"{', '.join(row['agrees_with']) or '—'} |"
+            f"| **{mode_title(row['mode'])}** | {answer_cell(trace)} | {row['steps']} |{tried} {row['tool_calls']} | "
+            f"{tokens} | {seconds} | {', '.join(row['agrees_with']) or '—'} |"
         )
     return "\n".join(lines) + f"\n\n**{agreement(traces)}**"

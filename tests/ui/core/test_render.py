@@ -249,7 +249,7 @@ def test_comparison_table_and_agreement():
               "react": react_trace(answer="The answer is 4 | <b>sure</b>")}
     table = comparison_markdown(traces)
     assert table.count("\n| **") == 3
-    assert "| **Think-only** | 400 | 1 | 1 | 30 / 9 | 0.7 s | — |" in table
+    assert "| **Think-only** | 400 | 1 | 1 | 30\u00a0/\u00a09 | 0.7\u00a0s | — |" in table  # numbers never wrap
     assert "\\|" in table and "&lt;b>" in table
     assert "Think-only differs; Act-only and ReAct agree" in table
     same = {m: react_trace(mode=m) for m in ("think", "act", "react")}
