@@ -101,6 +101,28 @@ def test_table_and_charts_put_the_papers_figure_beside_ours():
     assert tokens["encoding"]["y"]["sort"] == ["Think-only (CoT)", "ReAct", "Act-only"]
 
 
+def test_the_value_axis_keeps_its_labels_apart_and_short():
+    """Few ticks, labels at least LABEL_GAP_PX apart and never flushed into the one before ("850900"); tokens
+    read 1.5k, 12k."""
+    records = [{"id": "q1", "mode": "react", "em": 1.0, "f1": 1.0, "tokens": 12_345, "scorer": "squad"}]
+    summary = summarise(records, ["react"], "hotpotqa", total_items=1)
+    for chart in (charts.score_chart(summary), charts.tokens_chart(summary)):
+        axis = json.loads(chart.plot)["encoding"]["x"]["axis"]
+        assert axis["tickCount"] <= 5 and axis["labelOverlap"] and axis["labelSeparation"] >= 6
+        assert axis["labelFlush"] is False
+    assert json.loads(charts.tokens_chart(summary).plot)["encoding"]["x"]["axis"]["format"] == "~s"
+    assert "format" not in json.loads(charts.score_chart(summary).plot)["encoding"]["x"]["axis"]
+
+
+def test_the_results_table_has_its_real_headers_before_any_run():
+    with gr.Blocks():
+        table = bt.build_benchmark_tab(LLMSettings(model="m"), None)["table"]  # type: ignore[arg-type]
+    headers = table.value["headers"]
+    assert headers[:4] == ["Mode", "n", "EM %", "F1 %"] and "1" not in headers and table.value["data"] == []
+    records = [{"id": "q1", "mode": "react", "em": 1.0, "f1": 1.0, "tokens": 10, "scorer": "squad"}]
+    assert headers == list(bt.table_frame(summarise(records, ["react"], "hotpotqa", total_items=1)).columns)
+
+
 def test_export_dir_is_fresh_and_old_ones_go(tmp_path, monkeypatch):
     monkeypatch.setattr(bt, "EXPORT_ROOT", tmp_path / "exports")
     first = bt.export_dir()

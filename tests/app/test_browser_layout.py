@@ -3,7 +3,8 @@
 Bounding boxes, not impressions: no panel title covers a message of its panel, the expected answer keeps a
 visible label once filled, the Fork controls name what the chosen panel's steps are, with Presentation mode on
 the three panels' first lines are on screen after Run without scrolling, and the Benchmark score chart groups
-each mode's bar with the paper's with no axis label running into another. Screenshots land in ``artifacts/``.
+each mode's bar with the paper's with no axis label running into another (nor touching one, in either
+chart), and the results table has its real headers before any run. Screenshots land in ``artifacts/``.
 """
 
 from __future__ import annotations
@@ -192,6 +193,9 @@ def chart_geometry(pg, selector: str) -> dict:
 def test_the_benchmark_chart_groups_each_mode_with_the_paper_and_an_empty_list_says_why(page_at, kit, size):
     pg = page_at(*size)
     open_tab(pg, "Benchmark")
+    pg.wait_for_selector("#bench-table th", timeout=15_000)
+    headers = [h.strip() for h in pg.locator("#bench-table th").all_inner_texts() if h.strip()]
+    assert headers[:2] == ["Mode", "n"] and "1" not in headers, headers  # its real headers before any run
     n = pg.get_by_label("N (items)").first
     n.fill("2")
     n.press("Enter")
@@ -213,6 +217,12 @@ def test_the_benchmark_chart_groups_each_mode_with_the_paper_and_an_empty_list_s
         others = [b for b in chart["bars"] if f"mode: {mode};" not in b["label"]]
         between = [b for b in others if min(ours[0]["y"], paper[0]["y"]) < b["y"] < max(ours[0]["y"], paper[0]["y"])]
         assert gap <= 1.5 * max(ours[0]["height"], paper[0]["height"]) and not between, (mode, ours, paper, between)
+    for selector in ("#bench-score", "#bench-tokens"):  # the value axis' numbers stand apart ("850 900", not "850900")
+        pg.wait_for_selector(f"{selector} .role-axis-label text", timeout=15_000)
+        numbers = sorted((label for label in chart_geometry(pg, selector)["labels"] if label["text"] not in modes),
+                         key=lambda label: label["x"])
+        gaps = [b["x"] - (a["x"] + a["width"]) for a, b in zip(numbers, numbers[1:], strict=False)]
+        assert len(numbers) >= 2 and min(gaps) >= 6, (selector, numbers)
     # the toy model says "I don't know" to every HotpotQA question in every mode: nothing to disagree on
     kit.wait_text(pg, "#bench-picker", "No items where the modes disagree — untick to list all")
     assert "Run a benchmark first" not in pg.inner_text("#bench-picker")

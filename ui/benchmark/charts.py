@@ -3,7 +3,8 @@
 ``gr.BarPlot`` stacks the bars of one x value and cannot group them, so the charts are Vega-Lite specs
 shown by ``gr.Plot`` (with the Vega that Gradio's page bundles: no request leaves the app). The bars
 are horizontal: each mode's name gets a line of its own, so no label can run into another however
-many modes a benchmark has and however narrow the screen. The data is
+many modes a benchmark has and however narrow the screen; the value axis has a few ticks whose labels keep
+apart (short ones for tokens: 1.5k). The data is
 :func:`agents.evaluation.report.chart_data`'s long format (``mode``, ``series``, ``value``).
 """
 
@@ -20,6 +21,8 @@ THIS_RUN = "this run"
 RUN_COLOUR = "#4f46e5"  # this run: the page's indigo
 PAPER_COLOURS = ("#94a3b8", "#f59e0b", "#10b981")  # the ReAct paper's figures, then later papers' (Reflexion)
 BAR_PX = 16  # one bar's thickness; a mode's group is one bar per source
+VALUE_TICKS = 4  # about so many ticks on the value axis (Vega: one per 40 px, crowded for "12k" on a phone)
+LABEL_GAP_PX = 8  # the least space between two of its labels
 FONT = "ui-sans-serif, system-ui, Segoe UI, Roboto, Helvetica, Arial, sans-serif"  # the page's (ui/page/parts.theme)
 
 
@@ -31,18 +34,27 @@ def score_chart(summary: dict[str, Any]) -> PlotData:
 
 def tokens_chart(summary: dict[str, Any]) -> PlotData:
     """Mean tokens per pair, per mode."""
-    return grouped_bars(_records(chart_data(summary, "tokens")), value_title="Mean tokens per pair")
+    return grouped_bars(_records(chart_data(summary, "tokens")), value_title="Mean tokens per pair",
+                        value_format="~s")  # 1.5k, 12k: short labels
 
 
-def grouped_bars(rows: list[dict[str, Any]], *, value_title: str,
-                 domain: tuple[float, float] | None = None) -> PlotData:
-    """A Vega-Lite spec of horizontal bars: a row per mode (in ``rows``' order), a bar per series inside it."""
+def grouped_bars(rows: list[dict[str, Any]], *, value_title: str, domain: tuple[float, float] | None = None,
+                 value_format: str | None = None) -> PlotData:
+    """A Vega-Lite spec of horizontal bars: a row per mode (in ``rows``' order), a bar per series inside it.
+
+    The value axis has few ticks and keeps its labels :data:`LABEL_GAP_PX` apart (Vega drops every other one until
+    they are). Its last label is centred on its tick, not flushed to the edge: Vega moves a flushed label after its
+    overlap check, so on a narrow chart it ran into the one before ("850900")."""
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     series = list(dict.fromkeys([*(r["series"] for r in rows if r["series"] == THIS_RUN),
                                  *(r["series"] for r in rows)]))
     papers = [s for s in series if s != THIS_RUN]
     colours = [RUN_COLOUR if s == THIS_RUN else PAPER_COLOURS[papers.index(s) % len(PAPER_COLOURS)] for s in series]
-    value: dict[str, Any] = {"field": "value", "type": "quantitative", "title": value_title}
+    axis: dict[str, Any] = {"tickCount": VALUE_TICKS, "labelOverlap": True, "labelSeparation": LABEL_GAP_PX,
+                            "labelFlush": False}
+    if value_format:
+        axis["format"] = value_format
+    value: dict[str, Any] = {"field": "value", "type": "quantitative", "title": value_title, "axis": axis}
     if domain is not None:
         value["scale"] = {"domain": list(domain)}
     spec = {

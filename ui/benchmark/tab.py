@@ -58,6 +58,7 @@ DEFAULT_MODES = list(mode_ids("base"))
 MAX_CONCURRENCY, MAX_SC = 8, 21  # BENCH_MAX_N, BENCH_VISITOR_MAX_N, BENCH_CONCURRENCY: ui/core/settings.py
 REFRESH_S = 0.5  # table refresh at most every REFRESH_S (the clock ticks every stream.TICK_S when idle)
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "think-act-react-benchmark"
+TABLE_HEADERS = summary_table({"modes": {}})[0]  # the columns of the default dataset's table (EM % and F1 %)
 EXPORT_TTL_S = 3600.0  # Gradio copies the files into its cache when it sends them; ours can go after an hour
 
 
@@ -342,7 +343,9 @@ def _layout(on_space: bool) -> dict[str, Any]:
         run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150, elem_id="bench-run")
         stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90, elem_id="bench-stop")
     progress = gr.Markdown("", elem_id="bench-progress")
-    table = gr.Dataframe(label="Results per mode (live)", interactive=False, wrap=True)
+    # its real headers before any run (without them Gradio shows "1 | 2 | 3"); a run's table brings its own
+    table = gr.Dataframe(headers=TABLE_HEADERS, label="Results per mode (live)", interactive=False, wrap=True,
+                         elem_id="bench-table")
     with gr.Row():
         # one group of bars per mode, a colour per source (ui/benchmark/charts.py: gr.BarPlot can only stack them)
         score_chart = gr.Plot(label="Score per mode", elem_id="bench-score")
