@@ -37,7 +37,9 @@ from agents.events import (
     Waiting,
 )
 from agents.modes.registry import mode_title
+from ui.core import trials
 from ui.core.safe_text import fenced, plain, safe_markdown
+from ui.core.table import NO_FORCED_ANSWER, answer_text
 
 SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
 INCOMPLETE = "⚠ Incomplete reply — cut off, not used as an answer"
@@ -80,6 +82,8 @@ class Panel:
     _pause: gr.ChatMessage | None = None  # the "paused after step N" marker, until the mode resumes
     _calls: int = 0  # tool calls made by the current CodeAct program
     _call_pending: gr.ChatMessage | None = None  # the result of the program's call under way
+    _trial: gr.ChatMessage | None = None  # Reflexion's trial under way: the messages until its end go under it
+    _trials: int = 0
     _wire: dict[int, tuple] = field(default_factory=dict, repr=False)  # id(message) → (message, key, browser form)
 
     @property
@@ -109,6 +113,7 @@ class Panel:
         elif isinstance(event, Retry):
             self._keep_draft(INCOMPLETE)
             self._close_pending()
+            self._end_trial("failed")
             self._retire_error()
             self._append(safe_markdown(event.message), title="⟳ Running this mode again", status="done")
         elif isinstance(event, Usage):
@@ -131,6 +136,7 @@ class Panel:
         elif isinstance(event, LLMError):
             self._keep_draft(INCOMPLETE)
             self._close_pending()
+            self._end_trial("⚠ model error")
             self._error = self._append(f"⚠ **Model error:** {safe_markdown(event.message)}")
         elif isinstance(event, Paused):
             self._pause = self._append(PAUSED_NOTE, title=f"⏸ Paused after step {event.step}", status="done")
@@ -143,8 +149,11 @@ class Panel:
         elif isinstance(event, FinalAnswer):
             self._drop_draft()
             self._close_pending()
+            self._end_trial("no verdict")
             flag = " _(forced: the model did not finish on its own)_" if event.forced else ""
-            self._append(f"### ✔ Final answer{flag}\n\n{safe_markdown(event.text) or '_(empty)_'}")
+            text = answer_text(event.text)  # never the raw step format (an older recording's forced reply)
+            shown = safe_markdown(text) if text else NO_FORCED_ANSWER if event.forced else "_(empty)_"
+            self._append(f"### ✔ Final answer{flag}\n\n{shown}")
 
     def finish(self, stopped: bool = False, reason: str = "") -> None:
         """Close spinners; a run that ended without an answer or an error says so (and ``reason``, when it was
@@ -154,6 +163,7 @@ class Panel:
             self._waiting = None
         self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
         self._close_pending()
+        self._end_trial("stopped" if stopped else "ended")
         if self._pause is not None:
             self._pause.content, self._pause = (safe_markdown(reason) if reason else "Stopped while paused."), None
         self._render_live()
@@ -216,6 +226,8 @@ class Panel:
             meta["duration"] = round(duration, 2)
         if log:
             meta["log"] = log
+        if self._trial is not None:
+            meta["parent_id"] = self._trial.metadata["id"]
         msg = gr.ChatMessage(content=content, role="assistant", metadata=meta)  # type: ignore[arg-type]
         self.messages.append(msg)
         return msg
@@ -306,16 +318,33 @@ class Panel:
                                      status="pending")
 
     def _reflexion(self, event: Trial | Evaluation | Reflection) -> None:
-        """Reflexion's trials, the verdict on each (and who gave it) and the reflection on a failed one."""
+        """Reflexion: each trial one line (:mod:`ui.core.trials`) over its steps, its verdict (and who gave it)
+        and the reflection on a failed one; the line closes once the trial's story is told."""
         self._drop_draft()  # the check and the reflection are model calls: their draft gives way to the result
         if isinstance(event, Trial):
-            self._append(f"**Trial {event.n} of {event.of}**")
+            self._end_trial("ended")
+            title, intro = trials.started(event)
+            self._trials += 1
+            self._trial = self._append(intro, title=title, status="pending")
+            self._trial.metadata["id"] = f"trial-{self._trials}"
         elif isinstance(event, Evaluation):
             mark = "✓ Right" if event.correct else "✗ Wrong"
             why = f": {safe_markdown(event.reason)}" if event.reason else ""
             self._append(f"**{mark}** — {event.label}{why}", title=f"⚖ Trial verdict ({event.label})", status="done")
+            if self._trial is not None:
+                self._trial.metadata["title"] = trials.judged(self._trial.metadata["title"], event)
         else:
             self._append(safe_markdown(event.text), title="💭 Reflection for the next trial", status="done")
+            if self._trial is not None:
+                self._trial.metadata["title"] = trials.reflected(self._trial.metadata["title"], event.text)
+            self._end_trial("")
+
+    def _end_trial(self, why: str) -> None:
+        """Close the trial under way (collapsed to its line); one that ended before its verdict says ``why``."""
+        if self._trial is not None:
+            self._trial.metadata["title"] = trials.ended(self._trial.metadata["title"], why)
+            self._trial.metadata["status"] = "done"
+            self._trial = None
 
     def _observation(self, event: Observation) -> None:
         n = f"{self.actions}.{self._calls}" if event.nested else str(self.actions)
@@ -329,8 +358,8 @@ class Panel:
         if msg is None:
             msg = self._append("")
         msg.content = fenced(event.output)
-        msg.metadata.clear()
-        msg.metadata.update({"title": title, "duration": round(event.elapsed_s, 2)})
+        kept = {"parent_id": msg.metadata["parent_id"]} if "parent_id" in msg.metadata else {}  # its trial's
+        msg.metadata = {**kept, "title": title, "duration": round(event.elapsed_s, 2)}
         if flags:
             msg.metadata["log"] = flags
         if len(event.output) > SHORT_OBSERVATION:

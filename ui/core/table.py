@@ -55,10 +55,9 @@ def gave_answer(text: str | None) -> bool:
     return not (_NON_ANSWER.match(norm) and len(norm.split()) <= _NON_ANSWER_WORDS)
 
 
-def shown_answer(trace: Trace) -> str | None:
-    """The answer as the table shows it: None when there is none to show (an old recording's forced answer
-    that is the raw ``Thought:`` / ``Action:`` reply counts as none)."""
-    text = trace.answer
+def answer_text(text: str | None) -> str | None:
+    """An answer as the page shows it: None when there is none to show (an old recording's forced answer that
+    is the raw ``Thought:`` / ``Action:`` reply counts as none)."""
     return text if text and text.strip() and not has_format_labels(text) else None
 
 
@@ -139,7 +138,7 @@ def _cell(text: str | None, limit: int = 160) -> str:
 
 def answer_cell(trace: Trace) -> str:
     """The Answer cell: the answer (flagged when forced), the error, or what stands for no answer."""
-    answer = _cell(shown_answer(trace))
+    answer = _cell(answer_text(trace.answer))
     if answer:
         return answer + (" _(forced)_" if trace.forced else "")
     if trace.error:

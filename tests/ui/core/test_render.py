@@ -439,7 +439,7 @@ def test_a_codeact_program_shows_its_calls_under_it_and_its_output_after_them():
     assert panel.value()[3].content == "```text\n4\n```" and panel.value()[4].content == "```text\n4\n```"
 
 
-def test_reflexion_shows_each_trial_its_verdict_and_the_reflection():
+def test_reflexion_shows_each_trial_as_one_line_over_its_verdict_and_reflection():
     from agents.events import Evaluation, Reflection, Trial
 
     panel = Panel("reflexion")
@@ -449,8 +449,13 @@ def test_reflexion_shows_each_trial_its_verdict_and_the_reflection():
         panel.add(event)
     texts = [m.content for m in panel.value()]
     titles = [m.metadata.get("title", "") for m in panel.value()]
-    assert texts[0] == "**Trial 1 of 3**" and texts[3] == "**Trial 2 of 3**"
+    parents = [m.metadata.get("parent_id") for m in panel.value()]
+    assert titles[0] == "Trial 1 of 3 · ✗ · reflection: Use the calculator next time."
+    assert titles[3] == "Trial 2 of 3 · ✓ · answer: 4"
+    assert parents == [None, "trial-1", "trial-1", None, "trial-2", None]
+    assert [m.metadata.get("status") for m in panel.value()][::3] == ["done", "done"]  # each trial collapsed to a line
     assert titles[1] == "⚖ Trial verdict (graded against the expected answer)" and texts[1].startswith("**✗ Wrong**")
     assert titles[2] == "💭 Reflection for the next trial" and "calculator" in texts[2]
     assert "the model's own judgement" in titles[4] and texts[4].startswith("**✓ Right**")
+    assert texts[5].startswith("### ✔ Final answer") and not titles[5]  # the answer stays in view, under no trial
     assert not any("Writing" in t for t in titles)  # the check's and the reflection's drafts gave way
