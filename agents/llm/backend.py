@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 TOY_MODEL = "toy"  # the id the toy lists and is asked for (it answers any)
 TOY_TOKEN_DELAY_S = 0.02  # its replies stream visibly, as a real model's do
 TOY_SWITCH = "APP_TOY_MODEL"  # the app's switch (ui/core/settings.py declares it with the app's other settings)
+TOY_DEFAULT = True  # on: with nothing configured the page and the CLI answer with the toy
 TOY_NOTICE = (f"No model is configured, so {TOY} answers ({TOY_LIMITS}). For a real model set HF_TOKEN "
               "(the Hugging Face router) or LLM_BASE_URL (an OpenAI-compatible server, e.g. "
               f"http://localhost:11434/v1); {TOY_SWITCH}=0 turns the toy off.")
@@ -48,7 +49,7 @@ def wants_toy(settings: LLMSettings, environ: Mapping[str, str] | None = None) -
 
     An invalid ``APP_TOY_MODEL`` raises :class:`~agents.settings.SettingError` (one line), as the app does."""
     environ = os.environ if environ is None else environ
-    return not settings.configured and not environ.get("SPACE_ID") and env_bool(TOY_SWITCH, True, environ)
+    return not settings.configured and not environ.get("SPACE_ID") and env_bool(TOY_SWITCH, TOY_DEFAULT, environ)
 
 
 def start_toy(settings: LLMSettings) -> LLMSettings:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from agents.llm.backend import TOY_DEFAULT, TOY_SWITCH
 from agents.settings import SettingError, env_bool, env_float, env_int, env_text
 
 # variable → (field, default, low, high); floats are seconds
@@ -41,7 +42,7 @@ _DAYS = {
 _SWITCHES = {
     "APP_MCP": ("mcp", True),  # serve the one MCP tool (ui/mcp.py) when the mcp package is there
     # off a Space with no model configured, start the toy one (ui/core/backend.py)
-    "APP_TOY_MODEL": ("toy_model", True),
+    TOY_SWITCH: ("toy_model", TOY_DEFAULT),
     # the sandbox's policy and restricted builtins; off lets a local copy attack the boundary alone. tools/sandbox.py
     # reads it at each call (run workers and the CLI follow it too) and keeps it on when SPACE_ID is set
     "APP_SANDBOX_FILTERS": ("sandbox_filters", True),
@@ -59,7 +60,7 @@ class AppSettings:
     bench_visitor_max_n: int = _INTS["BENCH_VISITOR_MAX_N"][1]
     bench_concurrency: int = _INTS["BENCH_CONCURRENCY"][1]
     mcp: bool = _SWITCHES["APP_MCP"][1]
-    toy_model: bool = _SWITCHES["APP_TOY_MODEL"][1]
+    toy_model: bool = _SWITCHES[TOY_SWITCH][1]
     sandbox_filters: bool = _SWITCHES["APP_SANDBOX_FILTERS"][1]
     share_max_mb: int = _INTS["APP_SHARE_MAX_MB"][1]
     share_days: float = _DAYS["APP_SHARE_DAYS"][1]
