@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from agents import prompts
 from agents.events import Event, FinalAnswer, Thought
 from agents.llm.base import ChatModel
-from agents.modes.base import RunConfig, answer_now, complete, split_final_answer
+from agents.modes.base import RunConfig, answer_in, answer_now, complete, split_final_answer
 from agents.modes.registry import ModeSpec, register
 from tools.registry import ToolRegistry
 
@@ -15,7 +15,9 @@ from tools.registry import ToolRegistry
 def think_only(
     question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, reasoning: str | None = None
 ) -> Iterator[Event]:
-    """Reason step by step, then answer after ``Final Answer:``; a reply without one is answered whole, flagged.
+    """Reason step by step, then answer after ``Final Answer:``; a reply without one is its own answer when it is
+    short and plain (flagged as forced), else it stands as the reasoning and the answer is empty (forced): a
+    paragraph of musing is not an answer the model gave.
 
     With ``reasoning`` (a fork: the teacher edited the chain of thought), that text stands as the
     model's reply and the model is asked again for the answer that follows from it.
@@ -32,9 +34,13 @@ def think_only(
     if reply is None:
         return
     thought, answer = split_final_answer(reply.text)
+    forced = answer is None
+    if forced:
+        answer = answer_in(reply.text)
+        thought = "" if answer else reply.text.strip()
     if thought:
         yield Thought(thought)
-    yield FinalAnswer(answer, forced=False) if answer is not None else FinalAnswer(reply.text.strip(), forced=True)
+    yield FinalAnswer(answer or "", forced=forced)
 
 
 THINK = register(ModeSpec("think", "Think-only", think_only, placement="base", label="Think",

@@ -215,6 +215,15 @@ def test_think_only_without_label_is_flagged():
     assert trace.answer == "It is probably four." and trace.forced
 
 
+def test_think_only_musing_without_label_is_reasoning_not_an_answer():
+    musing = ("Let me think about this. First, two things and two more things. " * 6 + "\n\nSo it might be four, or "
+              "maybe not, depending on how one counts.")
+    trace = run(think_only, ScriptedModel([musing]))
+    assert trace.answer == "" and trace.forced and trace.of(Thought)[0].text == musing.strip()
+    trace = run(think_only, ScriptedModel(["Thought: I should look it up.\nAction: search\nAction Input: four"]))
+    assert trace.answer == "" and trace.forced  # never the raw step format
+
+
 def test_scripted_model_fails_on_unexpected_and_unused_calls():
     model = ScriptedModel(["Action: calculate\nAction Input: 1+1"])
     with pytest.raises(ScriptMismatch):
