@@ -35,6 +35,7 @@ from agents.events import (
     event_from_dict,
     event_to_dict,
 )
+from agents.llm import pricing
 from agents.modes.registry import forked_mode, get_mode, mode_title
 
 
@@ -74,6 +75,8 @@ class Trace:
     _paused_s: float = field(default=0.0, repr=False, compare=False)  # time spent waiting for "next step"
     # every event but the streamed tokens: what the metrics read, so a live panel's numbers cost per step, not token
     _steps: list[Event] = field(default_factory=list, repr=False, compare=False)
+    # the process's prices when the run began (agents.llm.pricing); a saved run's own price when read back
+    prices: pricing.PriceBook | None = field(default_factory=pricing.current, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._steps = [e for _, e in self.events if not isinstance(e, TokenDelta)]
@@ -168,6 +171,17 @@ class Trace:
         return next((u.model for u in reversed(self.of(Usage)) if u.model), None)
 
     @property
+    def price(self) -> pricing.Price | None:
+        """USD per million tokens for this run's model: the server's listing, else the owner's; None: unknown."""
+        return self.prices.price_for(self.answered_by) if self.prices is not None else None
+
+    @property
+    def cost(self) -> float | None:
+        """Tokens × price in USD (an estimate when :attr:`tokens_estimated`); None without a price."""
+        price = self.price
+        return price.cost(self.prompt_tokens, self.completion_tokens) if price is not None else None
+
+    @property
     def llm_seconds(self) -> float:
         return sum(u.elapsed_s for u in self.of(Usage))
 
@@ -241,6 +255,7 @@ class Trace:
                       "estimated": self.tokens_estimated},
             "hit_token_limit": self.truncated_calls,
             "elapsed_s": round(self.elapsed_s, 4),
+            **pricing.cost_fields(self.price, self.prompt_tokens, self.completion_tokens),
             **extra,
         }
 
@@ -252,12 +267,15 @@ class Trace:
             "elapsed_s": self.elapsed_s,
             "events": [{"t": t, **event_to_dict(e)} for t, e in self.events],
             "summary": self.summary(),
+            **({"price": price.to_dict()} if (price := self.price) is not None else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         """Rebuild a trace saved by :meth:`to_dict` (the ``summary`` is derived again, not trusted)."""
-        trace = cls(mode=str(data.get("mode", "")), question=str(data.get("question", "")))
+        price = pricing.Price.from_dict(data.get("price"))  # a saved run keeps its own price, or has none
+        trace = cls(mode=str(data.get("mode", "")), question=str(data.get("question", "")),
+                    prices=pricing.PriceBook(fixed=price) if price is not None else None)
         for item in data.get("events", []):
             trace.add(event_from_dict(item), float(item.get("t", 0.0)))
         trace.elapsed_s = float(data.get("elapsed_s", trace.events[-1][0] if trace.events else 0.0))
@@ -359,6 +377,8 @@ def metrics_line(trace: Trace) -> str:
         f"tokens {est}{trace.prompt_tokens} in / {est}{trace.completion_tokens} out",
         f"{trace.elapsed_s:.1f} s",
     ]
+    if (cost := pricing.cost_text(trace.cost, trace.tokens_estimated)) is not None:
+        parts.insert(-1, cost)  # beside the tokens it prices
     if trace.trials:
         parts.insert(0, _count(len(trace.trials), "trial"))
     if trace.forced:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.llm import pricing
 from agents.modes.registry import list_modes, table_title
 
 
@@ -106,8 +107,10 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def mode_summary(records: Sequence[dict[str, Any]], metric: str = "em") -> dict[str, Any]:
-    """n, em, f1 (and accuracy), means per pair, error and forced-answer rates; None where n is 0."""
+def mode_summary(records: Sequence[dict[str, Any]], metric: str = "em",
+                 price: pricing.Price | None = None) -> dict[str, Any]:
+    """n, em, f1 (and accuracy), means per pair, error and forced-answer rates; None where n is 0. With a
+    ``price``, ``cost_usd`` (all pairs' tokens × price) and ``cost_estimated`` (some pair's tokens are)."""
     out: dict[str, Any] = {"n": len(records), "em": _mean([r["em"] for r in records]),
                            "f1": _mean([r["f1"] for r in records])}
     if metric == "accuracy":
@@ -116,16 +119,30 @@ def mode_summary(records: Sequence[dict[str, Any]], metric: str = "em") -> dict[
         out[name] = _mean([float(r.get(key) or 0) for r in records])
     out["error_rate"] = _mean([float(bool(r.get("error"))) for r in records])
     out["forced_rate"] = _mean([float(bool(r.get("forced"))) for r in records])
+    if price is not None:
+        out["cost_usd"] = sum(price.cost(int(r.get("prompt_tokens") or 0), int(r.get("completion_tokens") or 0))
+                              for r in records)
+        out["cost_estimated"] = any(bool(r.get("tokens_estimated")) for r in records)
     return out
 
 
+def run_price() -> pricing.Price | None:
+    """The price of the process's model (the server's listing, then the owner's ``APP_PRICE_*``), or None."""
+    book = pricing.current()
+    return book.price_for() if book is not None else None
+
+
 def summarise(records: Sequence[dict[str, Any]], modes: Sequence[str], dataset: str,
-              *, total_items: int | None = None) -> dict[str, Any]:
-    """The run's summary: ``{"dataset", "metric", "items", "modes": {mode: {...}}, "paper": {...}}``."""
+              *, total_items: int | None = None, price: pricing.Price | None = None) -> dict[str, Any]:
+    """The run's summary: ``{"dataset", "metric", "items", "modes": {mode: {...}}, "paper": {...}}``, and the
+    ``price`` its costs used (``price`` or else the process's, :func:`run_price`) when one is known."""
     metric = headline_metric(records, dataset)
+    price = price or run_price()
     summary: dict[str, Any] = {"dataset": dataset, "metric": metric, "items": total_items, "modes": {}}
+    if price is not None:
+        summary["price"] = price.to_dict()
     for mode in modes:
-        stats = mode_summary([r for r in records if r["mode"] == mode], metric)
+        stats = mode_summary([r for r in records if r["mode"] == mode], metric, price)
         stats["paper"] = paper_figure(mode, dataset)
         if (later := later_figure(mode, dataset)) is not None:
             stats["paper_source"] = later.source
@@ -148,17 +165,20 @@ def _num(value: float | None, digits: int = 1) -> float | None:
 
 
 def summary_table(summary: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """Headers and one row per mode, scores and rates in percent: for ``gr.Dataframe`` and the CLI."""
+    """Headers and one row per mode, scores and rates in percent: for ``gr.Dataframe`` and the CLI; with a price,
+    a "Cost (total)" column after "Tokens" (``≈ $0.0004``, ``~$0.0004`` when some tokens are estimated)."""
     accuracy = summary.get("metric") == "accuracy"
     score_cols = ["Accuracy %"] if accuracy else ["EM %", "F1 %"]
-    headers = ["Mode", "n", *score_cols, "Paper %", "Steps", "Tool calls", "Tokens", "Latency s",
-               "Errors %", "Forced %"]
+    priced = any("cost_usd" in s for s in summary["modes"].values())
+    headers = ["Mode", "n", *score_cols, "Paper %", "Steps", "Tool calls", "Tokens", *(["Cost (total)"] * priced),
+               "Latency s", "Errors %", "Forced %"]
     rows = []
     for mode, s in summary["modes"].items():
         scores = [_pct(s["em"])] if accuracy else [_pct(s["em"]), _pct(s["f1"])]
         rows.append([table_title(mode), s["n"], *scores, _pct(s.get("paper")), _num(s["mean_steps"]),
-                     _num(s["mean_tool_calls"]), _num(s["mean_tokens"], 0), _num(s["mean_latency_s"], 2),
-                     _pct(s["error_rate"]), _pct(s["forced_rate"])])
+                     _num(s["mean_tool_calls"]), _num(s["mean_tokens"], 0),
+                     *([pricing.cost_text(s.get("cost_usd"), bool(s.get("cost_estimated")))] * priced),
+                     _num(s["mean_latency_s"], 2), _pct(s["error_rate"]), _pct(s["forced_rate"])])
     return headers, rows
 
 

@@ -5,16 +5,22 @@ Ollama, vLLM, llama.cpp's ``llama-server``, llama-cpp-python, TGI and LM Studio 
 the app and the CLI ask once at start (:func:`resolve_model`) and use the first model listed, so
 pointing the app at a server is one variable. A model the server does not have ends a call with a line
 naming the ones it has (``hf.py`` asks :func:`list_models` then). Nothing here raises: a server that
-cannot be asked is a :class:`ModelList` with ``error`` set.
+cannot be asked is a :class:`ModelList` with ``error`` set. The same listing carries a model's price when the
+server lists one (the Hugging Face router, OpenRouter): :func:`resolve_model` publishes it with the owner's
+(``APP_PRICE_*``) as the process's :class:`~agents.llm.pricing.PriceBook`, so costs need no request of their own.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias, as hf.py uses
+
+from agents.llm import pricing
 
 if TYPE_CHECKING:
     from agents.llm.settings import LLMSettings
@@ -33,6 +39,8 @@ class ModelList:
 
     ids: tuple[str, ...] = ()
     error: str | None = None
+    # id → the prices its entry lists, when it does (agents.llm.pricing.listed_offers)
+    prices: Mapping[str, pricing.Offers] = field(default_factory=dict, compare=False)
 
 
 def list_models(base_url: str, api_key: str | None = None, *, timeout: float = LIST_TIMEOUT_S) -> ModelList:
@@ -52,12 +60,13 @@ def list_models(base_url: str, api_key: str | None = None, *, timeout: float = L
     except ValueError:
         return ModelList(error="GET /models did not answer JSON")
     items = data.get("data") if isinstance(data, dict) else None
-    ids = tuple(dict.fromkeys(
-        item["id"].strip() for item in (items if isinstance(items, list) else [])
-        if isinstance(item, dict) and isinstance(item.get("id"), str) and _usable(item["id"])))
+    entries = [item for item in (items if isinstance(items, list) else [])
+               if isinstance(item, dict) and isinstance(item.get("id"), str) and _usable(item["id"])]
+    ids = tuple(dict.fromkeys(item["id"].strip() for item in entries))
     if not ids:
         return ModelList(error="GET /models lists no models")
-    return ModelList(ids[:MAX_MODELS])
+    prices = {item["id"].strip(): offers for item in entries if (offers := pricing.listed_offers(item))}
+    return ModelList(ids[:MAX_MODELS], prices=MappingProxyType(prices))
 
 
 def _usable(model_id: str) -> bool:
@@ -72,13 +81,24 @@ def resolve_model(settings: LLMSettings, *, timeout: float = LIST_TIMEOUT_S) -> 
     One model listed → that one; several → the first, all of them in ``models`` (the Settings box
     offers them); none, or no such endpoint → unchanged but for ``models_error``, and ``problem()``
     says to set ``LLM_MODEL``. A model that was named (``LLM_MODEL``, ``--model``) is used as is, unchecked.
+    Either way the process's prices are published (:func:`publish_prices`): the listing's, then the owner's.
     """
     if not settings.base_url or settings.model:
+        publish_prices(settings)
         return settings
     listed = list_models(settings.base_url, settings.token, timeout=timeout)
-    if listed.ids:
-        return replace(settings, model=listed.ids[0], models=listed.ids)
-    return replace(settings, models_error=listed.error)
+    resolved = (replace(settings, model=listed.ids[0], models=listed.ids) if listed.ids
+                else replace(settings, models_error=listed.error))
+    publish_prices(resolved, listed.prices)
+    return resolved
+
+
+def publish_prices(settings: LLMSettings, listed: Mapping[str, pricing.Offers] | None = None) -> pricing.PriceBook:
+    """The process's prices: what the server's listing gave per model (none when it was not asked), then the
+    owner's ``APP_PRICE_INPUT`` / ``APP_PRICE_OUTPUT``; every run made afterwards keeps them."""
+    book = pricing.PriceBook(settings.model, settings.provider, settings.where(), listed or {}, settings.price)
+    pricing.publish(book)
+    return book
 
 
 def names_missing_model(status: int | None, message: str) -> bool:

@@ -11,11 +11,13 @@ Every variable goes through the validating reader of :mod:`agents.settings`: a v
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from agents.settings import env_float, env_int, env_text
+from agents.llm.pricing import OWNER_SOURCE, PRICE_RANGE, Price
+from agents.settings import SettingError, env_float, env_int, env_text
 
 DEFAULT_MODEL = "openai/gpt-oss-20b"
 DEFAULT_TIMEOUT_S = 60.0  # LLM_TIMEOUT: longest wait for the first token, or between two chunks
@@ -39,6 +41,22 @@ TRY_THE_TOY = (f"No model at hand? `python -m agents stub` serves {TOY} ({TOY_LI
                "http://127.0.0.1:8800/v1; then set LLM_BASE_URL=http://127.0.0.1:8800/v1.")
 
 
+def owner_price(environ: Mapping[str, str] | None = None) -> Price | None:
+    """``APP_PRICE_INPUT`` and ``APP_PRICE_OUTPUT``: USD per million input and output tokens, both or neither.
+
+    An LLM-side setting despite its ``APP_`` name (the CLI prices its runs too), so it is declared here."""
+    low, high = PRICE_RANGE
+    cost_in = env_float("APP_PRICE_INPUT", math.nan, low, high, environ, unit="US dollars per million tokens")
+    cost_out = env_float("APP_PRICE_OUTPUT", math.nan, low, high, environ, unit="US dollars per million tokens")
+    if math.isnan(cost_in) and math.isnan(cost_out):
+        return None
+    if math.isnan(cost_in) or math.isnan(cost_out):
+        missing = "APP_PRICE_INPUT" if math.isnan(cost_in) else "APP_PRICE_OUTPUT"
+        raise SettingError(f"{missing} must be set too: APP_PRICE_INPUT and APP_PRICE_OUTPUT go together "
+                           "(US dollars per million input and output tokens)")
+    return Price(cost_in, cost_out, OWNER_SOURCE)
+
+
 @dataclass(frozen=True)
 class LLMSettings:
     """Everything needed to open one model client. ``token`` never appears in ``repr``."""
@@ -54,11 +72,13 @@ class LLMSettings:
     models: tuple[str, ...] = ()  # what the base_url server listed at start (GET /models), for the Settings box
     models_error: str | None = None  # why it listed none, when it was asked
     toy: bool = False  # the base_url is the toy model the app started itself (nothing was configured)
+    price: Price | None = None  # the owner's APP_PRICE_INPUT / APP_PRICE_OUTPUT; a server's listing comes first
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMSettings:
         """Read ``LLM_BASE_URL``, ``LLM_API_KEY``, ``HF_TOKEN``, ``LLM_MODEL``, ``LLM_PROVIDER``, ``LLM_TIMEOUT``,
-        ``LLM_MAX_DURATION``, ``LLM_MAX_TOKENS`` and ``LLM_MAX_CONCURRENT`` (unset or empty: the default).
+        ``LLM_MAX_DURATION``, ``LLM_MAX_TOKENS``, ``LLM_MAX_CONCURRENT`` (unset or empty: the default) and the
+        owner's price, ``APP_PRICE_INPUT`` and ``APP_PRICE_OUTPUT`` (:func:`owner_price`).
 
         Raises :class:`~agents.settings.SettingError` (one line, never the token) for a value out of range.
         """
@@ -77,6 +97,7 @@ class LLMSettings:
                                      unit="seconds"),
             max_tokens=env_int("LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, *MAX_TOKENS_RANGE, environ),
             max_concurrent=concurrent or None,
+            price=owner_price(environ),
         )
 
     def with_overrides(self, model: str | None = None, token: str | None = None) -> LLMSettings:

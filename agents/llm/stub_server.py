@@ -41,7 +41,9 @@ class StubLLMServer:
     of body, then waits for the model to be free. ``serial=True`` queues requests for the one model without a
     word until their turn. ``GET /v1/models`` lists ``models`` (``None``: no such endpoint, a 404);
     ``unknown_model="ollama" | "vllm" | "openai"`` refuses a request for a model not listed the way that server
-    does (a 404 with its body; OpenAI's carries ``"code": "model_not_found"``).
+    does (a 404 with its body; OpenAI's carries ``"code": "model_not_found"``). ``price=(input, output)`` (USD
+    per million tokens) lists that price on every model, in the Hugging Face router's shape (one live provider,
+    "stub", with ``pricing``), so a test prices a run through the same HTTP listing as the router's.
     """
 
     def __init__(
@@ -56,11 +58,12 @@ class StubLLMServer:
         serial: bool = False,
         models: tuple[str, ...] | None = ("stub",),
         unknown_model: str | None = None,
+        price: tuple[float, float] | None = None,
     ) -> None:
         if unknown_model not in (None, *UNKNOWN_MODEL):
             raise ValueError(f"unknown_model must be one of {sorted(UNKNOWN_MODEL)}, not {unknown_model!r}")
         self.responder = responder or toy_policy
-        self.models, self.unknown_model = models, unknown_model
+        self.models, self.unknown_model, self.price = models, unknown_model, price
         self.latency, self.token_delay, self.chunk_chars = latency, token_delay, chunk_chars
         self.one_at_a_time = one_at_a_time
         self.serial = serial  # requests queue for the single model, unanswered (Ollama with OLLAMA_NUM_PARALLEL=1)
@@ -77,6 +80,10 @@ class StubLLMServer:
         self._httpd = _QuietServer(("127.0.0.1", port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+
+    def listed(self, model: str) -> dict[str, Any]:
+        """How ``GET /v1/models`` lists ``model``: with the router's ``providers[].pricing`` when priced."""
+        return _listing_entry(model, self.price)
 
     @property
     def url(self) -> str:
@@ -157,6 +164,15 @@ def _make_handler(server: StubLLMServer) -> type[BaseHTTPRequestHandler]:
     return type("Handler", (_Handler,), {"stub": server})
 
 
+def _listing_entry(model: str, price: tuple[float, float] | None) -> dict[str, Any]:
+    """One ``data[]`` entry of ``GET /v1/models``; with a price, the router's ``providers[].pricing`` too."""
+    entry: dict[str, Any] = {"id": model, "object": "model", "owned_by": "stub"}
+    if price is not None:
+        entry["providers"] = [{"provider": "stub", "status": "live", "context_length": 8192, "supports_tools": True,
+                               "pricing": {"input": price[0], "output": price[1]}}]
+    return entry
+
+
 class _Handler(BaseHTTPRequestHandler):
     """One request to the stub: records it, takes the next scripted reply and plays it back as SSE."""
 
@@ -172,8 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.stub.model_lists += 1
         if self.path.rstrip("/") != "/v1/models" or models is None:
             return self._send_json(404, {"detail": "Not Found"})
-        self._send_json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "stub"}
-                                                         for m in models]})
+        self._send_json(200, {"object": "list", "data": [self.stub.listed(m) for m in models]})
 
     def do_POST(self) -> None:
         server = self.stub

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import string
 
+from agents.llm.pricing import cost_text
 from agents.modes.registry import mode_title
 from agents.parsing import has_format_labels
 from agents.trace import Trace, metrics_line
@@ -106,7 +107,8 @@ def agreement(traces: dict[str, Trace]) -> str:
 
 def comparison_rows(traces: dict[str, Trace]) -> list[dict]:
     """One row per mode: the export's ``comparison.rows`` (keys are only ever added: ``trials`` is the number
-    of Reflexion trials, None for a mode without trials; ``steps`` counts Think-only's one reasoning step)."""
+    of Reflexion trials, None for a mode without trials; ``steps`` counts Think-only's one reasoning step;
+    ``cost_usd`` is an estimate from the tokens, None when no price is known)."""
     rows = []
     for mode, t in traces.items():
         mine = t.answer if gave_answer(t.answer) else None
@@ -125,6 +127,7 @@ def comparison_rows(traces: dict[str, Trace]) -> list[dict]:
             "completion_tokens": t.completion_tokens,
             "tokens_estimated": t.tokens_estimated,
             "elapsed_s": round(t.elapsed_s, 2),
+            "cost_usd": t.cost,  # tokens × price; None without a price (agents.llm.pricing)
             "agrees_with": others,
         })
     return rows
@@ -152,21 +155,25 @@ def number_cell(text: str) -> str:
 
 
 def comparison_markdown(traces: dict[str, Trace]) -> str:
-    """The after-run table: answer, steps (and Reflexion's trials), tool calls, tokens, time, agreement."""
+    """The after-run table: answer, steps (and Reflexion's trials), tool calls, tokens (and their cost when a price
+    is known), time, agreement."""
     if not traces:
         return ""
     rows = comparison_rows(traces)
     trials = any(row["trials"] for row in rows)
-    head = ("| Mode | Answer | Steps |" + (" Trials |" if trials else "") + " Tool calls | Tokens in / out | Time |"
-            " Agrees with |\n|---|---|---:|" + ("---:|" if trials else "") + "---:|---:|---:|---|")
+    priced = any(row["cost_usd"] is not None for row in rows)
+    head = ("| Mode | Answer | Steps |" + (" Trials |" if trials else "") + " Tool calls | Tokens in / out |"
+            + (" Cost |" if priced else "") + " Time | Agrees with |\n|---|---|---:|" + ("---:|" if trials else "")
+            + "---:|---:|" + ("---:|" if priced else "") + "---:|---|")
     lines = [head]
     for row, trace in zip(rows, traces.values(), strict=True):
         est = "~" if row["tokens_estimated"] else ""
         tried = f" {row['trials'] or ''} |" if trials else ""
         tokens = number_cell(f"{est}{row['prompt_tokens']} / {est}{row['completion_tokens']}")
         seconds = number_cell(f"{row['elapsed_s']:.1f} s")
+        cost = f" {number_cell(cost_text(row['cost_usd'], row['tokens_estimated']) or '—')} |" if priced else ""
         lines.append(
             f"| **{mode_title(row['mode'])}** | {answer_cell(trace)} | {row['steps']} |{tried} {row['tool_calls']} | "
-            f"{tokens} | {seconds} | {', '.join(row['agrees_with']) or '—'} |"
+            f"{tokens} |{cost} {seconds} | {', '.join(row['agrees_with']) or '—'} |"
         )
     return "\n".join(lines) + f"\n\n**{agreement(traces)}**"

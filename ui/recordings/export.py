@@ -17,6 +17,7 @@ from typing import Any
 
 from gradio.utils import get_upload_folder
 
+from agents.llm import pricing
 from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
 from agents.trace import Trace
@@ -50,7 +51,14 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
         "temperature": request.temperature,
         "tools": list(tools),
         **({"options": dict(request.options)} if request.options else {}),
+        **({"price": price.to_dict()} if (price := run_price(settings)) is not None else {}),
     }
+
+
+def run_price(settings: LLMSettings) -> pricing.Price | None:
+    """The price of ``settings.model`` (the server's listing, then the owner's), as the run's traces use it."""
+    book = pricing.current()
+    return book.price_for(settings.model) if book is not None else settings.price
 
 
 def export_dict(question: str, selection: str, traces: dict[str, Trace], settings: dict[str, Any],
@@ -81,6 +89,7 @@ def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None
         f"**Model:** {s.get('backend', s.get('model', '?'))} · protocol `{s.get('protocol', '?')}` · "
         f"max steps {s.get('max_steps', '?')} · temperature {s.get('temperature', '?')} · "
         f"tools: {', '.join(s.get('tools') or []) or 'none'}",
+        *_price_line(s.get("price")),
         f"**Date:** {data.get('created_at', '')}" + (" · stopped by the user" if data.get("stopped") else ""),
         "",
         "## Comparison",
@@ -91,6 +100,14 @@ def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None
     for trace in traces.values():
         lines += [trace.to_markdown(), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _price_line(saved: Any) -> list[str]:
+    """The report's price line, when the run had a price (costs in the table are tokens × this price)."""
+    price = pricing.Price.from_dict(saved)
+    if price is None:
+        return []
+    return [f"**Price:** ${price.input:g} / ${price.output:g} per million tokens in / out ({price.source})"]
 
 
 def write_exports(data: dict[str, Any], directory: Path | None = None,
