@@ -1,0 +1,185 @@
+"""A run's cost: tokens × price, where the price comes from the server's model listing (over real HTTP, from the
+stand-in server), else the owner's APP_PRICE_INPUT / APP_PRICE_OUTPUT, else nowhere — then no "$" anywhere.
+
+Every expected cost is computed here from the trace's own tokens and the price, never written down."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from agents.comparison import compare, default_model_factory
+from agents.evaluation.report import format_summary, summarise, summary_table
+from agents.llm import pricing
+from agents.llm.discovery import list_models, resolve_model
+from agents.llm.settings import LLMSettings
+from agents.llm.stub_server import StubLLMServer
+from agents.llm.toy_model import toy_policy
+from agents.request import RunRequest
+from agents.settings import SettingError
+from agents.trace import Trace, metrics_line
+from ui.core.table import comparison_markdown, comparison_rows
+from ui.recordings.export import export_dict, export_markdown, settings_block, to_json
+
+QUESTION = "What is 17*23?"
+MODES = ("think", "react")
+
+
+@pytest.fixture(autouse=True)
+def no_prices():
+    """Each test publishes its own prices; none leak into the next test's traces."""
+    pricing.publish(None)
+    yield
+    pricing.publish(None)
+
+
+def _run(environ: dict[str, str], *, price: tuple[float, float] | None = None, responder=None):
+    """Resolve the settings as the app and the CLI do (one GET /models), then run two modes on the stand-in."""
+    with StubLLMServer(responder or toy_policy, models=("stub-model",), price=price) as server:
+        settings = resolve_model(LLMSettings.from_env({"LLM_BASE_URL": server.url, **environ}))
+        traces = compare(QUESTION, MODES, model_factory=default_model_factory(settings))
+        lists = server.model_lists
+    data = export_dict(QUESTION, "custom", traces, settings_block(settings, RunRequest(QUESTION, MODES), ()))
+    return settings, traces, data, lists
+
+
+def _expected(trace: Trace, cost_in: float, cost_out: float) -> float:
+    return (trace.prompt_tokens * cost_in + trace.completion_tokens * cost_out) / 1_000_000
+
+
+def _shown(trace: Trace, cost_in: float, cost_out: float) -> str:
+    mark = "~" if trace.tokens_estimated else "≈ "
+    return f"{mark}${pricing.format_usd(_expected(trace, cost_in, cost_out))}"
+
+
+def _assert_costed(traces: dict[str, Trace], data: dict, cost_in: float, cost_out: float) -> None:
+    table = comparison_markdown(traces)
+    report = export_markdown(data, traces)
+    rows = {row["mode"]: row for row in data["comparison"]["rows"]}
+    for mode, trace in traces.items():
+        assert trace.llm_calls and trace.prompt_tokens and trace.completion_tokens
+        expected = _expected(trace, cost_in, cost_out)
+        assert trace.cost == pytest.approx(expected, rel=1e-12)
+        assert rows[mode]["cost_usd"] == pytest.approx(expected, rel=1e-12)
+        assert trace.summary()["cost_usd"] == pytest.approx(expected, rel=1e-12)
+        shown = _shown(trace, cost_in, cost_out)
+        assert shown in metrics_line(trace)
+        assert shown.replace(" ", "\u00a0") in table  # a number cell keeps its spaces from breaking
+        assert shown in report  # each transcript's metrics line
+        saved = data["traces"][mode]["price"]
+        assert (saved["input_per_million"], saved["output_per_million"]) == (cost_in, cost_out)
+        again = Trace.from_dict(json.loads(json.dumps(data["traces"][mode])))  # a replay prices as the run did
+        assert again.cost == pytest.approx(expected, rel=1e-12)
+    assert "| Cost |" in table
+
+
+def test_the_listing_s_price_prices_the_run_over_http():
+    settings, traces, data, lists = _run({}, price=(2.5, 10.0))
+    assert lists == 1  # the listing discovery read at start: no request of its own for the price
+    assert settings.model == "stub-model"
+    _assert_costed(traces, data, 2.5, 10.0)
+    assert "listing of" in data["settings"]["price"]["source"]
+
+
+def test_the_owner_s_price_prices_the_run_when_the_listing_has_none():
+    _, traces, data, _ = _run({"APP_PRICE_INPUT": "0.15", "APP_PRICE_OUTPUT": "0.6"})
+    _assert_costed(traces, data, 0.15, 0.6)
+    assert data["settings"]["price"]["source"] == pricing.OWNER_SOURCE
+
+
+def test_the_listing_wins_over_the_owner_s_price():
+    _, traces, data, _ = _run({"APP_PRICE_INPUT": "99", "APP_PRICE_OUTPUT": "99"}, price=(1.0, 3.0))
+    _assert_costed(traces, data, 1.0, 3.0)
+
+
+def test_no_price_no_dollar_anywhere():
+    _, traces, data, _ = _run({})
+    assert all(t.llm_calls and t.cost is None for t in traces.values())
+    assert all(row["cost_usd"] is None for row in comparison_rows(traces))
+    texts = [metrics_line(t) for t in traces.values()]
+    texts += [comparison_markdown(traces), export_markdown(data, traces), to_json(data)]
+    assert not any("$" in text for text in texts)
+    assert "price" not in data["settings"]
+    assert "Cost" not in comparison_markdown(traces)
+
+
+def _no_usage(body):
+    return replace(toy_policy(body), usage_in_stream=False)  # like llama-cpp-python: no usage chunk
+
+
+def test_estimated_tokens_show_a_tilde_cost():
+    _, traces, data, _ = _run({}, price=(2.0, 8.0), responder=_no_usage)
+    for trace in traces.values():
+        assert trace.tokens_estimated
+        assert f"~${pricing.format_usd(_expected(trace, 2.0, 8.0))}" in metrics_line(trace)
+        assert "≈" not in metrics_line(trace)
+    _assert_costed(traces, data, 2.0, 8.0)
+
+
+def test_the_benchmark_table_shows_the_cost():
+    _, traces, _, _ = _run({"APP_PRICE_INPUT": "0.5", "APP_PRICE_OUTPUT": "1.5"})
+    records = [{"mode": m, "em": 1.0, "f1": 1.0, "prompt_tokens": t.prompt_tokens,
+                "completion_tokens": t.completion_tokens, "tokens_estimated": t.tokens_estimated}
+               for m, t in traces.items()]
+    summary = summarise(records, list(traces), "custom")
+    headers, rows = summary_table(summary)
+    column = headers.index("Cost (total)")
+    for row, trace in zip(rows, traces.values(), strict=True):
+        assert row[column] == _shown(trace, 0.5, 1.5)
+    assert _shown(traces["react"], 0.5, 1.5) in format_summary(summary)
+    pricing.publish(None)
+    assert not any("$" in str(cell) for row in summary_table(summarise(records, list(traces), "custom"))[1]
+                   for cell in row)
+
+
+def test_router_listing_prices_per_provider():
+    """The router's shape: a price per live provider; a ':provider' suffix picks one, else the cheapest."""
+    item = {"id": "org/model", "providers": [
+        {"provider": "groq", "status": "live", "pricing": {"input": 0.5, "output": 0.8}},
+        {"provider": "together", "status": "live", "pricing": {"input": 0.2, "output": 0.6}},
+        {"provider": "cheap-but-down", "status": "error", "pricing": {"input": 0.0, "output": 0.0}},
+        {"provider": "no-price", "status": "live"}]}
+    offers = pricing.listed_offers(item)
+    book = pricing.PriceBook("org/model:groq", "auto", "the router", {"org/model": offers})
+    assert (book.price_for().input, book.price_for().output) == (0.5, 0.8)
+    cheapest = replace(book, model="org/model").price_for()
+    assert (cheapest.input, cheapest.output) == (0.2, 0.6) and "estimate" in cheapest.source
+    named = replace(book, model="org/model", provider="together").price_for()
+    assert named.input == 0.2
+    owner = pricing.Price(9, 9, pricing.OWNER_SOURCE)
+    assert replace(book, model="org/model:absent", owner=owner).price_for() is owner
+
+
+def test_openrouter_listing_prices_per_token():
+    offers = pricing.listed_offers({"id": "x", "pricing": {"prompt": "0.0000025", "completion": "0.00001"}})
+    price = pricing.pick(offers, None, "OpenRouter")
+    assert price.input == pytest.approx(2.5) and price.output == pytest.approx(10.0)
+    assert pricing.listed_offers({"id": "x", "pricing": {"prompt": "free?", "completion": "-1"}}) == ()
+
+
+def test_list_models_reads_the_price_from_the_stand_in():
+    with StubLLMServer(models=("a", "b"), price=(1.25, 5.0)) as server:
+        listed = list_models(server.url)
+    assert listed.ids == ("a", "b")
+    assert [(name, p.input, p.output) for name, p in listed.prices["b"]] == [("stub", 1.25, 5.0)]
+
+
+@pytest.mark.parametrize("environ, words", [
+    ({"APP_PRICE_INPUT": "0.1"}, "APP_PRICE_OUTPUT must be set too"),
+    ({"APP_PRICE_OUTPUT": "0.1"}, "APP_PRICE_INPUT must be set too"),
+    ({"APP_PRICE_INPUT": "cheap", "APP_PRICE_OUTPUT": "1"}, "APP_PRICE_INPUT must be a number"),
+    ({"APP_PRICE_INPUT": "1", "APP_PRICE_OUTPUT": "-2"}, "APP_PRICE_OUTPUT must be a number"),
+])
+def test_a_bad_owner_price_is_one_line(environ, words):
+    with pytest.raises(SettingError) as error:
+        LLMSettings.from_env(environ)
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_format_usd():
+    assert pricing.format_usd(0.0004) == "0.0004"
+    assert pricing.format_usd(0.000372) == "0.00037"
+    assert pricing.format_usd(1.234) == "1.23"
+    assert pricing.cost_text(None) is None
