@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agents.comparison import ComparisonRun, ModelFactory, Sink
-from agents.events import Event, Forked, LLMError, Observation, Paused, Resumed, Retry, Thought, Usage
+from agents.events import Action, Event, Forked, LLMError, Observation, Paused, Resumed, Retry, Thought, Usage
 from agents.llm.base import ChatModel, Chunk, Message, ToolCallDelta
 from agents.modes.base import RunConfig, ToolRunner
 from agents.modes.registry import ModeSpec, list_modes
@@ -100,6 +100,7 @@ class ForkPlan:
     replies: list[Usage]
     observations: list[Observation]
     prefix: list[Event]
+    actions: list[Action | None] | None = None  # the call each observation answers (the calls of a reply ran at once)
 
 
 def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> ForkPlan:
@@ -121,8 +122,10 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
     end = max(i for i in observed if i >= target and _owner(events, start, i) == owner)
     replies = [e for e in events[start:end] if isinstance(e, Usage) and e.reply is not None]
     _check_recorded(replies, config)
-    observations = [changed if i == target else e for i, e in enumerate(events) if start <= i <= end
-                    and isinstance(e, Observation) and not (e.output == THIRD_REPEAT and e.is_error)]
+    kept = [i for i, e in enumerate(events) if start <= i <= end
+            and isinstance(e, Observation) and not (e.output == THIRD_REPEAT and e.is_error)]
+    observations = [changed if i == target else events[i] for i in kept]
+    actions = [_made(events, i) for i in kept]
     while end + 1 < len(events) and isinstance(events[end + 1], Forked):
         end += 1  # an earlier fork's marker stays with its observation: the history of edits is kept
     prefix: list[Event] = []
@@ -136,7 +139,13 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
             prefix.append(changed if i == target else event)
     if not placed:
         prefix.append(marker)
-    return ForkPlan(replies, observations, prefix)
+    return ForkPlan(replies, observations, prefix, actions)
+
+
+def _made(events: list[Event], index: int) -> Action | None:
+    """The Action an Observation answers: the last one before it at its level (a program's, or its call's)."""
+    nested = events[index].nested
+    return next((e for e in reversed(events[:index]) if isinstance(e, Action) and e.nested == nested), None)
 
 
 def _owner(events: list[Event], start: int, index: int) -> int:
@@ -160,7 +169,7 @@ def _continue(spec: ModeSpec, plan: ForkPlan, trace: Trace, model: ChatModel, re
               config: RunConfig) -> Iterator[Event]:
     """Show the prefix, replay the same loop silently up to the fork, then pass its live events on."""
     replay = ReplayModel(plan.replies, model)
-    runner = ReplayRunner(registry, config, plan.observations)
+    runner = ReplayRunner(registry, config, plan.observations, plan.actions)
     if config.stepper is not None:
         config.stepper.grant(len(plan.replies))  # the replayed calls are not steps to pause at
     yield from plan.prefix
@@ -231,22 +240,26 @@ class ReplayRunner(ToolRunner):
     """Returns the recorded observations (one of them edited) before running tools for real.
 
     It remembers them as :class:`ToolRunner` would have, so a repeated call after the fork is
-    answered from memory just as in the original run.
+    answered from memory just as in the original run. The calls of one native reply ran at once and were
+    recorded in the order they finished: each is matched to its own recorded call (the Action before it).
     """
 
-    def __init__(self, registry: ToolRegistry, config: RunConfig, recorded: list[Observation]) -> None:
+    def __init__(self, registry: ToolRegistry, config: RunConfig, recorded: list[Observation],
+                 actions: list[Action | None] | None = None) -> None:
         super().__init__(registry, config)
-        self._recorded = deque(recorded)
+        self._recorded = deque(zip(actions or [None] * len(recorded), recorded, strict=True))
 
-    def run(self, action: Any) -> Observation:
+    def start(self, action: Any) -> Callable[[], Observation]:
         if not self._recorded:
-            return super().run(action)
-        observation = self._recorded.popleft()
+            return super().start(action)
+        key = self.key(action)
+        at = next((i for i, (made, _) in enumerate(self._recorded) if made is not None and self.key(made) == key), 0)
+        _, observation = self._recorded[at]
+        del self._recorded[at]
         tool = self.registry.resolve(action.tool)
         if (tool.name if tool else action.tool) != observation.tool:
             raise ForkMismatch(f"the recorded run called {observation.tool!r} where the replay calls {action.tool!r}")
-        key = self.key(action)
         self.seen[key] += 1
         if self.seen[key] == 1:
             self.results[key] = observation.output
-        return observation
+        return lambda: observation

@@ -223,12 +223,16 @@ def _usage(usage: tuple[int | None, int | None], messages: list[Message], output
 
 
 class ToolRunner:
-    """Runs actions for one run: repeats are answered from memory, and a third repeat asks to stop."""
+    """Runs actions for one run: repeats are answered from memory, and a third repeat asks to stop.
+
+    :meth:`start` books a call in the reply's order and returns what runs it, so the calls of one native
+    reply can run at once (``agents/modes/tool_protocol.py``); :meth:`run` is one call, run now."""
 
     def __init__(self, registry: ToolRegistry, config: RunConfig) -> None:
         self.registry, self.config = registry, config
         self.seen: Counter[str] = Counter()
         self.results: dict[str, str] = {}
+        self._done: dict[str, threading.Event] = {}  # set when the first call of a key has its result
 
     def key(self, action: Action) -> str:
         value = json.dumps(action.input, sort_keys=True) if isinstance(action.input, dict) else action.input
@@ -239,17 +243,33 @@ class ToolRunner:
         return self.seen[self.key(action)]
 
     def run(self, action: Action) -> Observation:
+        return self.start(action)()
+
+    def start(self, action: Action) -> Callable[[], Observation]:
+        """Book ``action`` now and return what runs it (in any thread). A repeat runs no tool: it waits for the
+        first call's result (one still running, earlier in the same reply) and answers from memory."""
         key = self.key(action)
         self.seen[key] += 1
         tool = self.registry.resolve(action.tool)
         name = tool.name if tool else action.tool
         if self.seen[key] > 1:
-            previous = self.results.get(key, "")
-            return Observation(name, prompts.repeat_call_message(name, previous), is_error=True)
-        result = self.registry.call(action.tool, action.input, stop=self.config.cancel)
-        output = truncate(result.output, self.config.observation_chars)
-        self.results[key] = output
+            return lambda: self._repeat(key, name)
+        done = self._done[key] = threading.Event()
+        return lambda: self._call(action, key, name, done)
+
+    def _call(self, action: Action, key: str, name: str, done: threading.Event) -> Observation:
+        try:
+            result = self.registry.call(action.tool, action.input, stop=self.config.cancel)
+            output = self.results[key] = truncate(result.output, self.config.observation_chars)
+        finally:
+            done.set()
         return Observation(name, output, result.is_error, result.elapsed_s, result.cached)
+
+    def _repeat(self, key: str, name: str) -> Observation:
+        done = self._done.get(key)
+        while done is not None and not done.wait(0.05) and not self.config.cancel.is_set():
+            pass
+        return Observation(name, prompts.repeat_call_message(name, self.results.get(key, "")), is_error=True)
 
 
 def parse_arguments(arguments: str) -> dict | str:
