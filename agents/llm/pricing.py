@@ -110,17 +110,16 @@ class PriceBook:
     fixed: Price | None = None  # a saved run's price (an export): used as it is
 
     def price_for(self, model: str | None = None) -> Price | None:
-        """The price of ``model`` (the one that answered, when a server said), else of the starting model."""
+        """The price of ``model`` (the one that answered, when a server said; else the starting model): the listing's,
+        else the owner's. Another model the listing does not price is never given the starting model's price."""
         if self.fixed is not None:
             return self.fixed
-        for name in (model, self.model):
-            base, _, suffix = (name or "").partition(":")
-            offers = self.listed.get(name or "") or self.listed.get(base)
-            if offers:
-                listed = pick(offers, suffix or self.provider, self.where)
-                if listed is not None:
-                    return listed
-        return self.owner
+        # the starting model, unless the reply named another (the router names it without the ":provider" suffix)
+        name = model if model and model.partition(":")[0] != self.model.partition(":")[0] else self.model
+        base, _, suffix = name.partition(":")
+        offers = self.listed.get(name) or self.listed.get(base)
+        listed = pick(offers, suffix or self.provider, self.where) if offers else None
+        return listed or self.owner
 
 
 _current: PriceBook | None = None

@@ -183,3 +183,11 @@ def test_format_usd():
     assert pricing.format_usd(0.000372) == "0.00037"
     assert pricing.format_usd(1.234) == "1.23"
     assert pricing.cost_text(None) is None
+
+
+def test_another_model_is_not_given_the_starting_model_s_price():
+    offers = ((None, pricing.Price(1.0, 2.0)),)
+    book = pricing.PriceBook("a", None, "the server", {"a": offers})
+    assert book.price_for("b") is None  # the Settings box chose "b": the listing prices only "a"
+    assert book.price_for("a").input == 1.0 and book.price_for(None).input == 1.0
+    assert replace(book, owner=pricing.Price(7, 7)).price_for("b").input == 7
