@@ -128,3 +128,36 @@ def test_a_fork_replays_calls_that_finished_out_of_order_byte_for_byte():
     edited = ScriptedModel(list(script[1:]))
     list(fork(original, 0, "b never woke", edited, REGISTRY, RunConfig(protocol="tools", max_steps=4)))
     assert [m["content"] for m in edited.requests[0].messages[-3:]] == ["a slept 1 s", "b never woke", "c slept 0.8 s"]
+
+
+def test_the_panel_shows_the_reply_as_one_step_with_its_calls_numbered_in_call_order():
+    from ui.core.render import Panel
+
+    trace, _, _ = run([THREE, ScriptedReply("One more.", tool_calls=(("nap", {"label": "d", "seconds": 0}),)),
+                       "Final Answer: a, b and c"])
+    panel = Panel("react")
+    for _, event in trace.events:
+        panel.add(event)
+    panel.finish()
+    titles = [m.metadata.get("title") for m in panel.messages if m.metadata.get("title")]
+    steps = [t for t in titles if not t.startswith(("✍", "⋯"))]
+    assert steps == ["✎ Thought", "⚙ Action 1: 3 tool calls at once",
+                     "⚙ Action 1.2: nap", "↳ Observation 1.2 · nap", "⚙ Action 1.3: nap", "↳ Observation 1.3 · nap",
+                     "⚙ Action 1.1: nap", "↳ Observation 1.1 · nap",
+                     "✎ Thought", "⚙ Action 2: nap", "↳ Observation 2 · nap"]
+    header = next(m for m in panel.messages if m.metadata.get("title") == "⚙ Action 1: 3 tool calls at once")
+    assert header.metadata["status"] == "done" and header.content.count("`nap`") == 3
+
+
+def test_a_stopped_step_closes_its_line():
+    from ui.core.render import Panel
+
+    trace, _, _ = run([THREE, "Final Answer: a, b and c"])
+    events = [e for _, e in trace.events]
+    cut = next(i for i, e in enumerate(events) if isinstance(e, Observation))  # stopped after the first call
+    panel = Panel("react")
+    for event in events[: cut + 1]:
+        panel.add(event)
+    panel.finish(stopped=True)
+    header = next(m for m in panel.messages if "tool calls at once" in m.metadata.get("title", ""))
+    assert header.metadata["title"].endswith("not all calls finished") and header.metadata["status"] == "done"

@@ -38,6 +38,8 @@ from agents.events import (
 )
 from agents.modes.registry import mode_title
 from ui.core import trials
+from ui.core.batch import RUNNING, Batch
+from ui.core.notices import not_run, notice, waiting  # noqa: F401 - the panel module's API
 from ui.core.safe_text import fenced, plain, safe_markdown
 from ui.core.table import NO_FORCED_ANSWER, answer_text
 
@@ -84,6 +86,7 @@ class Panel:
     _call_pending: gr.ChatMessage | None = None  # the result of the program's call under way
     _trial: gr.ChatMessage | None = None  # Reflexion's trial under way: the messages until its end go under it
     _trials: int = 0
+    _batch: Batch | None = None  # the calls of one native reply, run at once: one step (ui/core/batch.py)
     _wire: dict[int, tuple] = field(default_factory=dict, repr=False)  # id(message) → (message, key, browser form)
 
     @property
@@ -121,6 +124,7 @@ class Panel:
         elif isinstance(event, Thought):
             self._drop_draft()
             self._append(safe_markdown(event.text), title="✎ Thought")
+            Batch.keep_below(self._batch, self.messages)
         elif isinstance(event, Action):
             self._action(event)
         elif isinstance(event, Observation):
@@ -251,6 +255,11 @@ class Panel:
 
     def _end_call(self, usage: Usage) -> None:
         self.calls += 1
+        if len(usage.tool_calls) > 1:
+            self.actions, self._calls = self.actions + 1, 0
+            header = self._append(Batch.listing(usage), title=Batch.title(self.actions, len(usage.tool_calls))
+                                  + RUNNING, status="pending")
+            self._batch = Batch.of(usage, self.actions, header)
         self._render_live()
         if self._reasoning is not None:
             self._reasoning.metadata["status"] = "done"
@@ -284,6 +293,8 @@ class Panel:
                 pending.metadata["status"] = "done"
                 pending.metadata["title"] = pending.metadata["title"].replace(" · running…", " · no result")
         self._pending = self._call_pending = None
+        if self._batch is not None and self._batch.close(" · not all calls finished"):
+            self._batch = None
 
     def _forked(self, event: Forked) -> None:
         """The teacher's edit, original beside edited, so the class sees what was changed (ui/fork/accordion.py)."""
@@ -308,8 +319,9 @@ class Panel:
             if self._pending is not None:
                 self.messages.append(self._pending)
             return
-        self.actions, self._calls = self.actions + 1, 0
-        n = self.actions
+        if self._batch is None:
+            self.actions, self._calls = self.actions + 1, 0
+        n = self._batch.number(event) if self._batch is not None else self.actions  # "3.2": a reply's 2nd call
         if event.code:
             self._append(fenced(str(event.input), "python"), title=f"⚙ Program {n}")
         else:
@@ -348,6 +360,7 @@ class Panel:
 
     def _observation(self, event: Observation) -> None:
         n = f"{self.actions}.{self._calls}" if event.nested else str(self.actions)
+        n = self._batch.current if self._batch is not None and not event.nested else n
         flags = ", ".join(f for f, on in (("error", event.is_error), ("cached", event.cached)) if on)
         what = "Result" if event.nested else "Observation"
         title = f"{'✗' if event.is_error else '↳'} {what} {n} · {plain(event.tool)}"
@@ -364,6 +377,8 @@ class Panel:
             msg.metadata["log"] = flags
         if len(event.output) > SHORT_OBSERVATION:
             msg.metadata["status"] = "done"  # long web text starts collapsed; short results stay open
+        if self._batch is not None and not event.nested and self._batch.close():
+            self._batch = None
 
 
 _converter: gr.Chatbot | None = None
@@ -381,20 +396,3 @@ def to_wire(messages: list[gr.ChatMessage]) -> list[dict]:
 def _is_terminal(msg: gr.ChatMessage) -> bool:
     text = msg.content if isinstance(msg.content, str) else ""
     return not msg.metadata.get("title") and ("Final answer" in text or "Model error" in text)
-
-
-def not_run(mode: str, selection: str) -> list[gr.ChatMessage]:
-    return [gr.ChatMessage(role="assistant", content=f"– _{mode_title(mode)} was not run "
-                                                          f"(mode selection: {plain(selection)})._")]
-
-
-def waiting() -> list[gr.ChatMessage]:
-    """A running mode's panel before its first token: a spinner, so a slow or hung server is not mistaken
-    for a mode that never ran (and Stop, which closes spinners, can say the mode was stopped)."""
-    return [gr.ChatMessage(role="assistant", content="", metadata={"title": "⋯ Waiting for the model…",
-                                                                   "status": "pending"})]
-
-
-def notice(text: str) -> list[gr.ChatMessage]:
-    """A panel holding just one message of ours (a refusal, a configuration problem)."""
-    return [gr.ChatMessage(role="assistant", content=text)]
