@@ -56,7 +56,8 @@ def test_readable_output_has_no_traceback(real_server):
     result = ask(real_server, "--mode", "think")
     assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stderr[-2000:]
     assert "Model: smollm2-135m at http://127.0.0.1:" in result.stdout
-    assert "Final Answer" in result.stdout or "Model error" in result.stdout, result.stdout[-2000:]
+    summary = result.stdout.rpartition("=" * 20)[2]  # after the streamed reply (printed once), the summary
+    assert "Think-only:" in summary and ("LLM call" in summary or "Model error" in summary), result.stdout[-2000:]
 
 
 def test_max_tokens_cuts_a_ramble_and_says_so(real_server):
