@@ -37,6 +37,7 @@ from agents.events import (
 )
 from agents.llm import pricing
 from agents.modes.registry import forked_mode, get_mode, mode_title
+from agents.transcript import fmt_input, fmt_output, quoted, reflexion_line
 
 
 @dataclass(frozen=True)
@@ -216,10 +217,20 @@ class Trace:
         """The steps the metrics, the table and the benchmark count: Action → Observation rounds (:attr:`steps`);
         for a mode without tools (Think-only), each chain of thought is its step — one for Think, one per sample
         for CoT-SC — so an answered Think run is "1 step", not 0."""
-        rounds = len(self.steps)
+        rounds = len(self.steps) - self._joined_calls()
         if rounds or _uses_tools(self.mode):
             return rounds
         return max(self.llm_calls, 1 if self.of(Thought) or self.of(FinalAnswer) else 0)
+
+    def _joined_calls(self) -> int:
+        """Observations after the first of one native reply's calls, run at once: that reply is one step."""
+        joined, seen = 0, None  # seen: observations so far of a reply with several calls
+        for event in self._steps:
+            if isinstance(event, Usage):
+                seen = 0 if len(event.tool_calls) > 1 else None
+            elif isinstance(event, Observation) and not event.nested and seen is not None:
+                joined, seen = joined + (seen > 0), seen + 1
+        return joined
 
     @property
     def trials(self) -> list[dict[str, Any]]:
@@ -297,7 +308,7 @@ class Trace:
             elif isinstance(event, Forked):
                 # only a tool loop has observations; a fork of a single chain of thought edits its reasoning
                 what = f"Observation {event.step + 1}" if self.of(Observation) else "Reasoning"
-                lines.append(f"**✎ {what} edited by the teacher** (was: {_quote(event.original)}):"
+                lines.append(f"**✎ {what} edited by the teacher** (was: {quoted(event.original)}):"
                              f"\n\n```text\n{event.edited}\n```")
             elif isinstance(event, Truncated):
                 lines.append(f"_✂ {event.message[:1].upper()}{event.message[1:]}._")
@@ -307,15 +318,15 @@ class Trace:
                 lines.append(f"**Thought:** {event.text}")
             elif isinstance(event, Action) and event.nested:
                 call += 1
-                lines.append(f"> **Call {n}.{call}:** `{event.tool}` ← {_fmt_input(event.input)}")
+                lines.append(f"> **Call {n}.{call}:** `{event.tool}` ← {fmt_input(event.input)}")
             elif isinstance(event, Action):
                 n, call = n + 1, 0
-                shown = f"\n\n```python\n{event.input}\n```" if event.code else _fmt_input(event.input)
+                shown = f"\n\n```python\n{event.input}\n```" if event.code else fmt_input(event.input)
                 lines.append(f"**Action {n}:** `{event.tool}` ← {shown}")
             elif isinstance(event, Observation):
                 flag = " (error)" if event.is_error else (" (cached)" if event.cached else "")
                 label, quote = (f"Result {n}.{call}", "> ") if event.nested else (f"Observation {n}", "")
-                lines.append(f"{quote}**{label}**{flag} _{event.elapsed_s:.2f} s_:{_fmt_output(event.output, quote)}")
+                lines.append(f"{quote}**{label}**{flag} _{event.elapsed_s:.2f} s_:{fmt_output(event.output, quote)}")
             elif isinstance(event, ParseError):
                 lines.append(f"**Format error, re-prompted:** {event.message}")
             elif isinstance(event, LLMError):
@@ -323,7 +334,7 @@ class Trace:
             elif isinstance(event, FinalAnswer):
                 lines.append(f"**Final answer{' (forced)' if event.forced else ''}:** {event.text}")
             elif isinstance(event, Trial | Evaluation | Reflection):
-                lines.append(_reflexion_line(event))
+                lines.append(reflexion_line(event))
             lines.append("")
         lines.append(f"_{metrics_line(self)}_")
         return "\n".join(lines).strip() + "\n"
@@ -336,35 +347,6 @@ def _uses_tools(mode: str) -> bool:
         return get_mode(forked[0] if forked else mode).uses_tools
     except ValueError:
         return True
-
-
-def _reflexion_line(event: Trial | Evaluation | Reflection) -> str:
-    """A Reflexion event as a transcript line: the trial's heading, its verdict (and who gave it), a reflection."""
-    if isinstance(event, Trial):
-        return f"#### Trial {event.n} of {event.of}"
-    if isinstance(event, Evaluation):
-        answer = "no answer" if event.answer is None else f"answer {_quote(event.answer)}"
-        why = f": {event.reason}" if event.reason else ""
-        return f"**{'✓ Correct' if event.correct else '✗ Not correct'}** ({answer}; {event.label}){why}"
-    return f"**Reflection:** {event.text}"
-
-
-def _quote(text: str, limit: int = 120) -> str:
-    one_line = " ".join(text.split())
-    return f"“{one_line[:limit]}{'…' if len(one_line) > limit else ''}”"
-
-
-def _fmt_output(text: str, quote: str) -> str:
-    """An observation as a text block after its label; a nested call's result is quoted under its program."""
-    block = f"```text\n{text}\n```"
-    if quote:
-        return "\n>\n" + "\n".join(f"> {line}" for line in block.split("\n"))
-    return "\n\n" + block
-
-
-def _fmt_input(value: str | dict) -> str:
-    text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value
-    return f"`{text}`" if "\n" not in text else f"\n\n```text\n{text}\n```"
 
 
 def metrics_line(trace: Trace) -> str:

@@ -13,7 +13,7 @@ from agents.fork import fork
 from agents.llm.scripted import ScriptedModel, ScriptedReply
 from agents.modes import RunConfig, act_only, react
 from agents.stepping import Stopped
-from agents.trace import Trace
+from agents.trace import Trace, metrics_line
 from tools.registry import STOP, ToolRegistry, tool
 
 STARTED: list[str] = []
@@ -65,6 +65,7 @@ def test_three_calls_of_one_reply_run_at_once_and_stream_as_they_finish():
     assert [o.output for o in trace.of(Observation)] == ["b slept 0.6 s", "c slept 0.8 s", "a slept 1 s"]
     assert times[0] < 0.9 and times[1] < 1.0  # each observation as its call finished, not with the last one
     assert sorted(STARTED) == ["a", "b", "c"] and trace.tool_calls == 3
+    assert trace.step_count == 1 and metrics_line(trace).startswith("1 step · 2 LLM calls · 3 tool calls")  # one step
     events = [e for _, e in trace.events if isinstance(e, Action | Observation)]  # each Action by its Observation
     assert [(e.kind, e.input["label"] if isinstance(e, Action) else e.output[0]) for e in events] == [
         ("action", "b"), ("observation", "b"), ("action", "c"), ("observation", "c"),
