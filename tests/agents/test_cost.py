@@ -191,3 +191,26 @@ def test_another_model_is_not_given_the_starting_model_s_price():
     assert book.price_for("b") is None  # the Settings box chose "b": the listing prices only "a"
     assert book.price_for("a").input == 1.0 and book.price_for(None).input == 1.0
     assert replace(book, owner=pricing.Price(7, 7)).price_for("b").input == 7
+
+
+def test_a_replay_on_the_page_shows_the_recorded_cost_not_this_process_s(tmp_path):
+    """Replayed through the page's reader (a worker process condenses the file) and playback, with no price known
+    here any more: each panel's metrics line shows the cost the run was recorded with."""
+    import asyncio
+
+    from ui.recordings.export import write_exports
+    from ui.recordings.playback import play
+    from ui.recordings.reader import open_recording
+
+    _, traces, data, _ = _run({}, price=(2.5, 10.0))
+    json_path, _ = write_exports(data, tmp_path)
+    pricing.publish(None)  # this process no longer knows a price
+
+    async def last_frame():
+        recording = await open_recording(str(json_path), 0.0)
+        return [f async for f in play(recording, "instant")][-1]
+
+    frame = asyncio.run(last_frame())
+    shown = [_shown(trace, 2.5, 10.0) for trace in traces.values()]
+    lines = [line.replace("\\$", "$") for line in frame.metrics]  # Markdown escapes the dollar sign
+    assert all(any(cost in line for line in lines) for cost in shown), frame.metrics

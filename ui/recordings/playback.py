@@ -47,6 +47,8 @@ async def play(recording: Recording, speed: str | float, *, throttle: float = TH
     modes = tuple(m for m in PANEL_MODES if m in recording.traces) + tuple(  # then a teacher's fork, if any
         m for m in recording.traces if m not in PANEL_MODES)
     view = PanelsView(recording.question, recording.selection, modes, recording.expected, recording.slots)
+    for m, trace in view.traces.items():  # priced as recorded, not at this process's price
+        trace.prices = recording.traces[m].prices if m in recording.traces else None
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
     status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
     stop = stop or StopSignal()

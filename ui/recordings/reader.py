@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.events import EVENT_TYPES, Event, event_from_dict
+from agents.llm.pricing import Price, PriceBook
 from agents.modes.registry import forked_mode, mode_ids, mode_title
 from agents.trace import Trace
 from ui.core.modes import MODES, PANEL_MODES
@@ -209,7 +210,8 @@ def header(data: dict[str, Any]) -> dict[str, Any]:
             "expected": expected, "fork": fork_of(data),
             "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])),
                                                          default=0.0))
-                      for m, t in traces.items()}}
+                      for m, t in traces.items()},
+            "prices": {m: t["price"] for m, t in traces.items() if isinstance(t.get("price"), dict)}}
 
 
 def scheduled(data: dict[str, Any]) -> list[tuple[float, str, dict[str, Any]]]:
@@ -349,10 +351,17 @@ async def open_recording(path: str, window: float = math.inf) -> Recording:
         with contextlib.suppress(OSError):
             out.unlink()
         raise
-    traces = {mode: Trace(mode, elapsed_s=float(elapsed)) for mode, elapsed in head["modes"].items()}
+    traces = {mode: Trace(mode, elapsed_s=float(elapsed), prices=saved_prices(head.get("prices", {}).get(mode)))
+              for mode, elapsed in head["modes"].items()}
     rec = _from_header(head, traces)
     rec.schedule_path = out
     return rec
+
+
+def saved_prices(price: Any) -> PriceBook | None:
+    """A recorded run's own price (its export's ``price``), never the process's: none when it had none."""
+    saved = Price.from_dict(price)
+    return PriceBook(fixed=saved) if saved is not None else None
 
 
 def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:
