@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from typing import Any
 
 PROTOCOLS = {"text": "Text ReAct (Thought / Action / Observation)", "tools": "Native tool calls"}  # id → label
 DEFAULT_MAX_STEPS = 5  # actions per run before a forced answer
@@ -36,6 +37,23 @@ def model_problem(model: str, label: str = "The model id") -> str | None:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in model):
         return f"{label} must be one line without control characters."
     return None
+
+
+def kind_of(value: Any) -> str:
+    """"a list", "a number", ... for one-line refusals of a value of the wrong type
+    (the app's inputs, a mode's run options)."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    names = {list: "a list", dict: "an object", str: "text", type(None): "nothing"}
+    return names.get(type(value), type(value).__name__)
+
+
+def shown(value: Any) -> str:
+    """A short, safe rendering of a bad value for a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 class SettingError(ValueError):

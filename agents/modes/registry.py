@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from agents.events import Event
+from agents.settings import kind_of, shown
 
 if TYPE_CHECKING:
     from agents.llm.base import ChatModel
@@ -59,17 +60,20 @@ class RunOption:
 
     def problem(self, value: Any) -> str | None:
         """None for a whole number (or whole numeric text) from ``low`` to ``high``; else the one line to show."""
-        if not isinstance(value, bool) and isinstance(value, int | float | str):
+        numeric = not isinstance(value, bool) and isinstance(value, int | float | str)
+        if numeric:
             try:
                 number = float(value)
             except (ValueError, OverflowError):
                 number = float("nan")
             if number.is_integer() and self.low <= number <= self.high:
                 return None
-            got = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
-        else:
-            got = {list: "a list", dict: "an object", bool: "true/false"}.get(type(value), type(value).__name__)
+        got = shown(value) if numeric else kind_of(value)
         return f"{self.label} must be a whole number from {self.low} to {self.high} (got {got})."
+
+    def whole(self, value: Any) -> int:
+        """A value :meth:`problem` accepted, as the whole number the mode takes."""
+        return int(float(value))
 
 
 @dataclass(frozen=True)

@@ -287,7 +287,7 @@ class BenchmarkTab:
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in benchmark_frames(plan, llm_settings, enabled, config, model_factory=self.model_factory,
                                                 refresh_s=self.refresh_s, stop=stop, out_dir=out_dir,
-                                                trials=DEFAULT_TRIALS if trials is None else int(float(trials))):
+                                                trials=DEFAULT_TRIALS if trials is None else TRIALS.whole(trials)):
                 yield frame
 
     async def stop(self, request: gr.Request | None = None) -> None:

@@ -36,7 +36,7 @@ def recorded_options(settings: dict[str, Any]) -> list[Any]:
     out of range, leaves its slider as it is."""
     saved = settings.get("options")
     saved = saved if isinstance(saved, dict) else {}
-    return [int(float(saved[o.name])) if o.name in saved and o.problem(saved[o.name]) is None else gr.skip()
+    return [o.whole(saved[o.name]) if o.name in saved and o.problem(saved[o.name]) is None else gr.skip()
             for o in OPTIONS]
 
 

@@ -23,7 +23,9 @@ from agents.settings import (
     PROTOCOLS,
     REQUEST_MAX_STEPS,
     TEMPERATURE_RANGE,
+    kind_of,
     model_problem,
+    shown,
 )
 from tools.registry import ToolRegistry, normalize_name
 from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, extra_mode
@@ -37,22 +39,6 @@ class Refused(ValueError):
     """A bad input: ``str(exc)`` is the one line to show."""
 
 MAX_TOKENS_LIMIT = 32768  # the largest per-reply budget a request may ask for (the Max tokens box's end)
-
-
-def kind_of(value: Any) -> str:
-    """"a list", "a number", ... for messages about a value of the wrong type."""
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, int | float):
-        return "a number"
-    names = {list: "a list", dict: "an object", str: "text", type(None): "nothing"}
-    return names.get(type(value), type(value).__name__)
-
-
-def shown(value: Any) -> str:
-    """A short, safe rendering of a bad value for a message."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def number_problem(value: Any, label: str, low: float, high: float) -> str | None:
@@ -151,7 +137,7 @@ def options_value(inputs: Mapping[str, Any]) -> dict[str, int]:
         if value is not None:
             if (problem := option.problem(value)) is not None:
                 raise Refused(problem)
-            values[option.name] = int(float(value))
+            values[option.name] = option.whole(value)
     return values
 
 
