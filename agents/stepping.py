@@ -14,7 +14,6 @@ pauses, and a mode that has ended is never "paused". Both run handles read who w
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable
@@ -120,8 +119,11 @@ class StepState:
     def add(self, mode: str, event: Event | None, emit: Callable[[str, Event | None], None] | None = None) -> None:
         """Note a pause, a resume or an end, and pass the event to ``emit`` under the same lock: nobody sees a mode
         wait before its ``Paused`` is passed on, and whoever gets it finds it noted (a worker grants the step)."""
-        with self._lock if event is None or isinstance(event, Paused | Resumed | LLMError | Retry) \
-                else contextlib.nullcontext():
+        if event is not None and not isinstance(event, Paused | Resumed | LLMError | Retry):
+            if emit is not None:  # a token or a step that changes no one's waiting: no lock
+                emit(mode, event)
+            return
+        with self._lock:
             if event is None:
                 self.ended.add(mode)
             elif isinstance(event, LLMError) and event.reason in RETRIED:
