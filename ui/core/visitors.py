@@ -88,18 +88,19 @@ def visitor_of(request: Any, proxies: Proxies | None = None) -> str:
     return f"session:{session}" if session else ""
 
 
-_cached: dict[tuple[int, bool], Proxies] = {}
+_cached: list[tuple[Any, bool, Proxies]] = []  # (the settings object itself, on a Space, its proxies)
 
 
 def _proxies() -> Proxies:
-    """The settings' proxies, made again only when the settings (or ``SPACE_ID``) changed."""
+    """The settings' proxies, made again only when the settings (or ``SPACE_ID``) changed. The settings object is
+    kept and compared by identity: an ``id()`` alone may be reused by the next settings object once the last is
+    freed, which would hand a new configuration the old one's proxies."""
     from ui.core.settings import app_settings
 
-    key = (id(app_settings()), bool(os.environ.get("SPACE_ID")))
-    if key not in _cached:
-        _cached.clear()
-        _cached[key] = Proxies.from_settings()
-    return _cached[key]
+    settings, on_space = app_settings(), bool(os.environ.get("SPACE_ID"))
+    if not _cached or _cached[0][0] is not settings or _cached[0][1] != on_space:
+        _cached[:] = [(settings, on_space, Proxies.from_settings())]
+    return _cached[0][2]
 
 
 def _scope(request: Any) -> dict | None:

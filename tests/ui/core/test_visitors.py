@@ -106,3 +106,19 @@ def test_a_bad_trusted_proxy_is_one_line(bad):
 
     with pytest.raises(SettingError, match="APP_TRUSTED_PROXIES must be addresses or networks"):
         AppSettings.from_env({"APP_TRUSTED_PROXIES": f"10.0.0.1, {bad}"})
+
+
+def test_new_settings_at_a_freed_settings_address_get_their_own_proxies(monkeypatch):
+    """CPython hands a freed object's address to the next object of its size: new settings made right after the old
+    ones are dropped often have the old ``id()``. They must still bring their own proxies (CI once saw five
+    forwarded visitors counted as one)."""
+    import ui.core.settings
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.setattr(ui.core.settings, "_current", None)  # given back after the test; set plainly below (no undo
+    for _ in range(20):  # record keeps the dropped settings alive)
+        ui.core.settings._current = ui.core.settings.AppSettings()
+        assert visitor_of(request("127.0.0.1", "198.51.100.1")) == "127.0.0.1"
+        ui.core.settings._current = None  # freed here: the next settings commonly take its address
+        ui.core.settings._current = ui.core.settings.AppSettings(trusted_proxies=("127.0.0.1",))
+        assert visitor_of(request("127.0.0.1", "198.51.100.1")) == "198.51.100.1"
