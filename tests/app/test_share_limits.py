@@ -197,7 +197,9 @@ def test_ten_concurrent_opens_of_a_large_shared_run_keep_config_fast(share_app, 
             stop.set()
             poller.join()
         copies = [p.stat().st_size for p in (SHARED_DOWNLOADS / run_id).iterdir() if not p.name.startswith(".")]
-    assert latencies and max(latencies) < 0.5, sorted(latencies)[-5:]
+    # An open that parsed a large run on the event loop stalled /config for seconds; a busy 2-core CI machine adds
+    # tenths of a second to a quiet /config (0.508 s was once seen), so the bound is set between the two.
+    assert latencies and max(latencies) < 1.5, sorted(latencies)[-5:]
     assert all("Shared run" in values[STATUS] and "391 (large)" in json.dumps(values[2]) for values in opened[1::2])
     assert all("larger than the 5 MB a link may open" in values[STATUS] for values in opened[::2])
     assert copies == [big.stat().st_size]
