@@ -31,6 +31,7 @@ class RecordedRequest:
     started: float
     first_byte: float | None = None
     finished: float | None = None
+    counted: bool = False  # counted in the server's requests in flight (until its last event is on its way)
 
 
 class StubLLMServer:
@@ -88,6 +89,15 @@ class StubLLMServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def landed(self, record: RecordedRequest) -> None:
+        """A request leaves the count in flight: before its last event is written, not when its handler thread
+        returns (on a busy machine that thread may run again only after the client has sent its next call, which
+        would count two calls at once that never overlapped)."""
+        with self._lock:
+            if record.counted:
+                record.counted = False
+                self._in_flight -= 1
 
     @property
     def in_flight(self) -> int:
@@ -204,12 +214,13 @@ class _Handler(BaseHTTPRequestHandler):
         with server._lock:
             server._in_flight += 1
             server.max_in_flight = max(server.max_in_flight, server._in_flight)
+            record.counted = True
         try:
             self._serve_in_turn(reply, body, record, interrupt)
         finally:
             record.finished = time.perf_counter()
+            server.landed(record)
             with server._lock:
-                server._in_flight -= 1
                 if server._current is interrupt:
                     server._current = None
 
@@ -272,6 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(reply.pause_s)
             elif i and token_delay:
                 interrupt.wait(token_delay)
+            if i == len(events) - 1:  # the client may end the call (and start another) once it has this one
+                server.landed(record)
             self._chunk(f"data: {event}\n\n".encode())
             if record.first_byte is None:
                 record.first_byte = time.perf_counter()
