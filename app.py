@@ -46,7 +46,7 @@ from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT
 from ui.core.launcher import launcher
-from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, MODES
+from ui.core.modes import BASE, PANEL_MODES, PICKER_CHOICES
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.core.verdicts import MAX_EXPECTED_CHARS
@@ -58,7 +58,6 @@ from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
 
 log = logging.getLogger(__name__)
-MODE_LABELS = list(MODE_CHOICES)  # "Think", "Act", "ReAct", "All": from the mode registry
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
 BURST = 32  # submissions that may arrive between two looks of Gradio's queue for new events (patches/gradio_queue.py)
 # /compare and /compare_step: inputs checked by the handler (ui/core/inputs.read_request), frames sent as made; no
@@ -136,7 +135,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_compare(handlers, page, knobs)
         wire_share(ShareHandlers(page.outputs), page, demo)
         open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
-                             [*page.outputs.all(), page.question, page.expected, page.extra_col])
+                             [*page.outputs.all(), *page.on_screen()])
         wire_stepping(handlers, page, knobs)
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                     admission=admission), page.fork, page, knobs)
@@ -162,11 +161,13 @@ class ComparePage:
 
     question: gr.Textbox
     expected: gr.Textbox
-    mode: gr.Radio
+    modes: gr.Dropdown  # the mode picker: which panel modes are on screen and run
     run_btn: gr.Button
     stop_btn: gr.Button
     outputs: Outputs
-    extra_col: gr.Column
+    columns: tuple[gr.Column, ...]  # one per panel mode, in PANEL_MODES order: shown when picked
+    beside_col: gr.Column  # the panel beside the modes (a fork continued in a new panel)
+    fourth: gr.Textbox  # /compare's older `fourth` input (docs/api.md): hidden, the page never fills it
     replay_file: gr.File
     speed: gr.Radio
     replay_btn: gr.Button
@@ -175,6 +176,11 @@ class ComparePage:
     step: StepButtons
     fork: accordion.ForkControls
     examples: list[tuple[gr.Button, Example]]
+
+    def on_screen(self) -> list[gr.Component]:
+        """What a run put on screen from a file also sets (a shared link, a benchmark item): the question, the
+        expected answer, the picker and the panel beside (``ui/recordings/playback.run_on_screen``)."""
+        return [self.question, self.expected, self.modes, self.beside_col]
 
 
 @dataclass(frozen=True)
@@ -195,7 +201,6 @@ class Knobs:
     max_steps: gr.Slider
     temperature: gr.Slider
     tools: gr.CheckboxGroup
-    fourth: gr.Dropdown
     max_tokens: gr.Number
     options: dict[str, gr.Slider]  # the modes' run options (agents/modes/registry.RunOption), by name
 
@@ -205,8 +210,8 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
     with gr.Row(elem_id="ask-row", equal_height=True):
         question = gr.Textbox(label="Question", show_label=False, lines=1, max_lines=5, scale=5,
                               placeholder="Ask a question, or pick an example below…", elem_id="question")
-        mode = gr.Radio(MODE_LABELS, value="All", label="Modes", show_label=False, scale=0, min_width=330,
-                        elem_id="mode")
+        modes = gr.Dropdown(PICKER_CHOICES, value=list(BASE), multiselect=True, label="Modes", show_label=False,
+                            scale=0, min_width=340, elem_id="modes")
         run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
         step = StepButtons(gr.Button("▷ Step", elem_id="step-btn", scale=0, min_width=90),
                            gr.Button("› Next step", variant="primary", elem_id="next-btn", scale=0, min_width=130,
@@ -221,9 +226,11 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
         status = gr.Markdown("", label="Status", elem_id="run-status")
         parts.presentation_toggle()
     with gr.Row(elem_id="panels", equal_height=True):
-        columns = [panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run") for m in MODES]
-        extra_col, extra_chat, extra_metrics = panel_column(
-            "fourth", "Extra panel", "**Extra panel** — pick a mode under Settings → Fourth panel", visible=False)
+        columns = [panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run", visible=m in BASE)
+                   for m in PANEL_MODES]
+        beside_col, beside_chat, beside_metrics = panel_column("beside", "Fork", "A fork continued in a new panel",
+                                                               visible=False)
+    fourth = gr.Textbox("", visible=False, elem_id="fourth-input")
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
     fork = accordion.layout()  # under the table: pick a panel's observation, edit it, fork
     with gr.Row(elem_id="share-row", equal_height=True):
@@ -239,9 +246,9 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
                 speed = gr.Radio(list(SPEEDS), value=DEFAULT_SPEED, label="Replay speed", scale=3)
                 replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
-                      exports, extra_chat, extra_metrics)
-    return ComparePage(question, expected, mode, run_btn, stop_btn, outputs, extra_col, replay_file, speed, replay_btn,
-                       share_btn, share_link, step, fork, examples)
+                      exports, beside_chat, beside_metrics)
+    return ComparePage(question, expected, modes, run_btn, stop_btn, outputs, tuple(c[0] for c in columns), beside_col,
+                       fourth, replay_file, speed, replay_btn, share_btn, share_link, step, fork, examples)
 
 
 def panel_column(key: str, label: str, placeholder: str, *,
@@ -269,37 +276,36 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
             temperature = lenient(gr.Slider(*TEMPERATURE_RANGE, value=DEFAULT_TEMPERATURE, step=0.1,
                                             label="Temperature"))
             tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
-            fourth = gr.Dropdown(list(EXTRA_CHOICES), value="None", label="Fourth panel",
-                                 info="One more mode beside the others: the paper's hybrids, CodeAct, Reflexion")
             # a request may ask for at most MAX_TOKENS_LIMIT (a larger LLM_MAX_TOKENS still applies when it is empty)
             max_tokens = gr.Number(min(settings.max_tokens, MAX_TOKENS_LIMIT), label="Max tokens", minimum=1,
                                    maximum=MAX_TOKENS_LIMIT, precision=0, elem_id="max-tokens",
                                    info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
             options = {o.name: lenient(gr.Slider(o.low, o.high, value=o.default, step=1, label=o.label, elem_id=o.name,
                                                  info=o.info)) for o in run_options()}
-    return Knobs(model, protocol, max_steps, temperature, tools, fourth, max_tokens, options)
+    return Knobs(model, protocol, max_steps, temperature, tools, max_tokens, options)
 
 
 def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
     """``/compare``'s (and ``/compare_step``'s) inputs by name, in their order: ``ui.core.inputs.COMPARE_INPUTS``,
     then the run options."""
-    named = {"question": page.question, "mode": page.mode, "model": knobs.model, "protocol": knobs.protocol,
+    named = {"question": page.question, "mode": page.modes, "model": knobs.model, "protocol": knobs.protocol,
              "max_steps": knobs.max_steps, "temperature": knobs.temperature, "tools": knobs.tools,
-             "fourth": knobs.fourth, "max_tokens": knobs.max_tokens, "expected": page.expected}
+             "fourth": page.fourth, "max_tokens": knobs.max_tokens, "expected": page.expected}
     return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options}
 
 
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
-    """Run, Replay, Stop and the fourth panel's visibility."""
+    """Run, Replay, Stop, and the columns the mode picker shows."""
     out = page.outputs
-    parts.example_hints(page.examples, out.status, knobs.fourth, toy=handlers.settings.toy)
-    knobs.fourth.change(handlers.show_fourth, knobs.fourth, [page.extra_col, out.extra_chat], api_visibility="private",
-                        show_progress="hidden")
+    parts.example_hints(page.examples, out.status, page.modes, toy=handlers.settings.toy)
+    # the picker's value changes by a click or from a file put on screen (a replay, a link): its columns follow
+    page.modes.change(CompareTab.show_modes, page.modes, list(page.columns), **PAGE_EVENT)
     gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,
           inputs_kwargs=run_inputs(page, knobs), outputs=out.all(), api_name="compare", **RUN_EVENT)
-    page.replay_btn.click(handlers.reveal_fourth, page.replay_file, [page.extra_col, out.extra_chat], **PAGE_EVENT)
+    page.replay_btn.click(handlers.reveal_beside, page.replay_file, [page.beside_col, out.beside_chat], **PAGE_EVENT)
     page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
-                          outputs=[*out.all(files=False), page.question, *knobs.options.values()], api_name="replay",
+                          outputs=[*out.all(files=False), page.question, *knobs.options.values(), page.modes],
+                          api_name="replay",
                           concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
                           postprocess=False)
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/core/stream.py). No
@@ -318,7 +324,7 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
           outputs=page.share_link, **PAGE_EVENT)
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue);
     # with one, the handler bounds opens itself (a few at a time, a rate per visitor) and sends a stored view as is
-    demo.load(share.open, outputs=[*out.all(), page.question, page.expected, page.extra_col], postprocess=False,
+    demo.load(share.open, outputs=[*out.all(), *page.on_screen()], postprocess=False,
               **PAGE_EVENT)
 
 
@@ -349,12 +355,12 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
 
 
 def wire_fork(handlers: accordion.ForkTab, controls: accordion.ForkControls, page: ComparePage, knobs: Knobs) -> None:
-    """The Fork accordion (ui/fork/accordion.py, private events); a new run gives the fourth panel back to its
-    Settings choice (a fork shown there is no longer on screen)."""
-    accordion.wire(handlers, controls, page.outputs, page.replay_file, page.extra_col,
+    """The Fork accordion (ui/fork/accordion.py, private events); a new run closes the panel beside the modes
+    (a fork shown there is no longer on screen)."""
+    accordion.wire(handlers, controls, page.outputs, page.replay_file, page.beside_col,
                   [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
     gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
-          CompareTab.show_fourth, knobs.fourth, [page.extra_col, page.outputs.extra_chat], **PAGE_EVENT)
+          lambda: gr.Column(visible=False), outputs=page.beside_col, **PAGE_EVENT)
 
 
 def launch_kwargs() -> dict[str, Any]:

@@ -27,3 +27,16 @@ def content(message: Any) -> str:
     if isinstance(message, dict):
         return "".join(part.get("text", "") for part in message["content"])
     return str(message.content)
+
+
+def compare_outputs() -> Any:
+    """The Compare tab's output components alone (no page): a panel and a metrics line per panel mode, status,
+    table, files, and the panel beside with its metrics (``ui/core/frame.Outputs``)."""
+    import gradio as gr
+
+    from ui.core.frame import Outputs
+    from ui.core.modes import PANEL_MODES
+
+    with gr.Blocks():
+        return Outputs(tuple(gr.Chatbot() for _ in PANEL_MODES), tuple(gr.Markdown() for _ in PANEL_MODES),
+                       gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())

@@ -20,13 +20,13 @@ from agents.correctness import clean_expected, judge
 from agents.hosting import make_run
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
-from agents.modes.registry import list_modes, mode_ids, mode_title
+from agents.modes.registry import list_modes, mode_title, panel_ids
 from agents.request import RunRequest
 from agents.trace import Trace
 from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
 from ui.core.admission import Admission, Full
-from ui.core.modes import MODES
+from ui.core.modes import BASE
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, stream
 from ui.core.verdicts import expected_problem
@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME = "compare_reasoning_modes"
 # What a caller may name a base mode by: its id, title, label or paper row ("cot", "Think-only", …).
-COMPARED = mode_ids("base", "extra")  # every mode a panel can show: the base three and the extra panel's choices
-_ALIASES = {name.lower(): spec.id for spec in list_modes("base", "extra")
+COMPARED = panel_ids()  # every mode with a panel: the base three and the picker's other choices
+_ALIASES = {name.lower(): spec.id for spec in list_modes("base", "more")
             for name in (spec.id, spec.title, spec.label, spec.paper_row) if name}
 
 
@@ -72,13 +72,13 @@ def parse_modes(modes: Any) -> tuple[str, ...] | str:
     or a one-line reason to refuse them. Nothing (or "all") is the three base modes; any mode a panel can show
     (:data:`COMPARED`) may be named, by id, title, label or paper row."""
     if modes is None or modes == "" or modes == []:
-        return MODES
+        return BASE
     if isinstance(modes, str):
         modes = [m for m in modes.replace(",", " ").split()]
     if not isinstance(modes, list | tuple) or not all(isinstance(m, str) for m in modes):
         return f"modes must be a list of mode names: {', '.join(COMPARED)} (or \"all\")."
     if [m.lower() for m in modes] == ["all"]:
-        return MODES
+        return BASE
     unknown = [m for m in modes if m.strip().lower() not in _ALIASES]
     if unknown:
         return (f"Unknown mode(s) {', '.join(repr(m) for m in unknown[:5])}: "
@@ -89,9 +89,9 @@ def parse_modes(modes: Any) -> tuple[str, ...] | str:
 
 def description() -> str:
     """The tool's description (its docstring, which Gradio sends to MCP clients), built from the mode registry."""
-    base = ", ".join(mode_title(m) for m in MODES)
-    quoted = ", ".join(f'"{m}"' for m in MODES)
-    others = "; ".join(f'"{s.id}" ({s.title})' for s in list_modes("extra"))
+    base = ", ".join(mode_title(m) for m in BASE)
+    quoted = ", ".join(f'"{m}"' for m in BASE)
+    others = "; ".join(f'"{s.id}" ({s.title})' for s in list_modes("more"))
     return (f"Run one question through reasoning modes of a language model side by side ({base} by default, as "
             "in Yao et al., ReAct) and compare them: each mode's answer, whether it is right, its steps, tokens, "
             "seconds and full trace. Returns JSON text.\n\n"

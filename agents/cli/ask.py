@@ -59,7 +59,7 @@ DESCRIPTION = "Ask one question in one or all modes."
 def configure(parser: argparse.ArgumentParser) -> None:
     """The ``ask`` flags (a contract: scripts and tests drive them)."""
     parser.add_argument("question")
-    base, others = mode_ids("base"), list_modes("extra", "benchmark")
+    base, others = mode_ids("base"), list_modes("more", "benchmark")
     parser.add_argument("--mode", choices=[*base, "all", *(s.id for s in others)], default="all",
                         help=f"all (default) = {', '.join(base)} side by side; any one mode runs alone "
                              f"({', '.join(f'{s.id}: {s.title}' for s in others)})")

@@ -105,5 +105,5 @@ def observation_text(result: StepResult) -> str:
     return (RESTARTED if result.restarted else "") + text
 
 
-CODEACT = register(ModeSpec("codeact", "CodeAct", codeact, placement="extra", prompt="codeact", uses_tools=True,
+CODEACT = register(ModeSpec("codeact", "CodeAct", codeact, placement="more", prompt="codeact", uses_tools=True,
                             order=40))

@@ -136,8 +136,8 @@ def _as_mode(fn: Callable[..., Iterator[Event]]) -> ModeFn:
 
 
 _OPTIONS = ("sc_n", "vote_key")
-register(ModeSpec("react_cot_sc", "ReAct → CoT-SC", _as_mode(react_cot_sc), placement="extra",
+register(ModeSpec("react_cot_sc", "ReAct → CoT-SC", _as_mode(react_cot_sc), placement="more",
                   paper_row="ReAct → CoT-SC", uses_tools=True, options=_OPTIONS, order=10))
-register(ModeSpec("cot_sc_react", "CoT-SC → ReAct", _as_mode(cot_sc_react), placement="extra",
+register(ModeSpec("cot_sc_react", "CoT-SC → ReAct", _as_mode(cot_sc_react), placement="more",
                   paper_row="CoT-SC → ReAct", uses_tools=True, options=_OPTIONS, order=20))
 register(ModeSpec("cot_sc", "CoT-SC", _as_mode(cot_sc), placement="benchmark", paper_row="CoT-SC", options=_OPTIONS))

@@ -207,7 +207,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, placement="extra", table_title="ReAct + Reflexion",
+REFLEXION = register(ModeSpec("reflexion", "Reflexion", reflexion, placement="more", table_title="ReAct + Reflexion",
                               prompt="react", other_prompts=("reflexion_memory", "reflexion_check", "reflexion"),
                               paper_row="ReAct + Reflexion", uses_tools=True, options=("expected",),
                               run_options=(TRIALS,),

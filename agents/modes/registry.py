@@ -8,8 +8,8 @@ the Prompts view, the Benchmark tab, ``eval --modes``, the MCP tool and the repo
 
 A mode's ``placement`` says where it appears:
 
-- ``"base"``: a fixed Compare panel of its own (``All`` runs them; ``/compare``'s outputs list them first);
-- ``"extra"``: a choice of the Compare tab's extra panel (the paper's hybrids, CodeAct, Reflexion, …);
+- ``"base"``: a Compare panel on screen by default (``/compare``'s outputs list them first);
+- ``"more"``: a Compare panel the mode picker offers beside them (the paper's hybrids, CodeAct, Reflexion, …);
 - ``"benchmark"``: the benchmark only (CoT-SC alone is a row of the paper's table, not a panel).
 
 Every placement is a CLI and ``eval --modes`` choice and a Benchmark checkbox. A number a visitor may set for a
@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     from agents.modes.base import RunConfig
     from tools.registry import ToolRegistry
 
-Placement = Literal["base", "extra", "benchmark"]
-PLACEMENTS: tuple[Placement, ...] = ("base", "extra", "benchmark")
+Placement = Literal["base", "more", "benchmark"]
+PLACEMENTS: tuple[Placement, ...] = ("base", "more", "benchmark")
 ModeFn = Callable[..., Iterator[Event]]  # (question, model, registry, config, **options) -> events
-RESERVED_IDS = ("all", "none")  # "all" is a CLI choice, "None" the empty extra panel
+RESERVED_IDS = ("all", "none")  # "all" is a CLI choice and a /compare `mode` value; "none" reads as no mode
 FORK_OPTIONS = frozenset({"runner", "reasoning"})  # what makes a mode forkable (ModeSpec.forkable)
 _ID = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -90,7 +90,7 @@ class ModeSpec:
     id: str  # CLI choice, JSON key, export key: lower-case, stable
     title: str  # panel titles, traces, the CLI and the answers table ("Think-only")
     run: ModeFn = field(repr=False)
-    placement: Placement = "extra"  # where it appears (module docstring)
+    placement: Placement = "more"  # where it appears (module docstring)
     label: str = ""  # short name for buttons and choices ("Think"); default: the title
     table_title: str = ""  # name in benchmark tables and checkboxes ("Think-only (CoT)"); default: the title
     paper_row: str | None = None  # its row in the ReAct paper's Table 1, if any
@@ -183,8 +183,8 @@ def mode_ids(*placements: Placement) -> tuple[str, ...]:
 
 
 def panel_ids() -> tuple[str, ...]:
-    """Modes a Compare panel can show: the base panels, then the extra panel's choices."""
-    return mode_ids("base", "extra")
+    """Modes with a Compare panel: the base modes, then the picker's other choices."""
+    return mode_ids("base", "more")
 
 
 def run_options() -> tuple[RunOption, ...]:

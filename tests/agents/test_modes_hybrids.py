@@ -123,7 +123,7 @@ def test_cot_sc_react_keeps_the_majority_when_react_fails():
 
 
 def test_the_registry_runs_hybrids_with_their_options_and_rejects_unknown_modes():
-    assert mode_ids("extra")[:2] == ("react_cot_sc", "cot_sc_react") and mode_ids("benchmark") == ("cot_sc",)
+    assert mode_ids("more")[:2] == ("react_cot_sc", "cot_sc_react") and mode_ids("benchmark") == ("cot_sc",)
     model = ScriptedModel([cot("5"), cot("5")])
     events = list(run_mode("cot_sc", Q, model, REGISTRY, RunConfig(), sc_n=2, vote_key=str.lower))
     assert [e.text for e in events if isinstance(e, FinalAnswer)] == ["5"]

@@ -173,7 +173,7 @@ def test_a_failed_check_or_reflection_call_ends_the_run_too():
 
 def test_options_are_checked_and_passed_by_the_registry():
     spec = get_mode("reflexion")
-    assert (spec.placement, set(spec.options), spec.uses_tools) == ("extra", {"trials", "expected"}, True)
+    assert (spec.placement, set(spec.options), spec.uses_tools) == ("more", {"trials", "expected"}, True)
     assert [(o.name, o.low, o.high, o.default) for o in spec.run_options] == [("trials", 1, 10, 3)]
     assert spec not in forkable_modes()
     for bad in (0, 11, 2.5, True):

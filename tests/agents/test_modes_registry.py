@@ -2,7 +2,7 @@
 
 The toy-mode test checks the registry's promise: a mode added as ONE module (+ its prompt
 file) in a copy of the repository shows up in ``python -m agents ask --mode``, runs there over
-the real client against the local stub server, and appears in the Compare tab's fourth panel,
+the real client against the local stub server, and appears in the Compare tab's mode picker,
 the Prompts view and the Benchmark tab, with no other edit.
 """
 
@@ -97,7 +97,7 @@ def test_specs_are_checked_when_made(kwargs, message):
 def test_a_spec_fills_its_label_and_table_title_from_the_title():
     spec = ModeSpec("x", "Some mode", _noop)
     assert (spec.label, spec.table_title, spec.placement, spec.prompt, spec.options) == ("Some mode", "Some mode",
-                                                                                    "extra", None, ())
+                                                                                    "more", None, ())
 
 
 def test_an_id_taken_by_another_module_is_refused():
@@ -128,16 +128,17 @@ INSPECT_APP = '''
 
     demo = app.build_demo(settings=LLMSettings(), registry=default_registry())
     blocks = list(demo.blocks.values())
-    fourth = next(b for b in blocks if isinstance(b, gr.Dropdown) and b.label == "Fourth panel")
+    picker = next(b for b in blocks if isinstance(b, gr.Dropdown) and b.elem_id == "modes")
+    columns = [b.elem_id for b in blocks if isinstance(b, gr.Column) and "panel-col" in (b.elem_classes or [])]
     bench = next(b for b in blocks if isinstance(b, gr.CheckboxGroup) and b.label == "Modes")
     codes = [b.label for b in blocks if isinstance(b, gr.Code) and "prompt-code" in (b.elem_classes or [])]
     show = next(f for f in demo.fns.values() if f.api_name == "prompts").fn
     rendered = show("text", 5, None)
     from ui.recordings.reader import REPLAY_MODES
-    from ui.core.modes import extra_mode
-    print(json.dumps({"fourth": [list(c) for c in fourth.choices], "bench": [list(c) for c in bench.choices],
-                      "codes": codes, "rendered": list(rendered), "fourth_mode": extra_mode("Echo"),
-                      "replayable": list(REPLAY_MODES)}))
+    from ui.core.modes import chosen_modes
+    print(json.dumps({"picker": [list(c) for c in picker.choices], "columns": columns,
+                      "bench": [list(c) for c in bench.choices], "codes": codes, "rendered": list(rendered),
+                      "chosen": chosen_modes(["Echo", "react"]), "replayable": list(REPLAY_MODES)}))
 '''
 
 
@@ -168,9 +169,11 @@ def test_a_toy_mode_in_one_module_appears_everywhere(app_copy):
     assert system.startswith("You are Echo.") and "calculate" in system
 
     shown = json.loads(run("-c", textwrap.dedent(INSPECT_APP)).stdout)
-    assert shown["fourth"] == [[c, c] for c in ("None", "ReAct → CoT-SC", "CoT-SC → ReAct", "CodeAct", "Reflexion",
-                                                 "Echo")]
-    assert shown["fourth_mode"] == "toy" and "toy" in shown["replayable"]
+    assert shown["picker"] == [["Think", "think"], ["Act", "act"], ["ReAct", "react"],
+                               ["ReAct → CoT-SC", "react_cot_sc"], ["CoT-SC → ReAct", "cot_sc_react"],
+                               ["CodeAct", "codeact"], ["Reflexion", "reflexion"], ["Echo", "toy"]]
+    assert shown["columns"][-2:] == ["col-toy", "col-beside"]  # a panel of its own, before the panel beside
+    assert shown["chosen"] == ["react", "toy"] and "toy" in shown["replayable"]
     assert ["Toy echo (test)", "toy"] in shown["bench"] and len(shown["bench"]) == 9
     assert shown["codes"] == ["Think-only", "Act-only", "ReAct", "CodeAct", "Reflexion", "Toy echo"]
     assert shown["rendered"][-1].startswith("[system]\nYou are Echo.")

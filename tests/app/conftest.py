@@ -85,6 +85,17 @@ def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
                            arg=[selector, text], timeout=timeout)
 
 
+def pick_modes(page, labels: list[str]) -> None:
+    """Choose exactly these modes in the mode picker (``#modes``), as a visitor does: clear it, then pick each."""
+    page.click("#modes [title='Clear']")
+    for label in labels:
+        page.click("#modes input")
+        page.get_by_role("option", name=label, exact=True).click()
+    page.keyboard.press("Escape")
+    shown = [label for label in labels]
+    page.wait_for_function("(n) => document.querySelectorAll('#modes .token').length === n", arg=len(shown))
+
+
 def panel_text(panel: list) -> str:
     """A panel's messages as API clients receive them (content as text parts), with their titles, as one text."""
     parts = []
@@ -112,6 +123,7 @@ class AppKit:
     faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
     open_page = staticmethod(open_page)
     wait_text = staticmethod(wait_text)
+    pick_modes = staticmethod(pick_modes)
     panel_text = staticmethod(panel_text)
     artifacts = ARTIFACTS
 

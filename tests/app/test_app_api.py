@@ -13,9 +13,13 @@ from gradio_client import Client, handle_file
 import app
 from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from ui.core.frame import output_index
+from ui.core.modes import PANEL_MODES
 
 QUESTION = "What is 17 * 23 + 5?"
-N_OUTPUTS = 11  # 3 panels, 3 metrics, status, table, export files, the fourth (hybrid) panel and its metrics
+# 3 panels, 3 metrics, status, table, export files, the panel beside and its metrics (the outputs before the mode
+# picker, unchanged), then a panel and a metrics line per further panel mode (ui/core/frame.py)
+N_OUTPUTS = 2 * len(PANEL_MODES) + 5
 
 
 def text_of(message: dict) -> str:
@@ -222,7 +226,9 @@ def test_replay_refuses_a_bad_file(client, tmp_path):
     assert "not valid JSON" in result[6] and "not valid JSON" in panel_text(result[0])
 
 
-def test_fourth_panel_runs_a_hybrid_beside_the_selected_mode(kit):
+def test_the_older_fourth_input_runs_a_hybrid_beside_the_selected_mode(kit):
+    """``mode`` and ``fourth`` as callers sent them before the mode picker: the same outputs at the same places (the
+    hybrid's panel at 9 and its metrics at 10), and the hybrid in its own panel too."""
     with StubLLMServer(responder=toy_policy) as server:
         demo = app.build_demo(settings=kit.settings(server), registry=kit.registry())
         with kit.launched(demo) as url:
@@ -235,16 +241,21 @@ def test_fourth_panel_runs_a_hybrid_beside_the_selected_mode(kit):
     assert "Final answer" in hybrid and "396" in hybrid, hybrid  # ReAct answered, so no CoT-SC fallback
     assert "LLM call" in result[10]
     assert "ReAct → CoT-SC" in result[7]  # the comparison table includes the hybrid
-    assert "Unknown fourth panel" in refused[6]
+    assert panel_text(result[output_index("react_cot_sc")]) == panel_text(result[9])
+    assert "Unknown mode 'Tree of Thoughts' for `fourth`" in refused[6]
 
 
-@pytest.mark.parametrize(("extra", "shows"), [("CodeAct", "Call 1.1"), ("Reflexion", "Trial 1 of 3")])
-def test_codeact_and_reflexion_run_export_and_replay_in_the_extra_panel(client, extra, shows):
-    result = client.predict(question=QUESTION, mode="Think", fourth=extra, expected="396", api_name="/compare")
-    shown = panel_text(result[9])
+@pytest.mark.parametrize(("chosen", "shows"), [("CodeAct", "Call 1.1"), ("Reflexion", "Trial 1 of 3")])
+def test_codeact_and_reflexion_run_export_and_replay_in_their_own_panels(client, chosen, shows):
+    mode = chosen.lower()
+    result = client.predict(question=QUESTION, mode=["think", mode], expected="396", api_name="/compare")
+    assert len(result) == N_OUTPUTS and "not run" in panel_text(result[1]).lower() and result[9] == []
+    shown = panel_text(result[output_index(mode)])
     assert shows in shown and "Final answer" in shown and "396" in shown, shown
-    assert "| Correct | F1 |" in result[7] and f"**{extra}**" in result[7]  # its row in the table, graded
+    assert "| Correct | F1 |" in result[7] and f"**{chosen}**" in result[7]  # its row in the table, graded
+    assert "LLM call" in result[output_index(mode, metrics=True)]
     export = next(p for p in result[8] if p.endswith(".json"))
-    assert list(json.load(open(export, encoding="utf-8"))["traces"]) == ["think", extra.lower()]
+    assert list(json.load(open(export, encoding="utf-8"))["traces"]) == ["think", mode]
     replayed = client.predict(handle_file(export), "instant", api_name="/replay")
-    assert shows in panel_text(replayed[8]) and "396" in panel_text(replayed[8])  # replay has no files output
+    own = panel_text(replayed[output_index(mode, files=False)])  # replay has no files output
+    assert shows in own and "396" in own and replayed[-1] == ["think", mode]  # the picker, last

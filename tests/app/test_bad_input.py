@@ -77,9 +77,13 @@ def with_(index: int, raw: str) -> str:
     (4, '"Infinity"', "Max steps must be a number from 1 to 10 (got inf)"),
     (4, '"many"', "Max steps must be a number from 1 to 10 (got 'many')"),
     (5, "-Infinity", "Temperature must be a number from 0 to 2 (got -inf)"),
-    (1, "5", "The mode must be one of Think, Act, ReAct, All (got a number)"),
-    (1, '["All"]', "The mode must be one of Think, Act, ReAct, All (got a list)"),
-    (1, '{"a": 1}', "The mode must be one of Think, Act, ReAct, All (got an object)"),
+    (1, "5", "The modes must be a list of mode ids, e.g. ['think', 'act', 'react'], or one of Think, Act, ReAct, All "
+             "(got a number)"),
+    (1, '["All"]', "Unknown mode 'All': choose from think, act, react"),
+    (1, '[]', "Pick at least one mode to run."),
+    (1, '[["react"]]', "The modes must be mode ids (text)"),
+    (1, '{"a": 1}', "The modes must be a list of mode ids, e.g. ['think', 'act', 'react'], or one of Think, Act, "
+                    "ReAct, All (got an object)"),
     (0, "42", "The question must be text, not a number"),
     (0, '["What?"]', "The question must be text, not a list"),
     (0, '{"q": "What?"}', "The question must be text, not an object"),
@@ -89,7 +93,7 @@ def with_(index: int, raw: str) -> str:
     (6, '"calculate"', "Enabled tools must be a list of tool names"),
     (3, '["text"]', "Unknown protocol ['text']: choose text or tools"),
     (2, '{"model": 1}', "The model must be a model id (text), not an object"),
-    (7, '["x"]', "The fourth panel must be one of"),
+    (7, '["x"]', "`fourth` must be a mode id (text), not a list: choose from react_cot_sc"),
     (8, "1e400", "Max tokens must be a number from 1 to 32768 (got inf)"),
     (8, '"lots"', "Max tokens must be a number from 1 to 32768 (got 'lots')"),
     # out of range: refused, never clamped or passed on as sent
@@ -238,7 +242,7 @@ def test_replayed_html_is_text(url, tmp_path):
                                 "traces": {"react": {"events": events}}}), encoding="utf-8")
     event, data = call(url, "replay", [upload(url, str(path)), "instant"])
     assert event == "complete"
-    texts = strings(data[:-2])  # the question box (plain text, not HTML), then the run options (numbers)
+    texts = strings(data[:-3])  # the question box (plain text, not HTML), the run options (numbers), the picker
     live_tags = [t for t in texts if re.search(r"(?<![\\`])<(img|script)", t) and "```" not in t]
     assert live_tags == []  # every tag is escaped (&lt; or \<) or inside a code fence
     assert "&lt;img" in text_of(data[2])  # shown, as text

@@ -147,7 +147,8 @@ def test_replay_works_offline(page, tmp_path):
     page.click("#replay-btn")
     page.wait_for_function("() => (document.querySelector('#panel-react')?.innerText || '').includes('replayed 42')",
                            timeout=15_000)
-    assert "not run" in panel_text(page, "#panel-think")
+    page.locator("#col-think").wait_for(state="hidden", timeout=10_000)  # the picker shows the recording's modes
+    assert [t.strip() for t in page.locator("#modes .token").all_inner_texts()] == ["ReAct"]
     assert page.input_value("#question textarea") == "Replayed question?"
     assert page.external == []  # type: ignore[attr-defined]
 
@@ -228,15 +229,16 @@ def test_stop_ends_a_benchmark_and_keeps_what_finished(page):
     assert page.inner_text("#bench-progress") == text  # nothing moves any more
 
 
-def test_an_example_says_what_to_watch_and_a_codeact_one_opens_the_extra_panel(page):
+def test_an_example_says_what_to_watch_and_a_codeact_one_sets_the_picker(page):
     page.get_by_role("tab", name="Arithmetic traps").click()
     page.get_by_role("button", name="17 × 23 + 5").click()
     page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('What to watch')")
     assert "Think often gets it right" in page.inner_text("#run-status")
-    assert not page.locator("#col-fourth").is_visible()
+    assert not page.locator("#col-codeact").is_visible() and page.locator("#col-think").is_visible()
     page.get_by_role("tab", name="Several lookups, one program").click()
     page.get_by_role("button", name="Warmest of three cities").click()
     assert "Lisbon, Madrid or Rome" in page.input_value("#question textarea")
     page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('loops over the three')")
-    page.locator("#col-fourth").wait_for(state="visible", timeout=10_000)  # the dropdown's change opened it
-    assert "CodeAct" in page.inner_text("#col-fourth")
+    page.locator("#col-codeact").wait_for(state="visible", timeout=10_000)  # the picker's change opened it
+    assert [t.strip() for t in page.locator("#modes .token").all_inner_texts()] == ["ReAct", "CodeAct"]
+    assert not page.locator("#col-think").is_visible() and page.locator("#col-react").is_visible()

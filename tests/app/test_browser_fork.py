@@ -47,11 +47,11 @@ def test_fork_a_react_run_with_an_edited_observation(browser, url, kit):
         assert "calculate" in page.input_value("#fork-step input")
         page.click("#fork-btn")
         kit.wait_text(page, "#run-status", "fork: ReAct (fork @1)")
-        kit.wait_text(page, "#panel-fourth", "Final answer")
-        fourth, react = page.inner_text("#panel-fourth"), page.inner_text("#panel-react")
-        assert "400" in fourth.split("Final answer")[-1] and "edited by the teacher" in fourth
+        kit.wait_text(page, "#panel-beside", "Final answer")
+        beside, react = page.inner_text("#panel-beside"), page.inner_text("#panel-react")
+        assert "400" in beside.split("Final answer")[-1] and "edited by the teacher" in beside
         assert "396" in react.split("Final answer")[-1] and "edited by the teacher" not in react
-        assert "ReAct (fork @1)" in page.inner_text("#col-fourth")  # the panel's title
+        assert "ReAct (fork @1)" in page.inner_text("#col-beside")  # the panel's title
         assert "ReAct (fork @1)" in page.inner_text("#comparison")
         kit.artifacts.mkdir(exist_ok=True)
         page.screenshot(path=str(kit.artifacts / "browser-fork-1366x768.png"), full_page=True)
@@ -71,13 +71,13 @@ def test_a_forks_export_replays_with_the_fork_panel(browser, url, kit, tmp_path)
         href = page.locator("#exports a[href*='.json']").first.get_attribute("href")
         saved = tmp_path / "forked-run.json"
         saved.write_bytes(httpx.get(href if href.startswith("http") else url.rstrip("/") + href, timeout=30).content)
-        assert '"fork":{"panel":"fourth","trace":"react@1"}' in saved.read_text(encoding="utf-8")
+        assert '"fork":{"panel":"beside","trace":"react@1"}' in saved.read_text(encoding="utf-8")
     with kit.open_page(browser, url) as page:  # a fresh page: nothing of the fork on screen
-        assert not page.locator("#col-fourth").is_visible()
+        assert not page.locator("#col-beside").is_visible()
         page.set_input_files("#replay-file input[type=file]", str(saved))
         page.get_by_label("instant").check()
         page.click("#replay-btn")
         kit.wait_text(page, "#run-status", "Replay finished")
-        fourth = page.inner_text("#panel-fourth")
-        assert "edited by the teacher" in fourth and "400" in fourth.split("Final answer")[-1]
-        assert "ReAct (fork @1)" in page.inner_text("#col-fourth") and "396" in page.inner_text("#panel-react")
+        beside = page.inner_text("#panel-beside")
+        assert "edited by the teacher" in beside and "400" in beside.split("Final answer")[-1]
+        assert "ReAct (fork @1)" in page.inner_text("#col-beside") and "396" in page.inner_text("#panel-react")

@@ -100,14 +100,15 @@ def panel_text(panel: list) -> str:
 
 
 @pytest.mark.parametrize("trials", [1, 2])
-def test_trials_bound_reflexion_in_the_extra_panel(url, trials):
-    """The 11th input: how many attempts Reflexion makes (here every one is graded wrong against "42")."""
+def test_trials_bound_reflexion_named_by_the_older_fourth_input(url, trials):
+    """The 11th input: how many attempts Reflexion makes (here every one is graded wrong against "42"); Reflexion
+    named by the older positional ``fourth`` input is returned at output 9, as before the mode picker."""
     event, data = rest(url, [QUESTION, "Think", "stub", "text", 5, 0.2, ["calculate"], "Reflexion", None, "42",
                              trials])
     assert event == "complete", data
-    extra = panel_text(data[9])
-    assert f"Trial {trials} of {trials}" in extra and f"Trial {trials + 1}" not in extra
-    assert extra.count("⚖ Trial verdict (graded against the expected answer)") == trials
+    shown = panel_text(data[9])
+    assert f"Trial {trials} of {trials}" in shown and f"Trial {trials + 1}" not in shown
+    assert shown.count("⚖ Trial verdict (graded against the expected answer)") == trials
 
 
 @pytest.mark.parametrize("bad", [0, 11, 2.5, "many", [3]])

@@ -137,8 +137,8 @@ def app(host: Host, app_tmp: Path) -> Iterator[App]:
 
 
 def compare(app: App, key: str, max_steps: int) -> tuple[list, str, dict]:
-    """A ``/compare`` run of ReAct (tools: python_repl, calculate) with CodeAct in the extra panel, over raw REST:
-    its outputs, their text, and its JSON export (read where the app wrote it)."""
+    """A ``/compare`` run of ReAct (tools: python_repl, calculate) and CodeAct (named by the older ``fourth``
+    input), over raw REST: its outputs, their text, and its JSON export (read where the app wrote it)."""
     event, data = call(app.url, "compare", [f"{QUESTION} [{key}]", "ReAct", "stub", "text", max_steps, 0.2,
                                             ["python_repl", "calculate"], "CodeAct", None], timeout=120)
     assert event == "complete", data

@@ -1,7 +1,7 @@
-"""A fourth base mode needs no edit of ``ui/``: one module and one prompt in a copy of the repository give a
-fourth Compare panel, a fourth row of the table and a fourth trace in the export, through ``/compare`` against
-the stub model (the app's run workers included). The default three keep ``/compare``'s contract
-(``tests/app/test_app_api.py``)."""
+"""Another base mode needs no edit of ``ui/``: one module and one prompt in a copy of the repository give one more
+Compare panel on screen by default, one more row of the table and one more trace in the export, through
+``/compare`` against the stub model (the app's run workers included). The default three keep ``/compare``'s
+contract (``tests/app/test_app_api.py``)."""
 
 from __future__ import annotations
 
@@ -35,15 +35,15 @@ DRIVE_APP = '''
                                                                 api_name="/compare")
         finally:
             demo.close()
-    radio = next(b for b in demo.blocks.values() if isinstance(b, gr.Radio) and b.label == "Modes")
+    picker = next(b for b in demo.blocks.values() if isinstance(b, gr.Dropdown) and b.elem_id == "modes")
     export = next(p for p in out[10] if p.endswith(".json"))
     print(json.dumps({"n": len(out), "panels": [text(p) for p in out[:4]], "metrics": out[4:8], "status": out[8],
                       "table": out[9], "traces": list(json.load(open(export))["traces"]),
-                      "radio": [c[0] for c in radio.choices]}))
+                      "picker": [c[0] for c in picker.choices], "chosen": picker.value}))
 '''
 
 
-def test_a_fourth_base_mode_is_a_fourth_panel_row_and_trace(app_copy):
+def test_another_base_mode_is_one_more_panel_row_and_trace(app_copy):
     repo = app_copy
     add_echo_mode(repo, "echo", "echo", '"Echo-only", echo, placement="base", label="Echo", prompt="echo", order=35',
                   "You are Echo, without any tools. Answer: Final Answer: <answer>")
@@ -52,8 +52,11 @@ def test_a_fourth_base_mode_is_a_fourth_panel_row_and_trace(app_copy):
     assert done.returncode == 0, done.stderr[-3000:]
     shown = json.loads(done.stdout.strip().splitlines()[-1])
 
-    assert shown["n"] == 4 + 4 + 3 + 2  # four panels, four metrics lines, status, table, files, the extra panel
-    assert shown["radio"] == ["Think", "Act", "ReAct", "Echo", "All"]
+    # four panels, four metrics lines, status, table, files, the panel beside and its metrics, then the four others'
+    assert shown["n"] == 4 + 4 + 3 + 2 + 4 + 4
+    assert shown["picker"] == ["Think", "Act", "ReAct", "Echo", "ReAct → CoT-SC", "CoT-SC → ReAct", "CodeAct",
+                               "Reflexion"]
+    assert shown["chosen"] == ["think", "act", "react", "echo"]  # on screen by default
     assert all("Final answer" in panel for panel in shown["panels"]), shown["panels"]
     assert "396" in shown["panels"][1] and "396" in shown["panels"][2]
     assert all("LLM call" in line for line in shown["metrics"]) and "Done" in shown["status"]

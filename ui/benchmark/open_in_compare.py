@@ -24,7 +24,7 @@ import gradio as gr
 from agents.evaluation.store import ResultStore
 from agents.modes.registry import mode_title
 from ui.core.frame import Outputs, refusal
-from ui.core.modes import MODES
+from ui.core.modes import PANEL_MODES
 from ui.core.stream import session_of
 from ui.core.table import answers_agree
 from ui.recordings.export import EXPORT_DIR
@@ -109,7 +109,7 @@ def item_choices(folder: BenchFolder, only_disagreeing: bool) -> list[tuple[str,
 
 def _mode_rank(record: dict[str, Any]) -> int:
     mode = str(record.get("mode"))
-    return MODES.index(mode) if mode in MODES else len(MODES)
+    return PANEL_MODES.index(mode) if mode in PANEL_MODES else len(PANEL_MODES)
 
 
 def item_export(folder: BenchFolder, item_id: str) -> Path | None:
@@ -152,18 +152,18 @@ class BenchOpen:
         folder = self.folders.get(session_of(request))
         if folder is None or not isinstance(item_id, str) or not item_id:
             why = NOTHING if folder is None else "Pick an item of the benchmark first."
-            return [*refusal(why).values(), gr.skip(), gr.skip(), gr.skip()]
+            return [*refusal(why).values(), gr.skip(), gr.skip(), gr.skip(), gr.skip()]
         try:
             path = await asyncio.to_thread(item_export, folder, item_id)
             if path is None:
                 raise RecordingError("That item has no saved traces (its run folder expired, or it never finished).")
             recording = await open_recording(str(path))
         except RecordingError as exc:
-            return [*refusal(str(exc)).values(), gr.skip(), gr.skip(), gr.skip()]
+            return [*refusal(str(exc)).values(), gr.skip(), gr.skip(), gr.skip(), gr.skip()]
         except (OSError, ValueError) as exc:  # a folder removed or a file cut mid-way: one line, logged
             log.exception("could not open benchmark item %r", item_id)
             return [*refusal(f"That item could not be read ({type(exc).__name__}).").values(), gr.skip(), gr.skip(),
-                    gr.skip()]
+                    gr.skip(), gr.skip()]
         return await run_on_screen(recording, path, f"✔ Benchmark item {item_id}", "benchmark-item.json")
 
 

@@ -1,5 +1,5 @@
 """The Compare tab's handlers: run (``/compare``), step through (``/compare_step``, ``/step_next``,
-``/step_continue``), replay (``/replay``), Stop, and the fourth panel.
+``/step_continue``), replay (``/replay``), Stop, and the columns the mode picker shows.
 
 They live here, not in closures inside ``build_demo``, so tests call them without a browser: a
 :class:`CompareTab` needs only the backend, the tool registry and the tab's :class:`~ui.core.frame.Outputs`.
@@ -19,10 +19,11 @@ from ui.compare.live_run import live_run
 from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_step
 from ui.core.frame import refusal
 from ui.core.handlers import TabHandlers
-from ui.core.inputs import read_request
+from ui.core.inputs import beside_value, read_request
+from ui.core.modes import PANEL_MODES
 from ui.core.stream import session_of
 from ui.core.visitors import visitor_of
-from ui.recordings.playback import DEFAULT_SPEED, hybrid_in_file, play, window_of
+from ui.recordings.playback import DEFAULT_SPEED, beside_in_file, modes_on_screen, play, window_of
 from ui.recordings.reader import RecordingError, open_recording
 
 TAB = "compare"  # the Stop button's key in :class:`~ui.core.stream.Stops` (runs and replays alike)
@@ -52,8 +53,8 @@ class CompareTab(TabHandlers):
                       **inputs: Any) -> AsyncIterator[list]:
         """Run the question through the chosen modes in parallel (``/compare``; its inputs by name:
         ``ui.core.inputs.COMPARE_INPUTS``, then the modes' run options such as Reflexion's ``trials``); streams
-        the base panels, their metrics lines, the status line, the comparison table, the export files, and the
-        extra panel with its metrics. ``expected`` (optional) marks each mode's answer ✓ / ✗."""
+        the panels and metrics lines of the modes (``ui/core/frame.Outputs`` has their order), the status line, the
+        comparison table and the export files. ``expected`` (optional) marks each mode's answer ✓ / ✗."""
         async for outputs in self._run(inputs, oauth_token, request, stepping=False):
             yield outputs
 
@@ -91,40 +92,42 @@ class CompareTab(TabHandlers):
                     return
             with self.stops.signal(session_of(request), TAB) as stop:
                 async for frame in live_run(checked, settings, self.registry, model_factory=self.model_factory,
-                                            admission=self.admission, stop=stop,
+                                            admission=self.admission, stop=stop, beside=beside_value(inputs),
                                             pause_ttl_s=self.pauses.ttl_s if self.pauses else None):
                     yield frame.to_outputs(self.outputs)
 
     async def play(self, path: str | None, speed_label: str = DEFAULT_SPEED,
                    request: gr.Request | None = None) -> AsyncIterator[list]:
-        """Replay a JSON export in the panels (no model or network needed), and put its question and run options
-        back on the page."""
+        """Replay a JSON export in the panels (no model or network needed), and put its question, run options and
+        modes (the picker, last) back on the page."""
         try:  # read, checked and condensed in a worker process: a 20 MB file never stalls the app
             recording = await open_recording(path if isinstance(path, str) else "", window_of(speed_label))
         except RecordingError as exc:
-            yield [*refusal(str(exc)).to_outputs(self.outputs, files=False), gr.skip(), *(gr.skip(),) * len(OPTIONS)]
+            yield [*refusal(str(exc)).to_outputs(self.outputs, files=False), gr.skip(), *(gr.skip(),) * len(OPTIONS),
+                   gr.skip()]
             return
-        options = recorded_options(recording.settings)
+        options, modes = recorded_options(recording.settings), modes_on_screen(recording)
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in play(recording, speed_label, stop=stop):
-                yield [*frame.to_outputs(self.outputs, files=False), recording.question, *options]
+                yield [*frame.to_outputs(self.outputs, files=False), recording.question, *options, modes]
 
     async def stop(self, request: gr.Request | None = None) -> None:
         """The Stop button: ends this visitor's run or replay; each stream renders its own stopped frame."""
         self.stops.stop(session_of(request), TAB)
 
     @staticmethod
-    def reveal_fourth(path: str | None) -> tuple:
-        """A replayed run with a hybrid (or a fork in a new panel) opens the fourth panel, titled with it;
-        one without closes it (it would stay empty: the recording has nothing for it)."""
+    def reveal_beside(path: str | None) -> tuple:
+        """A replayed run with a fork continued in a new panel opens the panel beside, titled with the fork; one
+        without closes it (it would stay empty: the recording has nothing for it)."""
         if not isinstance(path, str):
             return gr.skip(), gr.skip()
-        hybrid = hybrid_in_file(path)
-        if hybrid is None:
+        fork = beside_in_file(path)
+        if fork is None:
             return gr.Column(visible=False), gr.skip()
-        return gr.Column(visible=True), gr.Chatbot(label=mode_title(hybrid))
+        return gr.Column(visible=True), gr.Chatbot(label=mode_title(fork))
 
     @staticmethod
-    def show_fourth(choice: str) -> tuple:
-        """The fourth-panel dropdown shows (and titles) the hybrid panel, or hides it."""
-        return gr.Column(visible=choice != "None"), gr.Chatbot(label=choice)
+    def show_modes(chosen: list[str] | None) -> list:
+        """The mode picker's columns: a column per chosen mode, in the page's order."""
+        picked = set(chosen or ())
+        return [gr.Column(visible=m in picked) for m in PANEL_MODES]

@@ -43,9 +43,10 @@ def answered_where(settings: LLMSettings, traces: dict[str, Trace]) -> str:
 class LiveView:
     """A live run's panels for the stream adapter: ``(mode, event)`` items in, Compare frames out."""
 
-    def __init__(self, request: RunRequest, settings: LLMSettings, tools: list[str], *, export: bool = True) -> None:
+    def __init__(self, request: RunRequest, settings: LLMSettings, tools: list[str], *, export: bool = True,
+                 beside: str | None = None) -> None:
         self.question, self.selection, self.expected = request.question, request.selection, request.expected
-        self.panels = PanelsView(request.question, request.selection, request.modes, request.expected)
+        self.panels = PanelsView(request.question, request.selection, request.modes, request.expected, beside=beside)
         self.settings = settings
         self.where = render.plain(settings.describe())
         self.export_settings = settings_block(settings, request, tools) if export else None
@@ -97,8 +98,9 @@ class LiveView:
 async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry, *,
                    model_factory: ModelBuilder | None = None, throttle: float = THROTTLE_S, export: bool = True,
                    admission: Admission | None = None, stop: StopSignal | None = None,
-                   pause_ttl_s: float | None = None) -> AsyncIterator[Frame]:
-    """Run ``request`` (already checked) and yield frames until its modes finish or ``stop`` is set.
+                   pause_ttl_s: float | None = None, beside: str | None = None) -> AsyncIterator[Frame]:
+    """Run ``request`` (already checked) and yield frames until its modes finish or ``stop`` is set; ``beside``
+    (a mode of the run, named by ``/compare``'s older ``fourth`` input) is also shown in the panel beside.
     With ``admission``, first wait for a slot, showing the place in line. A stepping run pauses after
     each step and is attached to ``stop``, where Next step / Continue find it (``ui/compare/stepping.py``); left
     paused for ``pause_ttl_s`` it ends, and its panels say why."""
@@ -122,7 +124,7 @@ async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolReg
                 return
         tools = registry.subset(request.tools) if request.tools is not None else registry
         run = make_run(request, settings, tools, model_factory)
-        view = LiveView(request, settings, tools.names, export=export)
+        view = LiveView(request, settings, tools.names, export=export, beside=beside)
         if request.stepping:
             stop.run, stop.view = run, view
         watch = (lambda: view.expired(pause_ttl_s)) if request.stepping and pause_ttl_s is not None else None

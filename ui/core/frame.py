@@ -1,10 +1,11 @@
 """What the Compare tab shows at one moment (:class:`Frame`), and the order its outputs go out in.
 
 :class:`Outputs` holds the tab's output components; :meth:`Frame.values` lists a frame's values in
-the same order. That order is ``/compare``'s contract — a panel and a metrics line per base mode of the
-registry (the three by default), status, table, files, then the extra panel and its metrics — and is
-written only here. :class:`PanelsView` is the panels and traces of the modes in
-play, shared by live runs and replays.
+the same order. That order is ``/compare``'s contract, written only here (docs/api.md): a panel and a metrics
+line per base mode (the three by default), status, table, files, the panel beside the modes (a fork continued in
+a new panel) and its metrics — the outputs ``/compare`` had before the mode picker — then a panel and a metrics
+line per further panel mode. :class:`PanelsView` is the panels and traces of the modes in play, shared by live
+runs and replays.
 """
 
 from __future__ import annotations
@@ -20,49 +21,72 @@ from agents.events import Event, FinalAnswer, TokenDelta
 from agents.modes.registry import mode_title
 from agents.trace import Trace
 from ui.core import render, verdicts
-from ui.core.modes import MODES
+from ui.core.modes import BASE, BESIDE, MORE, PANEL_MODES
 from ui.core.render import Panel
 from ui.core.table import metrics_markdown
 
 WAITING = render.to_wire(render.waiting())  # a running panel before its first text (the same every frame)
+NOT_RUN_METRICS = metrics_markdown(None)
 
 
 @dataclass(frozen=True)
 class Outputs:
     """The Compare tab's output components; :meth:`all` is the order of ``/compare``'s outputs."""
 
-    chats: tuple[gr.Chatbot, ...]  # one per base mode, in MODES order
+    chats: tuple[gr.Chatbot, ...]  # one per panel mode, in PANEL_MODES order
     metrics: tuple[gr.Markdown, ...]
     status: gr.Markdown
     table: gr.Markdown
     exports: gr.File
-    extra_chat: gr.Chatbot
-    extra_metrics: gr.Markdown
+    beside_chat: gr.Chatbot  # the panel beside the modes (module docstring)
+    beside_metrics: gr.Markdown
 
     def all(self, *, files: bool = True) -> list[gr.Component]:
         """Every output in order; without the export files for a replay (it has none to offer)."""
-        order = [*self.chats, *self.metrics, self.status, self.table, self.exports, self.extra_chat,
-                 self.extra_metrics]
-        return order if files else [c for c in order if c is not self.exports]
+        return _ordered(self.chats, self.metrics, [self.status, self.table, *([self.exports] if files else []),
+                                                   self.beside_chat, self.beside_metrics])
+
+    def chat(self, mode: str) -> gr.Chatbot:
+        return self.chats[PANEL_MODES.index(mode)]
+
+
+def _ordered(panels: tuple, metrics: tuple, middle: list) -> list:
+    """Base panels, base metrics, the ``middle`` (status … the panel beside), further panels, their metrics."""
+    n = len(BASE)
+    return [*panels[:n], *metrics[:n], *middle, *panels[n:], *metrics[n:]]
+
+
+def output_index(mode: str, *, metrics: bool = False, files: bool = True) -> int:
+    """Where a panel mode's panel (or metrics line) is among :meth:`Outputs.all`; ``BESIDE``: the panel beside."""
+    n = len(BASE)
+    if mode == BESIDE:
+        return 2 * n + (3 if files else 2) + (1 if metrics else 0)
+    i = PANEL_MODES.index(mode)
+    if i < n:
+        return i + (n if metrics else 0)
+    return 2 * n + (5 if files else 4) + (i - n) + (len(MORE) if metrics else 0)
 
 
 @dataclass
 class Frame:
     """Everything the Compare tab shows (``None`` table/files: clear them)."""
 
-    panels: tuple[list, ...]  # one per base mode, in MODES order
+    panels: tuple[list, ...]  # one per panel mode, in PANEL_MODES order
     metrics: tuple[str, ...]
     status: str
     table: str = ""
     files: list[str] | None = None
     question: str | None = None  # replay only: the recorded question
-    extra: list = field(default_factory=list)  # the extra panel (after everything else)
-    extra_metrics: str = ""
+    beside: list = field(default_factory=list)  # the panel beside the modes
+    beside_metrics: str = ""
 
     def values(self, *, files: bool = True) -> list[Any]:
         """The values in :meth:`Outputs.all` order."""
-        head = [*self.panels, *self.metrics, self.status, self.table]
-        return [*head, *([self.files] if files else []), self.extra, self.extra_metrics]
+        return _ordered(self.panels, self.metrics, [self.status, self.table, *([self.files] if files else []),
+                                                    self.beside, self.beside_metrics])
+
+    def panel(self, mode: str) -> list:
+        return self.panels[PANEL_MODES.index(mode)]
 
     def to_outputs(self, outputs: Outputs, *, files: bool = True) -> list[Any]:
         """The values as the browser receives them (for events registered with ``postprocess=False``)."""
@@ -87,8 +111,8 @@ def prepared(components: list, values: Iterable[Any]) -> list:
 
 
 def everywhere(value: Any) -> tuple:
-    """The same value for every base panel (a notice, an empty metrics line)."""
-    return (value,) * len(MODES)
+    """The same value for every panel (a notice, an empty metrics line)."""
+    return (value,) * len(PANEL_MODES)
 
 
 def refusal(message: str, question: str | None = None, *, short: str | None = None) -> Frame:
@@ -109,15 +133,17 @@ class PanelsView:
     """Panels + traces of the modes in play; renders a :class:`Frame`."""
 
     def __init__(self, question: str, selection: str, modes: tuple[str, ...], expected: str | None = None,
-                 slots: dict[str, str] | None = None) -> None:
+                 slots: dict[str, str] | None = None, beside: str | None = None) -> None:
         self.selection, self.modes, self.expected = selection, modes, expected
-        self.slots = dict(slots or {})  # base panel → the trace it shows instead (a fork made in place)
+        self.slots = dict(slots or {})  # panel → the trace it shows instead (a fork made in place)
+        self.beside = beside  # the trace shown beside the modes (a fork in a new panel), if any
         self.traces = {m: Trace(m, question) for m in modes}
         self.panels = {m: Panel(m) for m in modes}
         self.started = time.perf_counter()
         self._metrics: dict[str, tuple[tuple, str]] = {}
         self._steps = dict.fromkeys(modes, 0)  # non-token events so far, per mode
         self._ended = dict.fromkeys(modes, False)  # an answer or a final error so far, per mode
+        self._idle: dict[str, list] = {}  # the panels of modes not in this run (:meth:`_not_run`)
 
     def add(self, mode: str, event: Event, t: float | None = None) -> bool:
         """Record an event; True when it should be shown at once (the first text of a panel)."""
@@ -148,6 +174,12 @@ class PanelsView:
             self._metrics[mode] = cached
         return cached[1]
 
+    def _not_run(self, mode: str) -> list:
+        """A panel this run has no mode for, in the browser's form: made once (every frame sends it)."""
+        if mode not in self._idle:
+            self._idle[mode] = render.to_wire(render.not_run(mode, self.selection))
+        return self._idle[mode]
+
     def finished(self, mode: str) -> bool:
         """Ended with an answer or an error (read every frame for every panel: kept by :meth:`add`)."""
         return self.panels[mode].done or self._ended.get(mode, False)
@@ -155,20 +187,19 @@ class PanelsView:
     def frame(self, status: str, *, final: bool = False, table: str = "", files: list[str] | None = None,
               question: str | None = None) -> Frame:
         panels, metrics = [], []
-        for m in (self.slots.get(m, m) for m in MODES):
+        for m in (self.slots.get(m, m) for m in PANEL_MODES):
             if m in self.panels:
                 panels.append(self.panels[m].wire() or WAITING)
                 line = self.metrics(m, running=not final and not self.finished(m))
                 shown_in_place = m in self.slots.values()  # a fork in its mode's own panel says so under it
                 metrics.append(f"**✎ {render.plain(mode_title(m))}** · {line}" if shown_in_place else line)
             else:
-                panels.append(render.not_run(m, self.selection))
-                metrics.append(metrics_markdown(None))
+                panels.append(self._not_run(m))
+                metrics.append(NOT_RUN_METRICS)
         frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
-        extra = next((m for m in self.modes if m not in MODES and m not in self.slots.values()), None)
-        if extra is not None:
-            frame.extra = self.panels[extra].wire() or WAITING
-            frame.extra_metrics = self.metrics(extra, running=not final and not self.finished(extra))
+        if self.beside in self.panels:
+            frame.beside = self.panels[self.beside].wire() or WAITING
+            frame.beside_metrics = self.metrics(self.beside, running=not final and not self.finished(self.beside))
         return frame
 
 

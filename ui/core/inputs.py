@@ -28,7 +28,7 @@ from agents.settings import (
     shown,
 )
 from tools.registry import ToolRegistry, normalize_name
-from ui.core.modes import EXTRA_CHOICES, MODE_CHOICES, extra_mode
+from ui.core.modes import BASE, SINGLE_CHOICES, ModeChoiceError, chosen_modes, named_mode, selection_text
 from ui.core.verdicts import expected_problem
 
 COMPARE_INPUTS = ("question", "mode", "model", "protocol", "max_steps", "temperature", "tools", "fourth",
@@ -112,20 +112,23 @@ def expected_value(expected: Any) -> str | None:
     return expected or None
 
 
-def modes_value(mode: Any, fourth: Any) -> tuple[str, ...]:
-    """The Modes radio's choice and the extra panel's mode, as the modes to run."""
-    choices = ", ".join(MODE_CHOICES)
-    if not isinstance(mode, str):
-        raise Refused(f"The mode must be one of {choices} (got {kind_of(mode)}).")
-    if mode not in MODE_CHOICES:
-        raise Refused(f"Unknown mode {shown(mode)}: choose {choices}.")
-    if fourth is not None and not isinstance(fourth, str):
-        raise Refused(f"The fourth panel must be one of {', '.join(EXTRA_CHOICES)} (got {kind_of(fourth)}).")
+def modes_value(mode: Any, fourth: Any = None) -> tuple[str, ...]:
+    """The modes to run: the picker's list of mode ids (or an older single choice such as "All"), and the mode
+    the older ``fourth`` input names, if any (``ui/core/modes.py``)."""
     try:
-        extra = extra_mode(fourth)
-    except ValueError as exc:
+        modes, beside = chosen_modes(mode), named_mode(fourth)
+    except ModeChoiceError as exc:
         raise Refused(str(exc)) from None
-    return MODE_CHOICES[mode] + ((extra,) if extra else ())
+    return modes if beside is None or beside in modes else (*modes, beside)
+
+
+def beside_value(inputs: Mapping[str, Any]) -> str | None:
+    """The mode the older ``fourth`` input named, which ``/compare`` also returns at the outputs of the panel
+    beside (an accepted request's; None for none)."""
+    try:
+        return named_mode(inputs.get("fourth"))
+    except ModeChoiceError:
+        return None
 
 
 def options_value(inputs: Mapping[str, Any]) -> dict[str, int]:
@@ -148,7 +151,7 @@ def read_request(inputs: Mapping[str, Any], registry: ToolRegistry, *, stepping:
     try:
         if (problem := validate_question(get("question"))) is not None:
             raise Refused(problem)
-        modes = modes_value(get("mode", "All"), get("fourth"))
+        modes = modes_value(get("mode", list(BASE)), get("fourth"))
         max_tokens = get("max_tokens")
         if max_tokens is not None and (problem := range_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT,
                                                                 whole=True)):
@@ -167,7 +170,12 @@ def read_request(inputs: Mapping[str, Any], registry: ToolRegistry, *, stepping:
     return RunRequest(get("question"), modes, config.protocol, config.max_steps, config.temperature or 0.0,
                       config.max_tokens, tools=tuple(tools) if tools is not None else None,
                       model=get("model") or None, expected=expected, options=options, stepping=stepping,
-                      selection=get("mode", "All"))
+                      selection=selection_of(get("mode"), modes))
+
+
+def selection_of(mode: Any, modes: tuple[str, ...]) -> str:
+    """The status line's name for what was picked: an older single choice as sent ("All"), else the modes."""
+    return mode if isinstance(mode, str) and mode in SINGLE_CHOICES else selection_text(modes)
 
 
 def make_config(protocol: str, max_steps: Any, temperature: Any, max_tokens: Any = None) -> RunConfig:

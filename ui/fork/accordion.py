@@ -1,9 +1,9 @@
 """Fork from here: the accordion's layout, wiring and handlers.
 
 Pick a panel (``fork-mode``) and one of its observations (``fork-step``; Think-only: its reasoning), edit it
-(``fork-text``), and **Fork from here** (``fork-btn``) continues that mode live, in the fourth panel or in
-place (``fork-where``). The run is made by ``agents.hosting.make_fork``, waits for a Compare slot and streams
-through ``ui/core/stream.py`` into :class:`~ui.fork.view.ForkView`. Every event here is private.
+(``fork-text``), and **Fork from here** (``fork-btn``) continues that mode live, in a new panel beside the
+modes or in place (``fork-where``). The run is made by ``agents.hosting.make_fork``, waits for a Compare slot
+and streams through ``ui/core/stream.py`` into :class:`~ui.fork.view.ForkView`. Every event here is private.
 """
 
 
@@ -23,7 +23,7 @@ from ui.core.admission import Full
 from ui.core.frame import Outputs
 from ui.core.handlers import TabHandlers
 from ui.core.inputs import make_config, protocol_value
-from ui.core.modes import MODES
+from ui.core.modes import BASE, BESIDE
 from ui.core.stream import session_of, stream
 from ui.fork.screen import (
     IN_PLACE,
@@ -83,7 +83,7 @@ class ForkTab(TabHandlers):
         panels = screen.forkable()
         keys = [k for _, k in panels]
         # kept if still on screen; else the last of the paper's panels (ReAct, the one a class interrogates)
-        chosen = panel if panel in keys else next((k for k in reversed(keys) if k in MODES), None)
+        chosen = panel if panel in keys else next((k for k in reversed(keys) if k in BASE), None)
         steps, text, value = self._steps(screen, chosen, step if chosen == panel else None)
         kept = chosen == panel and step is not None and value == step
         info = f"{len(panels)} panel{'s' if len(panels) != 1 else ''} to fork from"
@@ -162,7 +162,7 @@ class ForkTab(TabHandlers):
             return STALE
         if where not in (NEW_PANEL, IN_PLACE):
             return f"Choose where the fork continues: {' or '.join(label for label, _ in WHERE)}."
-        return edit_problem(text) or (chosen[0], "fourth" if where == NEW_PANEL else screen.trace_to_fork(panel).mode)
+        return edit_problem(text) or (chosen[0], BESIDE if where == NEW_PANEL else screen.trace_to_fork(panel).mode)
 
     def _make(self, screen: Screen, panel: str, index: int, text: str, knobs: tuple,
               oauth_token: gr.OAuthToken | None) -> tuple | str:
@@ -248,7 +248,7 @@ def layout() -> ForkControls:
     return ForkControls(panel, step, text, where, button)
 
 
-def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_file: gr.File, extra_col: gr.Column,
+def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_file: gr.File, beside_col: gr.Column,
          knobs: list[gr.Component]) -> None:
     """Choices refresh when the status line changes (a run ends or pauses, a replay or shared run is shown);
     the button streams the fork. All private. ``knobs``: model, protocol, max steps, temperature, tools,
@@ -263,5 +263,5 @@ def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_fil
                         **private)
     controls.button.click(handlers.fork, [controls.panel, controls.step, controls.text, controls.where, *sources,
                                           *knobs],
-                          [*outputs.all(), extra_col], concurrency_limit=None, concurrency_id="compare",
+                          [*outputs.all(), beside_col], concurrency_limit=None, concurrency_id="compare",
                           trigger_mode="once", postprocess=False, **private)

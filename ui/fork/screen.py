@@ -23,7 +23,7 @@ from agents.events import Action, Observation, Thought, Usage
 from agents.fork import forkable_modes
 from agents.modes.registry import forked_mode, mode_title
 from agents.trace import Trace
-from ui.core.modes import MODES
+from ui.core.modes import BESIDE
 from ui.recordings.export import EXPORT_DIR, json_of
 from ui.recordings.reader import Recording, RecordingError, read_recording
 
@@ -36,12 +36,12 @@ NOTHING = "Nothing to fork yet: run a question (or replay a saved run), then pic
 
 @dataclass
 class Screen(Recording):
-    """The run on screen, as a recording: its traces by panel id (base modes, a hybrid, at most one fork)."""
+    """The run on screen, as a recording: its traces by panel id (the modes on screen, at most one fork)."""
 
     def forkable(self) -> list[tuple[str, str]]:
-        """(title, panel id) of the panels a fork can continue: the base modes and a fork of one."""
+        """(title, panel id) of the panels a fork can continue: the forkable modes on screen and a fork of one."""
         modes = {s.id for s in forkable_modes()}
-        hidden = (self.fork or {}).get("panel")  # a base panel showing its fork in place: its own run is hidden
+        hidden = (self.fork or {}).get("panel")  # a panel showing its fork in place: its own run is hidden
         return [(mode_title(k) + (" (original)" if k == hidden else ""), k) for k in self.traces
                 if base_mode(k) in modes]
 
@@ -166,8 +166,8 @@ def edit_problem(text: Any) -> str | None:
 
 
 def after_fork(screen: Screen, key: str, slot: str) -> tuple[dict[str, Trace], dict[str, str]]:
-    """The traces the screen keeps beside a new fork ``key`` shown in ``slot`` (a base mode, or "fourth"),
-    and the base panels showing a fork in place. One fork at a time: the earlier fork goes (its edits live
-    on in the new fork's trace when it was forked again); a fork in a new panel takes the hybrid's place."""
-    kept = {k: t for k, t in screen.traces.items() if forked_mode(k) is None and (slot != "fourth" or k in MODES)}
-    return kept, ({slot: key} if slot != "fourth" else {})
+    """The traces the screen keeps beside a new fork ``key`` shown in ``slot`` (a mode's own panel, or
+    :data:`~ui.core.modes.BESIDE`), and the panels showing a fork in place. One fork at a time: the earlier fork
+    goes (its edits live on in the new fork's trace when it was forked again); every mode's own run stays."""
+    kept = {k: t for k, t in screen.traces.items() if forked_mode(k) is None}
+    return kept, ({slot: key} if slot != BESIDE else {})

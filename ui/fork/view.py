@@ -1,7 +1,7 @@
 """A fork streaming into the Compare tab: the stream adapter's view (``ui/core/stream.py``) for one forked mode.
 
 The original run stays on screen untouched: frames carry ``gr.skip()`` for every output the fork does
-not own, and only the fork's panel (the fourth, or the forked mode's own panel "in place"), its
+not own, and only the fork's panel (the panel beside the modes, or the forked mode's own panel "in place"), its
 metrics and the status line change while it runs; the table (a row per trace, the fork's among them)
 and the export (originals + fork + a ``fork`` block saying where it is shown) come with the last frame.
 """
@@ -16,16 +16,17 @@ import gradio as gr
 from agents.events import Event
 from agents.modes.registry import mode_title
 from ui.core import render
-from ui.core.frame import Frame, Outputs, PanelsView, run_status
-from ui.core.modes import MODES
+from ui.core.frame import Frame, Outputs, PanelsView, output_index, run_status
+from ui.core.modes import BESIDE, PANEL_MODES
 from ui.core.stream import Outcome
 from ui.core.verdicts import comparison_table
 from ui.fork.screen import Screen, after_fork
 from ui.recordings.export import export_dict, write_exports
 
-# indices in ForkView's outputs (Outputs.all(), then the extra panel's column): a panel and a metrics line per base mode
-_N = len(MODES)
-STATUS, TABLE, FILES, EXTRA_CHAT, EXTRA_METRICS, EXTRA_COL = range(2 * _N, 2 * _N + 6)
+# indices in ForkView's outputs: Outputs.all() (ui/core/frame.py), then the column of the panel beside
+STATUS = output_index(BESIDE) - 3
+TABLE, FILES = STATUS + 1, STATUS + 2
+BESIDE_CHAT, BESIDE_METRICS = output_index(BESIDE), output_index(BESIDE, metrics=True)
 
 
 def skip_all(outputs: Outputs, status: str) -> list:
@@ -43,26 +44,28 @@ class ForkView:
         kept, slots = after_fork(screen, key, slot)
         self.screen, self.key, self.slot, self.outputs, self.settings = screen, key, slot, outputs, settings
         self.where = where
-        self.view = PanelsView(screen.question, screen.selection, (*kept, key), screen.expected, slots)
+        self.view = PanelsView(screen.question, screen.selection, (*kept, key), screen.expected, slots,
+                               beside=key if slot == BESIDE else None)
         for panel, trace in kept.items():  # the originals, as a replay would show them
             for t, event in trace.events:
                 self.view.add(panel, event, t)
             self.view.traces[panel].elapsed_s = trace.elapsed_s
             self.view.panels[panel].finish()
-        self.owned = self._owned(screen, slot)
+        self.owned = self._owned(screen, slot, len(outputs.all()))
         self.status = f"● Forking: **{render.plain(mode_title(key))}** continues live on {where}…"
         self.first = True
 
     @staticmethod
-    def _owned(screen: Screen, slot: str) -> set[int]:
-        """Outputs the fork writes: its panel and metrics, and a panel that showed the earlier fork."""
+    def _owned(screen: Screen, slot: str, column: int) -> set[int]:
+        """Outputs the fork writes: its panel and metrics, and a panel that showed the earlier fork (``column``:
+        the index of the panel beside's column, after the Compare outputs)."""
         owned = {STATUS}
         old = (screen.fork or {}).get("panel")
         for panel in {slot, old} - {None}:
-            if panel in MODES:
-                owned |= {MODES.index(panel), _N + MODES.index(panel)}
-            elif panel == "fourth" and (slot == "fourth" or screen.fork):
-                owned |= {EXTRA_CHAT, EXTRA_METRICS, EXTRA_COL}
+            if panel in PANEL_MODES:
+                owned |= {output_index(panel), output_index(panel, metrics=True)}
+            elif panel == BESIDE:
+                owned |= {BESIDE_CHAT, BESIDE_METRICS, column}
         return owned
 
     def add(self, item: tuple[str, Event]) -> bool:
@@ -86,30 +89,24 @@ class ForkView:
         table = comparison_table(traces, self.screen.expected)
         frame = self.view.frame(f"{status} (fork: {render.plain(mode_title(self.key))})", final=True, table=table,
                                 files=files)
-        self.first = True  # the last frame sets the fourth panel's title again
+        self.first = True  # the last frame sets the panel beside's title again
         return self._values(frame, self.owned | {TABLE, FILES})
 
     def _values(self, frame: Frame, owned: set[int]) -> list:
         components = [*self.outputs.all(), None]
         values = [*frame.values(), None]
+        column = len(components) - 1
         out: list[Any] = []
         for i, (component, value) in enumerate(zip(components, values, strict=True)):
             if i not in owned:
                 out.append(gr.skip())
-            elif i == EXTRA_COL:
-                out.append({"__type__": "update", "visible": self.slot == "fourth" or self._hybrid_stays()})
+            elif i == column:
+                out.append({"__type__": "update", "visible": self.slot == BESIDE})
             else:
                 ready = component.postprocess(value)
                 ready = ready.model_dump() if hasattr(ready, "model_dump") else ready
-                if i == EXTRA_CHAT and self.first:
-                    label = mode_title(self.key) if self.slot == "fourth" else mode_title(self._hybrid_stays() or "")
-                    ready = {"__type__": "update", "label": label, "value": ready}
+                if i == BESIDE_CHAT and self.first and self.slot == BESIDE:
+                    ready = {"__type__": "update", "label": mode_title(self.key), "value": ready}
                 out.append(ready)
         self.first = False
         return out
-
-    def _hybrid_stays(self) -> str | None:
-        """The hybrid still shown in the fourth panel beside a fork made in place, if any."""
-        if self.slot == "fourth":
-            return None
-        return next((m for m in self.view.modes if m not in MODES and m != self.key), None)

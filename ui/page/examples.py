@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agents.modes.acting import REACT
+from agents.modes.codeact import CODEACT
+
 
 @dataclass(frozen=True)
 class Category:
@@ -24,7 +27,7 @@ class Example:
     question: str
     demonstrates: str  # what to watch for in the panels
     answer: str | None = None  # the expected answer when it is stable (None: a fresh fact, or no single answer)
-    extra: str | None = None  # the mode its button puts in the extra panel (the one the example is about)
+    modes: tuple[str, ...] = ()  # the modes its button puts on screen (the picker), when the example is about them
     toy: bool = False  # the built-in toy model answers it (Act and ReAct, through the calculator): a claim
     # tests/ui/page/test_toy_examples.py checks by running every example through the toy
 
@@ -41,8 +44,10 @@ CATEGORIES: tuple[Category, ...] = (
     Category("code", "Code",
              "The Python REPL runs the program instead of imagining its output."),
     Category("composed", "Several lookups, one program",
-             "CodeAct (extra panel) calls the tools from one program: one step where ReAct takes one per call."),
+             "CodeAct calls the tools from one program: one step where ReAct takes one per call."),
 )
+
+REACT_CODEACT = (REACT.id, CODEACT.id)  # "ReAct against CodeAct": one step per call, or one program
 
 EXAMPLES: tuple[Example, ...] = (
     # knowledge
@@ -104,12 +109,12 @@ EXAMPLES: tuple[Example, ...] = (
     Example("composed", "Warmest of three cities",
             "Which is the warmest right now: Lisbon, Madrid or Rome? Give the city and its temperature.",
             "CodeAct loops over the three cities in one program and compares; ReAct spends a step per city.",
-            extra="codeact"),
+            modes=REACT_CODEACT),
     Example("composed", "Average of three heights",
             "What is the average height in metres of the Eiffel Tower, the Statue of Liberty and the Leaning "
             "Tower of Pisa?",
             "Three lookups and a mean: CodeAct keeps the numbers in variables; ReAct must carry them in its "
-            "thoughts.", extra="codeact"),
+            "thoughts.", modes=REACT_CODEACT),
 )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
-from agents.modes.registry import ModeSpec, get_mode, list_modes
+from agents.modes.registry import ModeSpec, list_modes
 from agents.prompts import render_prompt, template_view
 from agents.settings import DEFAULT_MAX_STEPS, REQUEST_MAX_STEPS
 from tools.registry import ToolRegistry
@@ -163,16 +163,16 @@ def examples(question: gr.Textbox, expected: gr.Textbox | None = None, *,
     return buttons
 
 
-def example_hints(buttons: list[tuple[gr.Button, Example]], status: gr.Markdown, extra: gr.Dropdown, *,
+def example_hints(buttons: list[tuple[gr.Button, Example]], status: gr.Markdown, picker: gr.Dropdown, *,
                   toy: bool = False) -> None:
     """A click on an example also says what to watch (the status line; :func:`watch_line`) and, for an example
-    about a further mode (CodeAct), puts that mode in the extra panel — in the browser, no server call."""
+    about some modes (ReAct against CodeAct), puts those modes on screen — in the browser, no server call."""
     for btn, ex in buttons:
         hint = watch_line(ex, toy=toy)
-        if ex.extra is None:
+        if not ex.modes:
             btn.click(fn=None, outputs=status, js=f"() => {json.dumps(hint)}")
         else:
-            btn.click(fn=None, outputs=[status, extra], js=f"() => {json.dumps([hint, get_mode(ex.extra).label])}")
+            btn.click(fn=None, outputs=[status, picker], js=f"() => {json.dumps([hint, list(ex.modes)])}")
 
 
 def mode_prompts(spec: ModeSpec, registry: ToolRegistry, protocol: str, max_steps: int) -> str:
@@ -219,6 +219,9 @@ def about_tab() -> None:
   facts but loses the thread on multi-step questions.
 - **ReAct** interleaves a *Thought* before each *Action* and reads each *Observation* (Yao et al., 2023): it plans
   the next lookup from the last result.
+- **More modes**, from the picker beside the question: the paper's hybrids (ReAct → CoT-SC, CoT-SC → ReAct),
+  **CodeAct** (one Python program calls the tools) and **Reflexion** (tries again after grading its answer). Each
+  chosen mode gets its own panel.
 
 Under each panel: steps (action → observation rounds), LLM calls, tool calls, tokens in/out (`~` = estimated),
 seconds, and flags for a *forced* answer (the step budget ran out) and *format retries* (the model broke the
@@ -241,10 +244,10 @@ Export a run (JSON) beforehand; **Replay** plays it back in the panels at its or
 ```python
 from gradio_client import Client
 client = Client("http://127.0.0.1:7860/")  # or the Space id
-job = client.submit(question="What is 17 * 23 + 5?", mode="All", api_name="/compare")
+job = client.submit(question="What is 17 * 23 + 5?", mode=["think", "act", "react"], api_name="/compare")
 for think, act, react, *rest in job:  # streamed updates: the three panels first
     pass
-print(job.result()[:3])
+print(job.result()[:3])  # docs/api.md lists every output
 ```
 AI assistants can use the app as an MCP server at `/gradio_api/mcp/` (one tool, `compare_reasoning_modes`; see the
 README).

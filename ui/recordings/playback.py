@@ -18,10 +18,10 @@ from pathlib import Path
 
 import gradio as gr
 
-from agents.modes.registry import mode_title
+from agents.modes.registry import forked_mode, mode_title
 from ui.core import render
-from ui.core.frame import Frame, PanelsView
-from ui.core.modes import MODES, PANEL_MODES
+from ui.core.frame import Frame, PanelsView, output_index
+from ui.core.modes import BESIDE, PANEL_MODES
 from ui.core.stream import THROTTLE_S, TICK_S, StopSignal, counted, frame_interval
 from ui.core.verdicts import comparison_table
 from ui.recordings.export import EXPORT_DIR
@@ -46,7 +46,8 @@ async def play(recording: Recording, speed: str | float, *, throttle: float = TH
     """
     modes = tuple(m for m in PANEL_MODES if m in recording.traces) + tuple(  # then a teacher's fork, if any
         m for m in recording.traces if m not in PANEL_MODES)
-    view = PanelsView(recording.question, recording.selection, modes, recording.expected, recording.slots)
+    view = PanelsView(recording.question, recording.selection, modes, recording.expected, recording.slots,
+                      beside_of(recording))
     for m, trace in view.traces.items():  # priced as recorded, not at this process's price
         trace.prices = recording.traces[m].prices if m in recording.traces else None
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
@@ -133,26 +134,28 @@ class _Pacer:
 
 
 async def final_frame(recording: Recording, label: str) -> tuple[Frame, str | None]:
-    """A recording played instantly: its last frame (status ``label``: the question) and its fourth-panel mode."""
-    hybrid = hybrid_in(recording)
+    """A recording played instantly: its last frame (status ``label``: the question) and the fork it shows in the
+    panel beside, if any."""
+    beside = beside_of(recording)
     last: Frame | None = None
     async for frame in play(recording, INSTANT):
         last = frame
     assert last is not None  # a replay yields at least its first and its last frame
     last.status = f"{label}: **{render.plain(recording.question)[:120]}**"
-    return last, hybrid
+    return last, beside
 
 
 async def run_on_screen(recording: Recording, path: Path, label: str, download_name: str = "shared-run.json") -> list:
-    """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``),
-    then the question, the expected answer and the fourth column (shown when the run has a hybrid)."""
-    last, hybrid = await final_frame(recording, label)
+    """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``), then what the
+    page's ``on_screen`` lists: the question, the expected answer, the picker (the recording's modes) and the
+    panel beside (shown, titled, when the run has a fork there; else closed)."""
+    last, beside = await final_frame(recording, label)
     last.files = [await asyncio.to_thread(_copy_for_download, path, download_name)]
     values = last.values()
-    if hybrid:
-        values[-2] = gr.Chatbot(value=last.extra, label=mode_title(hybrid))
-    fourth = gr.Column(visible=True) if hybrid else gr.skip()
-    return [*values, recording.question, recording.expected or "", fourth]
+    if beside:
+        values[output_index(BESIDE)] = gr.Chatbot(value=last.beside, label=mode_title(beside))
+    return [*values, recording.question, recording.expected or "", modes_on_screen(recording),
+            gr.Column(visible=beside is not None)]
 
 
 def _copy_for_download(path: Path, name: str) -> str:
@@ -182,23 +185,27 @@ def window_of(speed: str | float) -> float:
     return math.inf if factor <= 0 else FRAME_S * factor
 
 
-def hybrid_in(recording: Recording) -> str | None:
-    """The mode a recording shows in the fourth panel, if any: a hybrid, or a fork made "in a new panel"."""
+def beside_of(recording: Recording) -> str | None:
+    """The trace a recording shows in the panel beside the modes: a fork continued in a new panel, if any."""
     shown_in_place = set(recording.slots.values())
-    return next((m for m in recording.traces if m not in MODES and m not in shown_in_place), None)
+    return next((m for m in recording.traces if forked_mode(m) is not None and m not in shown_in_place), None)
 
 
-_HYBRID_KEY = re.compile(rb'"(react_cot_sc|cot_sc_react)"\s*:\s*\{|"mode"\s*:\s*"(react_cot_sc|cot_sc_react)"'
-                         rb'|"fork"\s*:\s*\{\s*"panel"\s*:\s*"fourth"\s*,\s*"trace"\s*:\s*"([a-z_]+@[0-9]+)"')
+def modes_on_screen(recording: Recording) -> list[str]:
+    """The picker's value for a recording: each panel mode it holds (or shows a fork in), in the page's order."""
+    return [m for m in PANEL_MODES if m in recording.traces or m in recording.slots]
 
 
-def hybrid_in_file(path: str) -> str | None:
-    """The hybrid (or a fork shown in a new panel) a recording file seems to hold, from a byte scan (no parse:
-    the fourth panel opens at once)."""
+_BESIDE_KEY = re.compile(rb'"fork"\s*:\s*\{\s*"panel"\s*:\s*"(?:beside|fourth)"\s*,\s*"trace"\s*:\s*"([a-z_]+@[0-9]+)"')
+
+
+def beside_in_file(path: str) -> str | None:
+    """The fork a recording file shows in a new panel, from a byte scan (no parse: the panel opens at once);
+    ``"fourth"`` is how exports before the mode picker named that panel."""
     try:
         if Path(path).stat().st_size > MAX_REPLAY_BYTES:
             return None
-        match = _HYBRID_KEY.search(Path(path).read_bytes())
+        match = _BESIDE_KEY.search(Path(path).read_bytes())
     except OSError:
         return None
-    return None if match is None else (match.group(1) or match.group(2) or match.group(3)).decode()
+    return None if match is None else match.group(1).decode()

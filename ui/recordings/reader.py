@@ -26,7 +26,7 @@ from agents.events import EVENT_TYPES, Event, event_from_dict
 from agents.llm.pricing import Price, PriceBook
 from agents.modes.registry import forked_mode, mode_ids, mode_title
 from agents.trace import Trace
-from ui.core.modes import MODES, PANEL_MODES
+from ui.core.modes import BESIDE, PANEL_MODES
 
 MAX_REPLAY_BYTES = 20_000_000  # the upload limit (``app.launch_kwargs``) is the same
 MAX_EVENTS = 500_000  # a 20 MB file holds at most ~550,000 of the smallest events
@@ -172,7 +172,8 @@ def condense(data: dict[str, Any], window: float) -> dict[str, Any]:
     return {**data, "traces": out if isinstance(traces, dict) else list(out.values()), "comparison": None}
 
 
-REPLAY_MODES = PANEL_MODES  # the modes a panel can show
+REPLAY_MODES = (*PANEL_MODES, *mode_ids("benchmark"))  # panel modes, then those with a table row only (CoT-SC)
+OLD_BESIDE = "fourth"  # the panel beside, as exports before the mode picker named it (they replay as they were)
 
 
 def traces_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -188,13 +189,14 @@ def traces_of(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def fork_of(data: dict[str, Any]) -> dict[str, str] | None:
-    """The export's ``fork`` block — which trace is a teacher's fork and which panel shows it (a base mode's,
-    in place, or ``"fourth"``) — checked; None when there is none (older exports)."""
+    """The export's ``fork`` block — which trace is a teacher's fork and which panel shows it (a mode's own, in
+    place, or ``"beside"``, which exports before the mode picker spelled ``"fourth"``) — checked; None when there is
+    none (older exports)."""
     block = data.get("fork")
     if block is None:
         return None
     panel, trace = (block.get("panel"), block.get("trace")) if isinstance(block, dict) else (None, None)
-    if panel not in (*mode_ids("base"), "fourth") or not isinstance(trace, str) or forked_mode(trace) is None:
+    if panel not in (*PANEL_MODES, BESIDE, OLD_BESIDE) or not isinstance(trace, str) or forked_mode(trace) is None:
         raise RecordingError("The recording's 'fork' must name a forked trace and the panel that shows it.")
     if trace not in traces_of(data):
         raise RecordingError(f"The recording's fork {trace[:40]!r} has no trace in the file.")
@@ -282,13 +284,13 @@ class Recording:
     settings: dict[str, Any] = field(default_factory=dict)
     expected: str | None = None  # the expected answer, if the run had one (older exports: none)
     schedule_path: Path | None = None  # one ``[t, mode, event]`` per line, read lazily while playing
-    fork: dict[str, str] | None = None  # a teacher's fork: {"trace": "react@2", "panel": "react" | "fourth"}
+    fork: dict[str, str] | None = None  # a teacher's fork: {"trace": "react@2", "panel": "react" | "beside"}
 
     @property
     def slots(self) -> dict[str, str]:
-        """Base panels that show a fork in place of their own run (``{"react": "react@2"}``)."""
+        """Panels that show a fork in place of their own run (``{"react": "react@2"}``)."""
         fork = self.fork or {}
-        return {fork["panel"]: fork["trace"]} if fork.get("panel") in MODES else {}
+        return {fork["panel"]: fork["trace"]} if fork.get("panel") in PANEL_MODES else {}
 
     def events(self) -> Iterator[tuple[float, str, Event]]:
         """Every event in playing order: from the schedule file one line at a time, or from the traces."""
@@ -312,7 +314,9 @@ def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
     question = str(head.get("question") or "")
     selection = str(head.get("selection") or (mode_title(next(iter(traces))) if len(traces) == 1 else "All"))
     expected = head.get("expected") if isinstance(head.get("expected"), str) else None
-    fork = head.get("fork") if isinstance(head.get("fork"), dict) else None
+    fork = dict(head["fork"]) if isinstance(head.get("fork"), dict) else None
+    if fork is not None and fork.get("panel") == OLD_BESIDE:
+        fork["panel"] = BESIDE
     return Recording(question, selection, traces, dict(head.get("settings") or {}), expected, fork=fork)
 
 

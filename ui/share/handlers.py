@@ -20,10 +20,11 @@ import gradio as gr
 from agents.modes.registry import mode_title
 from ui.core import render
 from ui.core.fair import FairGate, GateFull
-from ui.core.frame import Outputs, prepared, refusal
+from ui.core.frame import Outputs, output_index, prepared, refusal
+from ui.core.modes import BESIDE
 from ui.core.visitors import Window, visitor_of
 from ui.recordings.export import EXPORT_DIR, json_of
-from ui.recordings.playback import final_frame
+from ui.recordings.playback import final_frame, modes_on_screen
 from ui.recordings.reader import RecordingError, open_recording
 from ui.share.store import ShareError, ShareStore, page_url_of, share_url
 
@@ -33,7 +34,7 @@ OPENS_AT_ONCE = 2  # shared runs being opened at the same time (each reads and s
 OPENS_QUEUED_PER_VISITOR = 30  # one visitor's opens waiting or under way: a class behind one address fits
 OPENS_PER_MINUTE = 60  # per visitor: a class behind one address opens a link together, a loop does not
 SHARED_DOWNLOADS = EXPORT_DIR / "shared"  # one copy of each opened run's export, in Gradio's cache
-VIEW_FORMAT = 1
+VIEW_FORMAT = 2  # 2: the mode picker's outputs and modes; a link's older view is made again from its export, once
 VIEW_FACTOR = 2  # a view may be this much larger than the largest run a link holds (escaping, message markup)
 
 
@@ -76,9 +77,10 @@ class ShareHandlers:
         """The recording at ``source`` checked (a :class:`RecordingError` if it is not one) and rendered into what
         the page receives, as JSON; refused past :data:`VIEW_FACTOR` times the store's run cap."""
         recording = await open_recording(str(source))
-        frame, hybrid = await final_frame(recording, "✔ Shared run")
+        frame, beside = await final_frame(recording, "✔ Shared run")
         view = {"format": VIEW_FORMAT, "values": frame.to_outputs(self.outputs), "question": recording.question,
-                "expected": recording.expected or "", "hybrid": mode_title(hybrid) if hybrid else None}
+                "expected": recording.expected or "", "modes": modes_on_screen(recording),
+                "beside": mode_title(beside) if beside else None}
         data = await asyncio.to_thread(lambda: json.dumps(view, ensure_ascii=False, separators=(",", ":")).encode())
         if len(data) > VIEW_FACTOR * self.store.max_run_bytes:
             raise ShareError("This run shows too much to share by link; download its JSON export instead.")
@@ -90,7 +92,7 @@ class ShareHandlers:
         params = getattr(request, "query_params", None) or {}
         run_id = params.get("run") if hasattr(params, "get") else None
         if not run_id:
-            return [gr.skip()] * (len(self.outputs.all()) + 3)  # + question, expected, fourth column
+            return [gr.skip()] * (len(self.outputs.all()) + 4)  # + question, expected, picker, the panel beside
         visitor = visitor_of(request)
         if not self._opens.spend(visitor):
             return self._refused("You opened many shared runs in the last minute; wait a moment, then reload.")
@@ -107,7 +109,8 @@ class ShareHandlers:
         return self._on_screen(view, download)
 
     async def _read(self, run_id: str) -> tuple[dict[str, Any], Path]:
-        """A link's stored view (made now, once, for a link stored before views existed) and its download copy."""
+        """A link's stored view (made now, once, for a link stored before views existed or before the mode picker)
+        and its download copy."""
         view = await asyncio.to_thread(self.store.view, run_id)
         if view is None or view.get("format") != VIEW_FORMAT:
             data = await self.view_of(await asyncio.to_thread(self.store.legacy_path, run_id))
@@ -119,11 +122,13 @@ class ShareHandlers:
     def _on_screen(self, view: dict[str, Any], download: Path) -> list:
         values = list(view["values"])
         values[self.outputs.all().index(self.outputs.exports)] = prepared([self.outputs.exports], [[str(download)]])[0]
-        hybrid = view.get("hybrid")
-        if hybrid:
-            values[-2] = gr.Chatbot(value=values[-2], label=str(hybrid))
+        beside = view.get("beside")
+        if beside:
+            chat = output_index(BESIDE)
+            values[chat] = gr.Chatbot(value=values[chat], label=str(beside))
+        modes = view.get("modes")
         return [*values, str(view.get("question") or ""), str(view.get("expected") or ""),
-                gr.Column(visible=True) if hybrid else gr.skip()]
+                list(modes) if isinstance(modes, list) else gr.skip(), gr.Column(visible=bool(beside))]
 
     def _refused(self, message: str) -> list:
-        return [*refusal(message).to_outputs(self.outputs), gr.skip(), gr.skip(), gr.skip()]
+        return [*refusal(message).to_outputs(self.outputs), gr.skip(), gr.skip(), gr.skip(), gr.skip()]

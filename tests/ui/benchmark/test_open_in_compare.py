@@ -12,6 +12,7 @@ import pytest
 
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer
+from tests.frames import compare_outputs
 from tools.calculator import calculate
 from tools.registry import ToolRegistry
 from ui.benchmark import open_in_compare
@@ -24,10 +25,7 @@ QUESTIONS = [("What is 17 * 23 + 5?", "396"), ("What is 12 * 12?", "144")]
 
 
 def outputs() -> Outputs:
-    with gr.Blocks():
-        chats = tuple(gr.Chatbot() for _ in range(3))
-        metrics = tuple(gr.Markdown() for _ in range(3))
-        return Outputs(chats, metrics, gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())  # type: ignore[arg-type]
+    return compare_outputs()
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +84,9 @@ def test_the_picker_lists_disagreeing_items_and_opening_one_fills_compare(finish
     choices = dropdown.choices
     assert len(choices) == 2 and dropdown.value == choices[0][1]
     values = asyncio.run(handlers.open(dropdown.value, visitor))
-    question = values[-3]
-    assert question in {q for q, _ in QUESTIONS} and values[-2] in {a for _, a in QUESTIONS}
+    question, expected, modes, beside = values[-4:]  # the page's on_screen(): question, expected, picker, beside
+    assert question in {q for q, _ in QUESTIONS} and expected in {a for _, a in QUESTIONS}
+    assert modes == ["think", "react"] and beside.visible is False  # the benchmark ran these two
     assert "Benchmark item" in values[STATUS] and "Think-only" in values[TABLE] and "ReAct" in values[TABLE]
     assert "Final answer" in json.dumps(values[2], default=str) and values[FILES][0].endswith(".json")
 

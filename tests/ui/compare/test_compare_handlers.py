@@ -15,20 +15,18 @@ from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.request import RunRequest
 from agents.trace import Trace
-from tests.frames import collect
+from tests.frames import collect, compare_outputs
 from ui.compare.handlers import OPTIONS, CompareTab
 from ui.core.admission import Admission
-from ui.core.frame import Frame, Outputs
+from ui.core.frame import Frame, Outputs, output_index
 from ui.core.inputs import read_request
+from ui.core.modes import BESIDE, PANEL_MODES
 
 STATUS, TABLE, FILES = 6, 7, 8  # positions in /compare's outputs (the three panels and metrics come first)
 
 
 def outputs() -> Outputs:
-    with gr.Blocks():
-        chats = tuple(gr.Chatbot() for _ in range(3))
-        metrics = tuple(gr.Markdown() for _ in range(3))
-        return Outputs(chats, metrics, gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())  # type: ignore[arg-type]
+    return compare_outputs()
 
 
 def responder(body: dict) -> StubReply:
@@ -53,18 +51,31 @@ def text_of(panel: list) -> str:
 
 
 def test_the_frame_owns_the_output_order():
-    out = outputs()
-    frame = Frame(([1], [2], [3]), ("m1", "m2", "m3"), "status", "table", None, extra=[4], extra_metrics="m4")
-    assert len(out.all()) == len(frame.values()) == 11 and frame.values()[6:9] == ["status", "table", None]
+    """The outputs /compare had before the mode picker come first, as they were (three panels, three metrics,
+    status, table, files, the panel beside and its metrics), then a panel and a metrics line per further mode."""
+    out, n = outputs(), len(PANEL_MODES)
+    frame = Frame(tuple([k] for k in range(n)), tuple(f"m{k}" for k in range(n)), "status", "table", None,
+                  beside=["b"], beside_metrics="mb")
+    values = frame.values()
+    assert len(out.all()) == len(values) == 2 * n + 5 and values[:11] == [[0], [1], [2], "m0", "m1", "m2", "status",
+                                                                          "table", None, ["b"], "mb"]
+    assert values[11:] == [*([k] for k in range(3, n)), *(f"m{k}" for k in range(3, n))]
+    assert [values[output_index(m)] for m in PANEL_MODES] == [[k] for k in range(n)]
+    assert [values[output_index(m, metrics=True)] for m in PANEL_MODES] == [f"m{k}" for k in range(n)]
     assert out.exports not in out.all(files=False) and None not in frame.values(files=False)
-    assert frame.values(files=False)[-2:] == [[4], "m4"]
+    short = frame.values(files=False)
+    assert short[output_index(BESIDE, files=False)] == ["b"] and short[output_index("codeact", files=False)] == [5]
 
 
 @pytest.mark.parametrize(("inputs", "why"), [
     ({"question": "   "}, "Please type a question"),
     ({"question": "x" * 2001}, "the limit is 2,000"),
     ({"question": "q?", "mode": "Everything"}, "Unknown mode 'Everything'"),
-    ({"question": "q?", "fourth": "Telepathy"}, "Unknown fourth panel 'Telepathy'"),
+    ({"question": "q?", "mode": ["react", "Telepathy"]}, "Unknown mode 'Telepathy'"),
+    ({"question": "q?", "mode": []}, "Pick at least one mode"),
+    ({"question": "q?", "mode": ["cot_sc"]}, "CoT-SC has no panel: it runs on the Benchmark tab"),
+    ({"question": "q?", "mode": [1]}, "The modes must be mode ids (text)"),
+    ({"question": "q?", "fourth": "Telepathy"}, "Unknown mode 'Telepathy' for `fourth`"),
     ({"question": "q?", "trials": 0}, "Reflexion trials must be a whole number from 1 to 10 (got 0)"),
 ])
 def test_a_request_is_checked_once_into_one_line(registry, inputs, why):
@@ -79,6 +90,18 @@ def test_a_good_request_names_its_modes_settings_and_options(registry):
     assert (checked.protocol, checked.max_steps, checked.max_tokens, checked.tools) == ("tools", 3, 99, ("calculate",))
     assert checked.options == {"trials": 2} and checked.expected is None and checked.stepping
     assert checked.mode_options() == {"expected": None, "trials": 2} and checked.selection == "ReAct"
+
+
+@pytest.mark.parametrize(("mode", "modes", "selection"), [
+    (["reflexion", "Think", "codeact"], ("think", "codeact", "reflexion"), "Think, CodeAct, Reflexion"),
+    (["think", "act", "react"], ("think", "act", "react"), "All"),
+    ("All", ("think", "act", "react"), "All"),  # the single choices from before the picker
+    ("Act", ("act",), "Act"),
+    (None, ("think", "act", "react"), "All"),  # not sent: the picker's default
+])
+def test_the_picker_sends_a_list_of_modes_and_the_single_choices_still_work(registry, mode, modes, selection):
+    checked = read_request({"question": "q?", "mode": mode} if mode is not None else {"question": "q?"}, registry)
+    assert isinstance(checked, RunRequest) and (checked.modes, checked.selection) == (modes, selection)
 
 
 def test_a_refused_request_is_one_frame_and_no_model_call(stub, registry):
@@ -160,16 +183,27 @@ def test_stop_ends_a_replay(tmp_path, registry, stub):
     frames = asyncio.run(scenario())
     last = frames[-1]
     assert time.monotonic() - started < 3 and last[STATUS] == "■ Replay stopped."
-    assert last[-1 - len(OPTIONS)] == "A long day?"  # the question box, then the run options
+    assert last[-2 - len(OPTIONS)] == "A long day?"  # the question box, the run options, then the picker
+    assert frames[0][-1] == last[-1] == ["react"]  # the picker: the recording's modes
     assert "Stopped" in text_of(last[2]) and "morning" in text_of(last[2])
 
 
-def test_a_replay_opens_the_fourth_panel_only_for_a_recording_that_fills_it(tmp_path):
-    with_hybrid, plain = tmp_path / "hybrid.json", tmp_path / "plain.json"
-    with_hybrid.write_text(json.dumps({"traces": {"react_cot_sc": {"mode": "react_cot_sc", "events": []}}}))
-    plain.write_text(json.dumps({"traces": {"react": {"mode": "react", "events": []}}}))
-    column, chat = CompareTab.reveal_fourth(str(with_hybrid))
-    assert column.visible is True and chat.label == "ReAct → CoT-SC"
-    column, chat = CompareTab.reveal_fourth(str(plain))  # an empty fourth panel would stay on screen
+def test_a_replay_opens_the_panel_beside_only_for_a_recording_with_a_fork_there(tmp_path):
+    fork, old_fork, plain = tmp_path / "fork.json", tmp_path / "old.json", tmp_path / "plain.json"
+    fork.write_text(json.dumps({"traces": {}, "fork": {"panel": "beside", "trace": "react@2"}}))
+    old_fork.write_text(json.dumps({"traces": {}, "fork": {"panel": "fourth", "trace": "act@1"}}))  # before the picker
+    plain.write_text(json.dumps({"traces": {"react_cot_sc": {"mode": "react_cot_sc", "events": []}}}))
+    column, chat = CompareTab.reveal_beside(str(fork))
+    assert column.visible is True and chat.label == "ReAct (fork @2)"
+    assert CompareTab.reveal_beside(str(old_fork))[1].label == "Act-only (fork @1)"
+    column, chat = CompareTab.reveal_beside(str(plain))  # a hybrid has its own column: nothing beside
     assert column.visible is False and chat == gr.skip()
-    assert CompareTab.reveal_fourth(None) == (gr.skip(), gr.skip())  # no file: the replay says so, nothing moves
+    assert CompareTab.reveal_beside(None) == (gr.skip(), gr.skip())  # no file: the replay says so, nothing moves
+
+
+def test_the_picker_shows_one_column_per_chosen_mode():
+    shown = [c.visible for c in CompareTab.show_modes(["codeact", "think", "reflexion"])]
+    assert shown == [m in ("think", "codeact", "reflexion") for m in PANEL_MODES]
+    assert not any(c.visible for c in CompareTab.show_modes(None))
+
+

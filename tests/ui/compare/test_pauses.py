@@ -6,17 +6,16 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-import gradio as gr
 import pytest
 
 from agents.events import Paused
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply
+from tests.frames import compare_outputs
 from ui.compare import stepping
 from ui.compare.handlers import CompareTab
 from ui.compare.stepping import PauseBook, PauseRefused, PauseState, wait_text
 from ui.core import stream
-from ui.core.frame import Outputs
 from ui.core.stream import Outcome, StopSignal
 
 STATUS = 6
@@ -104,9 +103,7 @@ def stub():
 
 
 def test_a_run_left_paused_ends_and_says_why(stub, registry):
-    with gr.Blocks():
-        out = Outputs(tuple(gr.Chatbot() for _ in range(3)), tuple(gr.Markdown() for _ in range(3)),  # type: ignore[arg-type]
-                      gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())
+    out = compare_outputs()
     tab = CompareTab(LLMSettings(model="stub", base_url=stub.url), registry, out,
                      pauses=PauseBook(per_visitor=1, total=1, ttl_s=1.0))
     visitor = SimpleNamespace(session_hash="teacher", client=SimpleNamespace(host="198.51.100.1"), headers={})

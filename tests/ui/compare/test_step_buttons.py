@@ -7,16 +7,15 @@ import asyncio
 import re
 from types import SimpleNamespace
 
-import gradio as gr
 import pytest
 
 from agents.events import Paused, Resumed
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer
+from tests.frames import compare_outputs
 from tests.stepping import calculator_steps
 from ui.compare.handlers import CompareTab
 from ui.compare.stepping import PauseState, continue_runs, next_step
-from ui.core.frame import Outputs
 from ui.core.render import Panel
 
 STATUS = 6
@@ -33,9 +32,7 @@ def stub():
 
 
 def tab_for(stub, registry) -> CompareTab:
-    with gr.Blocks():
-        out = Outputs(tuple(gr.Chatbot() for _ in range(3)), tuple(gr.Markdown() for _ in range(3)),  # type: ignore[arg-type]
-                      gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())
+    out = compare_outputs()
     return CompareTab(LLMSettings(model="stub", base_url=stub.url), registry, out)
 
 

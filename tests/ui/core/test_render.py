@@ -18,7 +18,7 @@ from tests.frames import collect_now, content
 from ui.compare.live_run import live_run
 from ui.core import render, safe_text
 from ui.core.inputs import make_config
-from ui.core.modes import MODES
+from ui.core.modes import BASE as MODES
 from ui.core.render import Panel, safe_markdown
 from ui.core.table import agreement, answers_agree, comparison_markdown, metrics_markdown
 from ui.page.examples import CATEGORIES, EXAMPLES, by_category
@@ -354,7 +354,7 @@ def test_live_run_error_stays_in_its_panel(registry):
     settings = LLMSettings(model="fake", base_url="http://127.0.0.1:9/v1")
     frames = collect_now(live_run(RunRequest("What is 2+2?", MODES, selection="All"), settings, registry,
                                       model_factory=FakeModel, export=False))
-    think, act, react = frames[-1].panels
+    think, act, react = frames[-1].panels[:3]
     assert "Model error" in content(think[-1]) and "HTTP 500" in content(think[-1])
     assert "Final answer" in content(act[-1]) and "Final answer" in content(react[-1])
     assert "Done" in frames[-1].status and "Agrees with" in frames[-1].table
@@ -378,15 +378,23 @@ def test_make_config_clamps_api_values():
         256, 32768, 1, None, None, None]
 
 
-def test_a_recording_with_a_hybrid_replays_into_the_fourth_panel(tmp_path):
-    from ui.recordings.playback import hybrid_in
+def test_a_recording_with_a_hybrid_replays_into_its_own_panel(tmp_path):
+    import asyncio
+
+    from ui.core.frame import output_index
+    from ui.recordings.playback import beside_of, final_frame, modes_on_screen
 
     traces = {m: react_trace(mode=m) for m in ("react", "react_cot_sc")}
     settings = settings_block(LLMSettings(model="m"), RunRequest("q", ("react",)), [])
     json_path, _ = write_exports(export_dict("q", "ReAct", traces, settings), tmp_path)
     rec = read_recording(json_path)
-    assert list(rec.traces) == ["react", "react_cot_sc"] and hybrid_in(rec) == "react_cot_sc"
-    assert hybrid_in(read_recording(react_trace().to_json())) is None
+    assert list(rec.traces) == ["react", "react_cot_sc"] and beside_of(rec) is None
+    assert modes_on_screen(rec) == ["react", "react_cot_sc"]
+    frame, beside = asyncio.run(final_frame(rec, "Shown"))
+    values = frame.values()
+    assert beside is None and "Final answer" in str(values[output_index("react_cot_sc")])
+    assert values[output_index("beside")] == []
+    assert beside_of(read_recording(react_trace().to_json())) is None
 
 
 def test_waiting_retry_and_token_limit_are_shown():

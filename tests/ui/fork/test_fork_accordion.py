@@ -16,16 +16,17 @@ from agents.events import Forked
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.trace import Trace
-from tests.frames import collect
+from tests.frames import collect, compare_outputs
 from ui.compare.handlers import CompareTab
 from ui.core.frame import Outputs
+from ui.core.modes import PANEL_MODES
 from ui.fork.accordion import BUSY, STALE, ForkTab
 from ui.fork.screen import NOTHING, Screen, choice_value, load_screen, path_of, screen_of, step_choices
 from ui.recordings.export import EXPORT_DIR
-from ui.recordings.playback import hybrid_in, hybrid_in_file, play
+from ui.recordings.playback import beside_in_file, beside_of, play
 from ui.recordings.reader import read_recording
 
-STATUS, TABLE, FILES, CHAT4, FOURTH_COL = 6, 7, 8, 9, 11
+STATUS, TABLE, FILES, BESIDE, BESIDE_COL = 6, 7, 8, 9, 2 * len(PANEL_MODES) + 5  # the column: after every output
 REACT = 2  # the ReAct panel's position among the outputs
 QUESTION = "What is 17 × 23 + 5?"
 
@@ -50,9 +51,7 @@ def stub():
 
 
 def outputs() -> Outputs:
-    with gr.Blocks():
-        return Outputs(tuple(gr.Chatbot() for _ in range(3)), tuple(gr.Markdown() for _ in range(3)),  # type: ignore[arg-type]
-                       gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())
+    return compare_outputs()
 
 
 def tabs(stub, registry) -> tuple[CompareTab, ForkTab]:
@@ -139,12 +138,13 @@ def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_s
     frames = fork(stub, registry, run_on_screen[FILES])
     last = frames[-1]
     assert all(skipped(v) for v in last[:6]), "the original panels are left as they are"
-    assert "Final answer" in text_of(last[CHAT4]) and "400" in text_of(last[CHAT4])
-    assert "edited by the teacher" in text_of(last[CHAT4]) and "396" in text_of(last[CHAT4])
-    assert frames[0][CHAT4]["label"] == "ReAct (fork @1)" and frames[0][FOURTH_COL]["visible"] is True
+    assert "Final answer" in text_of(last[BESIDE]) and "400" in text_of(last[BESIDE])
+    assert "edited by the teacher" in text_of(last[BESIDE]) and "396" in text_of(last[BESIDE])
+    assert frames[0][BESIDE]["label"] == "ReAct (fork @1)" and frames[0][BESIDE_COL]["visible"] is True
+    assert len(frames[0]) == BESIDE_COL + 1 and all(skipped(v) for v in last[BESIDE + 2:BESIDE_COL])
     assert "**ReAct (fork @1)** | 400" in last[TABLE] and "**ReAct** | 396" in last[TABLE]
     data = export_of(last)
-    assert data["fork"] == {"panel": "fourth", "trace": "react@1"} and set(data["traces"]) == {"think", "act", "react",
+    assert data["fork"] == {"panel": "beside", "trace": "react@1"} and set(data["traces"]) == {"think", "act", "react",
                                                                                                "react@1"}
     forked = Trace.from_dict(data["traces"]["react@1"])
     assert forked.of(Forked) == [Forked(0, "396", "400")] and forked.answer == "400"
@@ -152,9 +152,9 @@ def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_s
 
     path = path_of(last[FILES])
     recording = read_recording(Path(path))
-    assert hybrid_in(recording) == "react@1" and hybrid_in_file(path) == "react@1"
+    assert beside_of(recording) == "react@1" and beside_in_file(path) == "react@1"
     replayed = asyncio.run(collect(play(recording, "instant")))[-1]
-    assert "edited by the teacher" in text_of(replayed.extra) and "400" in text_of(replayed.extra)
+    assert "edited by the teacher" in text_of(replayed.beside) and "400" in text_of(replayed.beside)
     assert "edited by the teacher" not in text_of(replayed.panels[REACT]) and "396" in text_of(replayed.panels[REACT])
 
     # a fork of the fork, read back from its own export: the edit history stays in the trace
@@ -162,29 +162,29 @@ def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_s
     data2 = export_of(again)
     assert data2["fork"]["trace"] == "react@1" and set(data2["traces"]) == {"think", "act", "react", "react@1"}
     assert [f.edited for f in Trace.from_dict(data2["traces"]["react@1"]).of(Forked)] == ["400", "401"]
-    assert "401" in text_of(again[CHAT4])
+    assert "401" in text_of(again[BESIDE])
 
 
 def test_fork_in_place_keeps_the_original_in_the_table_and_the_export(run_on_screen, stub, registry):
     last = fork(stub, registry, run_on_screen[FILES], where="in place", text="123")[-1]
     assert "123" in text_of(last[REACT]) and "edited by the teacher" in text_of(last[REACT])
     assert last[3 + REACT].startswith("**✎ ReAct \\(fork @1\\)** · ")  # under the panel: it shows the fork
-    assert skipped(last[0]) and skipped(last[1]) and skipped(last[CHAT4])
+    assert skipped(last[0]) and skipped(last[1]) and skipped(last[BESIDE])
     data = export_of(last)
     assert data["fork"] == {"panel": "react", "trace": "react@1"}
     assert Trace.from_dict(data["traces"]["react"]).answer == "396"
     recording = read_recording(Path(path_of(last[FILES])))
-    assert hybrid_in(recording) is None and recording.slots == {"react": "react@1"}
+    assert beside_of(recording) is None and recording.slots == {"react": "react@1"}
     assert screen_of(recording).forkable()[-2:] == [("ReAct (original)", "react"), ("ReAct (fork @1)", "react@1")]
     replayed = asyncio.run(collect(play(recording, "instant")))[-1]
-    assert "123" in text_of(replayed.panels[REACT]) and replayed.extra == []
+    assert "123" in text_of(replayed.panels[REACT]) and replayed.beside == []
     assert replayed.metrics[REACT].startswith("**✎ ReAct \\(fork @1\\)** · ") and "✎" not in replayed.metrics[1]
     assert "**ReAct (fork @1)** | 123" in replayed.table and "**ReAct** | 396" in replayed.table
 
 
 def test_think_only_reasoning_is_edited_and_the_answer_asked_again(run_on_screen, stub, registry):
     last = fork(stub, registry, run_on_screen[FILES], panel="think", text="17 × 23 = 391; plus 5 makes 400")[-1]
-    assert "Final answer" in text_of(last[CHAT4]) and "400" in text_of(last[CHAT4])
+    assert "Final answer" in text_of(last[BESIDE]) and "400" in text_of(last[BESIDE])
     assert Trace.from_dict(export_of(last)["traces"]["think@1"]).answer == "400"
 
 
@@ -192,7 +192,7 @@ def test_a_replayed_file_is_forked_like_the_live_run(run_on_screen, stub, regist
     path = path_of(run_on_screen[FILES])
     last = fork(stub, registry, None, replay_file={"path": path},
                 step=step_choices(load_screen(path).traces["react"])[0][1])[-1]
-    assert "400" in text_of(last[CHAT4])
+    assert "400" in text_of(last[BESIDE])
 
 
 @pytest.mark.parametrize(("kw", "why"), [
@@ -256,7 +256,7 @@ def test_a_running_run_blocks_a_fork_and_a_paused_one_is_forked(stub, registry):
         return (await rest)[-1][STATUS], forked, frames
 
     stopped, forked, _ = asyncio.run(scenario())
-    assert stopped.startswith("■ Stopped") and "400" in text_of(forked[-1][CHAT4])
+    assert stopped.startswith("■ Stopped") and "400" in text_of(forked[-1][BESIDE])
     assert compare.stops.live("s1", "compare") == []
 
 
@@ -277,12 +277,12 @@ def test_stop_ends_a_fork_and_its_export_says_so(run_on_screen, stub, registry):
         frames = []
         async for values in tab.fork("react", step, "slowly", "new", run_on_screen[FILES], None, request=request):
             frames.append(values)
-            if "pondering" in text_of(values[CHAT4]) and compare.stops.live("s3", "compare"):
+            if "pondering" in text_of(values[BESIDE]) and compare.stops.live("s3", "compare"):
                 await compare.stop(request)  # the Compare tab's Stop button
         return frames
 
     frames = asyncio.run(scenario())
-    assert frames[-1][STATUS].startswith("■ Stopped") and "Stopped" in text_of(frames[-1][CHAT4])
+    assert frames[-1][STATUS].startswith("■ Stopped") and "Stopped" in text_of(frames[-1][BESIDE])
     assert export_of(frames[-1])["stopped"] is True
 
 
@@ -304,4 +304,4 @@ def test_a_fork_waits_for_a_compare_slot_like_a_run(run_on_screen, stub, registr
 
     frames = asyncio.run(scenario())
     assert "**number 1** in the queue" in frames[0][STATUS] and all(skipped(v) for v in frames[0][:6])
-    assert "400" in text_of(frames[-1][CHAT4]) and tab.admission.running == 0
+    assert "400" in text_of(frames[-1][BESIDE]) and tab.admission.running == 0

@@ -45,8 +45,8 @@ def busy_trace(mode: str) -> Trace:
     return trace
 
 
-def test_replay_modes_match_the_panels():
-    assert REPLAY_MODES == PANEL_MODES
+def test_replay_takes_every_panel_mode_and_the_table_only_ones():
+    assert REPLAY_MODES == (*PANEL_MODES, "cot_sc")
 
 
 def test_condensed_replay_ends_exactly_like_the_recording(tmp_path):
@@ -92,7 +92,7 @@ def test_a_huge_recording_never_stalls_the_event_loop(tmp_path):
 
     worst, frames = asyncio.run(run())
     assert worst < 1.0, f"the event loop was blocked for {worst:.2f} s"
-    assert len(frames) == 2 and all("42" in content(p[-1]) for p in frames[-1].panels)
+    assert len(frames) == 2 and all("42" in content(p[-1]) for p in frames[-1].panels[:2])
 
 
 def test_a_huge_recording_at_1x_costs_a_fraction_of_a_core(tmp_path):
@@ -120,17 +120,17 @@ def test_a_huge_recording_at_1x_costs_a_fraction_of_a_core(tmp_path):
     assert worst < 1.5, f"{worst:.2f} s between two frames"
 
 
-def test_the_fourth_panel_opens_from_a_byte_scan(tmp_path):
-    from ui.recordings.playback import hybrid_in_file
+def test_the_panel_beside_opens_from_a_byte_scan(tmp_path):
+    from ui.recordings.playback import beside_in_file
 
-    traces = {m: busy_trace(m) for m in ("react", "react_cot_sc")}
-    path = tmp_path / "hybrid.json"
-    path.write_text(to_json(export_dict("q", "ReAct", traces, {"model": "m"})), encoding="utf-8")
-    plain = tmp_path / "plain.json"
-    data = export_dict("react_cot_sc?", "ReAct", {"react": busy_trace("react")}, {})
-    plain.write_text(to_json(data), encoding="utf-8")
-    assert hybrid_in_file(str(path)) == "react_cot_sc"
-    assert hybrid_in_file(str(plain)) is None and hybrid_in_file(str(tmp_path / "missing.json")) is None
+    traces = {m: busy_trace(m) for m in ("react", "react@1")}
+    data = export_dict("q", "ReAct", traces, {"model": "m"})
+    path, old, plain = tmp_path / "fork.json", tmp_path / "old.json", tmp_path / "plain.json"
+    path.write_text(to_json({**data, "fork": {"panel": "beside", "trace": "react@1"}}), encoding="utf-8")
+    old.write_text(to_json({**data, "fork": {"panel": "fourth", "trace": "react@1"}}), encoding="utf-8")  # older
+    plain.write_text(to_json(export_dict("react@1?", "ReAct", {"react": busy_trace("react")}, {})), encoding="utf-8")
+    assert beside_in_file(str(path)) == beside_in_file(str(old)) == "react@1"
+    assert beside_in_file(str(plain)) is None and beside_in_file(str(tmp_path / "missing.json")) is None
 
 
 def test_every_pause_is_capped_also_before_the_first_event():

@@ -14,6 +14,7 @@ import pytest
 
 from agents.events import FinalAnswer, Thought, TokenDelta
 from agents.trace import Trace
+from tests.frames import compare_outputs
 from ui.core.frame import Outputs
 from ui.core.settings import AppSettings
 from ui.share.handlers import ShareHandlers
@@ -23,10 +24,7 @@ STATUS, TABLE, FILES = 6, 7, 8
 
 
 def outputs() -> Outputs:
-    with gr.Blocks():
-        chats = tuple(gr.Chatbot() for _ in range(3))
-        metrics = tuple(gr.Markdown() for _ in range(3))
-        return Outputs(chats, metrics, gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())  # type: ignore[arg-type]
+    return compare_outputs()
 
 
 def export_file(tmp_path, name="run.json", answer="391", size_pad=0):
@@ -136,7 +134,7 @@ def test_share_then_open_fills_panels_table_and_question(tmp_path):
     assert "http://127.0.0.1:9/?run=" in line
     run_id = line.split("?run=")[1].split("]")[0]
     values = asyncio.run(handlers.open(SimpleNamespace(query_params={"run": run_id})))
-    assert values[-3:-1] == ["What is 17 * 23?", "391"]
+    assert values[-4:-1] == ["What is 17 * 23?", "391", ["react"]]  # the question, expected answer and picker
     assert "391" in json.dumps(values[2], default=str) and "ReAct" in values[TABLE] and "Shared run" in values[STATUS]
     assert values[FILES][0]["path"].endswith(".json")  # as the browser receives it (the event does not postprocess)
 
