@@ -250,6 +250,8 @@ def test_codeact_and_reflexion_run_export_and_replay_in_their_own_panels(client,
     mode = chosen.lower()
     result = client.predict(question=QUESTION, mode=["think", mode], expected="396", api_name="/compare")
     assert len(result) == N_OUTPUTS and "not run" in panel_text(result[1]).lower() and result[9] == []
+    others = [m for m in PANEL_MODES[3:] if m != mode]  # further modes not chosen: empty, their columns hidden
+    assert all(result[output_index(m)] == [] and result[output_index(m, metrics=True)] == "" for m in others)
     shown = panel_text(result[output_index(mode)])
     assert shows in shown and "Final answer" in shown and "396" in shown, shown
     assert "| Correct | F1 |" in result[7] and f"**{chosen}**" in result[7]  # its row in the table, graded

@@ -27,6 +27,7 @@ from ui.core.table import metrics_markdown
 
 WAITING = render.to_wire(render.waiting())  # a running panel before its first text (the same every frame)
 NOT_RUN_METRICS = metrics_markdown(None)
+NOT_SHOWN: list = []  # the panel of a further mode the run does not have (never changed: sent as it is)
 
 
 @dataclass(frozen=True)
@@ -193,9 +194,12 @@ class PanelsView:
                 line = self.metrics(m, running=not final and not self.finished(m))
                 shown_in_place = m in self.slots.values()  # a fork in its mode's own panel says so under it
                 metrics.append(f"**✎ {render.plain(mode_title(m))}** · {line}" if shown_in_place else line)
-            else:
+            elif m in BASE:  # as before the picker: "not run", for callers that read the first outputs
                 panels.append(self._not_run(m))
                 metrics.append(NOT_RUN_METRICS)
+            else:  # a further mode not chosen: its column is hidden, and an empty value is the cheapest to send
+                panels.append(NOT_SHOWN)
+                metrics.append("")
         frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
         if self.beside in self.panels:
             frame.beside = self.panels[self.beside].wire() or WAITING
