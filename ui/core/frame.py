@@ -47,9 +47,6 @@ class Outputs:
         return _ordered(self.chats, self.metrics, [self.status, self.table, *([self.exports] if files else []),
                                                    self.beside_chat, self.beside_metrics])
 
-    def chat(self, mode: str) -> gr.Chatbot:
-        return self.chats[PANEL_MODES.index(mode)]
-
 
 def _ordered(panels: tuple, metrics: tuple, middle: list) -> list:
     """Base panels, base metrics, the ``middle`` (status … the panel beside), further panels, their metrics."""
@@ -85,9 +82,6 @@ class Frame:
         """The values in :meth:`Outputs.all` order."""
         return _ordered(self.panels, self.metrics, [self.status, self.table, *([self.files] if files else []),
                                                     self.beside, self.beside_metrics])
-
-    def panel(self, mode: str) -> list:
-        return self.panels[PANEL_MODES.index(mode)]
 
     def to_outputs(self, outputs: Outputs, *, files: bool = True) -> list[Any]:
         """The values as the browser receives them (for events registered with ``postprocess=False``)."""
