@@ -85,6 +85,24 @@ def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
                            arg=[selector, text], timeout=timeout)
 
 
+def benchmark_all_items(page, n: int, modes: tuple[str, ...] = (), timeout: float = 180_000) -> None:
+    """On the Benchmark tab: run ``n`` items (the default modes, and ``modes`` ticked too, by their checkbox
+    labels), wait for the end, then list every item for Open in Compare (not only the disagreeing ones)."""
+    page.get_by_role("tab", name="Benchmark").click()
+    box = page.get_by_label("N (items)").first
+    box.fill(str(n))
+    box.press("Enter")
+    for label in modes:
+        page.get_by_label(label, exact=True).check()
+    page.click("#bench-run")
+    page.wait_for_function("() => (document.querySelector('#bench-progress')?.innerText || '').includes('Done')",
+                           timeout=timeout)
+    page.click("#bench-disagree input")
+    listed = f"{n} item{'s' if n != 1 else ''}"
+    page.wait_for_function("(t) => (document.querySelector('#bench-item')?.innerText || '').includes(t)",
+                           arg=listed, timeout=15_000)
+
+
 def pick_modes(page, labels: list[str]) -> None:
     """Choose exactly these modes in the mode picker (``#modes``), as a visitor does: clear it, then pick each."""
     page.click("#modes [title='Clear']")
@@ -124,6 +142,7 @@ class AppKit:
     open_page = staticmethod(open_page)
     wait_text = staticmethod(wait_text)
     pick_modes = staticmethod(pick_modes)
+    benchmark_all_items = staticmethod(benchmark_all_items)
     panel_text = staticmethod(panel_text)
     artifacts = ARTIFACTS
 

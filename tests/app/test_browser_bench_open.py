@@ -15,16 +15,7 @@ def url(kit):
 
 def test_a_benchmark_item_opens_in_the_compare_panels(browser, url, kit):
     with kit.open_page(browser, url) as page:
-        page.get_by_role("tab", name="Benchmark").click()
-        n = page.get_by_label("N (items)").first
-        n.fill("2")
-        n.press("Enter")
-        page.click("#bench-run")
-        page.wait_for_function("() => (document.querySelector('#bench-progress')?.innerText || '').includes('Done')",
-                               timeout=60_000)
-        page.click("#bench-disagree input")  # every item, not only the disagreeing ones
-        page.wait_for_function("() => (document.querySelector('#bench-item')?.innerText || '').includes('2 items')",
-                               timeout=15_000)
+        kit.benchmark_all_items(page, 2, timeout=60_000)
         page.click("#bench-item input")  # the list opens; the second item is picked
         option = page.get_by_role("option").nth(1)
         label = option.inner_text()

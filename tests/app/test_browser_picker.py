@@ -52,18 +52,7 @@ def test_five_modes_give_five_panels_five_rows_and_a_five_trace_export(browser, 
 
 def test_a_benchmark_of_five_panel_modes_and_cot_sc_opens_with_five_panels_and_six_rows(browser, url, kit):
     with kit.open_page(browser, url) as page:
-        page.get_by_role("tab", name="Benchmark").click()
-        n = page.get_by_label("N (items)").first
-        n.fill("1")
-        n.press("Enter")
-        for label in ("CodeAct", "ReAct + Reflexion", "CoT-SC"):  # beside the default three
-            page.get_by_label(label, exact=True).check()
-        page.click("#bench-run")
-        page.wait_for_function("() => (document.querySelector('#bench-progress')?.innerText || '').includes('Done')",
-                               timeout=180_000)
-        page.click("#bench-disagree input")  # every item, not only the disagreeing ones
-        page.wait_for_function("() => (document.querySelector('#bench-item')?.innerText || '').includes('1 item')",
-                               timeout=15_000)
+        kit.benchmark_all_items(page, 1, ("CodeAct", "ReAct + Reflexion", "CoT-SC"))  # beside the default three
         page.click("#bench-open")
         kit.wait_text(page, "#run-status", "Benchmark item", timeout=30_000)
         page.locator("#col-codeact").wait_for(state="visible", timeout=10_000)
