@@ -162,3 +162,22 @@ def test_a_stopped_step_closes_its_line():
     panel.finish(stopped=True)
     header = next(m for m in panel.messages if "tool calls at once" in m.metadata.get("title", ""))
     assert header.metadata["title"].endswith("not all calls finished") and header.metadata["status"] == "done"
+
+
+def test_a_fork_of_a_parallel_call_is_numbered_as_the_panel_numbers_it():
+    """The Fork box lists the calls of a reply as "step 1.2" and the forked panel marks "Observation 1.2 edited",
+    the numbers the panel shows, not the order the calls finished in."""
+    from ui.core.render import Panel
+    from ui.fork.screen import observations
+
+    script = [THREE, ScriptedReply("", tool_calls=(("nap", {"label": "d", "seconds": 0}),)), "Final Answer: d"]
+    original, _, _ = run(script)
+    labels = [label.split(" · ")[0] for label, _ in observations(original)]
+    assert labels == ["step 1.2", "step 1.3", "step 1.1", "step 2"]  # b, c then a finished first
+    live = ScriptedModel(list(script[1:]))
+    forked = list(fork(original, 1, "c never woke", live, REGISTRY, RunConfig(protocol="tools", max_steps=4)))
+    panel = Panel("react")
+    for event in forked:
+        panel.add(event)
+    titles = [m.metadata.get("title", "") for m in panel.messages]
+    assert "✎ Observation 1.3 edited by the teacher — forked here" in titles

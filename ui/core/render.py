@@ -1,12 +1,9 @@
 """Engine events → what a panel shows: its messages, streamed event by event (:class:`Panel`).
 
-Everything here is pure (no Gradio events, no I/O), so it is unit-tested directly and shared
-by live runs and replays. Model text and tool output are untrusted: HTML in them is escaped
-(model text) or fenced as code (tool output) before it reaches the Chatbot, so a page or a
-model that writes ``<script>`` shows the tag instead of running it. The Chatbot's own
-sanitizer stays on as a second layer.
-
-How untrusted text is made safe (and fetches nothing) is :mod:`ui.core.safe_text`.
+Everything here is pure (no Gradio events, no I/O), so it is unit-tested directly and shared by live runs and
+replays. Model text and tool output are untrusted: HTML in them is escaped (model text) or fenced as code (tool
+output) before it reaches the Chatbot, so a page or a model that writes ``<script>`` shows the tag instead of
+running it. The Chatbot's own sanitizer stays on as a second layer (how text is made safe: :mod:`ui.core.safe_text`).
 """
 
 from __future__ import annotations
@@ -87,6 +84,7 @@ class Panel:
     _trial: gr.ChatMessage | None = None  # Reflexion's trial under way: the messages until its end go under it
     _trials: int = 0
     _batch: Batch | None = None  # the calls of one native reply, run at once: one step (ui/core/batch.py)
+    _numbers: list[str] = field(default_factory=list)  # each observation's number as shown ("2", "3.2")
     _wire: dict[int, tuple] = field(default_factory=dict, repr=False)  # id(message) → (message, key, browser form)
 
     @property
@@ -298,7 +296,8 @@ class Panel:
 
     def _forked(self, event: Forked) -> None:
         """The teacher's edit, original beside edited, so the class sees what was changed (ui/fork/accordion.py)."""
-        what = f"Observation {event.step + 1}" if self.actions else "The reasoning"
+        number = self._numbers[event.step] if event.step < len(self._numbers) else event.step + 1
+        what = f"Observation {number}" if self.actions else "The reasoning"
         long = len(event.original) + len(event.edited) > 2 * SHORT_OBSERVATION  # long web text starts collapsed
         self._append(f"**Was:**\n\n{fenced(event.original)}\n\n**Now:**\n\n{fenced(event.edited)}\n\n"
                      "_The mode continues live from the edited text._",
@@ -361,6 +360,7 @@ class Panel:
     def _observation(self, event: Observation) -> None:
         n = f"{self.actions}.{self._calls}" if event.nested else str(self.actions)
         n = self._batch.current if self._batch is not None and not event.nested else n
+        self._numbers += [] if event.nested else [n]
         flags = ", ".join(f for f, on in (("error", event.is_error), ("cached", event.cached)) if on)
         what = "Result" if event.nested else "Observation"
         title = f"{'✗' if event.is_error else '↳'} {what} {n} · {plain(event.tool)}"

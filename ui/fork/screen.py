@@ -23,6 +23,7 @@ from agents.events import Action, Observation, Thought, Usage
 from agents.fork import forkable_modes
 from agents.modes.registry import forked_mode, mode_title
 from agents.trace import Trace
+from ui.core.batch import Batch
 from ui.core.modes import BESIDE
 from ui.recordings.export import EXPORT_DIR, json_of
 from ui.recordings.reader import Recording, RecordingError, read_recording
@@ -127,13 +128,23 @@ def observations(trace: Trace) -> list[tuple[str, str]]:
         replies = [e.reply for e in events if isinstance(e, Usage) and e.reply]
         text = thoughts[-1] if thoughts else (replies[-1] if replies else None)
         return [] if text is None else [(f"step 1 · reasoning → {_words(text)}", text)]
-    out, action = [], None
+    out, action, batch, step, number = [], None, None, 0, ""
     for event in events:
-        if isinstance(event, Action):
+        if isinstance(event, Usage):  # a reply: its calls, when several ran at once, are one step ("3.2", as shown)
+            batch = None
+            if len(event.tool_calls) > 1:
+                step += 1
+                batch = Batch.of(event, step, None)  # type: ignore[arg-type]  # numbers only: no panel line
+        elif isinstance(event, Action):
             action = event
+            if batch is not None and batch.left:
+                number = batch.number(event)
+            else:
+                batch, step = None, step + 1
+                number = str(step)
         elif isinstance(event, Observation):
             call = f"{event.tool}({_words(_args(action.input) if action else '', 40)})"
-            out.append((f"step {len(out) + 1} · {call} → {_words(event.output)}", event.output))
+            out.append((f"step {number or len(out) + 1} · {call} → {_words(event.output)}", event.output))
     return out
 
 
