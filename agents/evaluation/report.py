@@ -126,18 +126,12 @@ def mode_summary(records: Sequence[dict[str, Any]], metric: str = "em",
     return out
 
 
-def run_price() -> pricing.Price | None:
-    """The price of the process's model (the server's listing, then the owner's ``APP_PRICE_*``), or None."""
-    book = pricing.current()
-    return book.price_for() if book is not None else None
-
-
 def summarise(records: Sequence[dict[str, Any]], modes: Sequence[str], dataset: str,
               *, total_items: int | None = None, price: pricing.Price | None = None) -> dict[str, Any]:
     """The run's summary: ``{"dataset", "metric", "items", "modes": {mode: {...}}, "paper": {...}}``, and the
-    ``price`` its costs used (``price`` or else the process's, :func:`run_price`) when one is known."""
+    ``price`` its costs used (``price`` or else the process's, ``agents.llm.pricing.price_of``) when one is known."""
     metric = headline_metric(records, dataset)
-    price = price or run_price()
+    price = price or pricing.price_of()
     summary: dict[str, Any] = {"dataset": dataset, "metric": metric, "items": total_items, "modes": {}}
     if price is not None:
         summary["price"] = price.to_dict()

@@ -135,6 +135,13 @@ def current() -> PriceBook | None:
     return _current
 
 
+def price_of(model: str | None = None, default: Price | None = None) -> Price | None:
+    """The process's price of ``model`` (None: the model it starts with) by its :class:`PriceBook`; ``default``
+    when no book was published."""
+    book = _current
+    return book.price_for(model) if book is not None else default
+
+
 def cost_fields(price: Price | None, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     """A run summary's cost: ``cost_usd`` (None without a price) and, with one, the ``price`` it used."""
     if price is None:

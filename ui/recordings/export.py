@@ -51,14 +51,9 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
         "temperature": request.temperature,
         "tools": list(tools),
         **({"options": dict(request.options)} if request.options else {}),
-        **({"price": price.to_dict()} if (price := run_price(settings)) is not None else {}),
+        # the price of the run's model as its traces use it (the server's listing, then the owner's)
+        **({"price": price.to_dict()} if (price := pricing.price_of(settings.model, settings.price)) else {}),
     }
-
-
-def run_price(settings: LLMSettings) -> pricing.Price | None:
-    """The price of ``settings.model`` (the server's listing, then the owner's), as the run's traces use it."""
-    book = pricing.current()
-    return book.price_for(settings.model) if book is not None else settings.price
 
 
 def export_dict(question: str, selection: str, traces: dict[str, Trace], settings: dict[str, Any],
