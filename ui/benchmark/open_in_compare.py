@@ -28,7 +28,7 @@ from ui.core.modes import PANEL_MODES
 from ui.core.stream import session_of
 from ui.core.table import answers_agree
 from ui.recordings.export import EXPORT_DIR
-from ui.recordings.playback import run_on_screen
+from ui.recordings.playback import on_screen_unchanged, run_on_screen
 from ui.recordings.reader import RecordingError, open_recording
 
 log = logging.getLogger(__name__)
@@ -152,18 +152,17 @@ class BenchOpen:
         folder = self.folders.get(session_of(request))
         if folder is None or not isinstance(item_id, str) or not item_id:
             why = NOTHING if folder is None else "Pick an item of the benchmark first."
-            return [*refusal(why).values(), gr.skip(), gr.skip(), gr.skip(), gr.skip()]
+            return [*refusal(why).values(), *on_screen_unchanged()]
         try:
             path = await asyncio.to_thread(item_export, folder, item_id)
             if path is None:
                 raise RecordingError("That item has no saved traces (its run folder expired, or it never finished).")
             recording = await open_recording(str(path))
         except RecordingError as exc:
-            return [*refusal(str(exc)).values(), gr.skip(), gr.skip(), gr.skip(), gr.skip()]
+            return [*refusal(str(exc)).values(), *on_screen_unchanged()]
         except (OSError, ValueError) as exc:  # a folder removed or a file cut mid-way: one line, logged
             log.exception("could not open benchmark item %r", item_id)
-            return [*refusal(f"That item could not be read ({type(exc).__name__}).").values(), gr.skip(), gr.skip(),
-                    gr.skip(), gr.skip()]
+            return [*refusal(f"That item could not be read ({type(exc).__name__}).").values(), *on_screen_unchanged()]
         return await run_on_screen(recording, path, f"✔ Benchmark item {item_id}", "benchmark-item.json")
 
 

@@ -145,6 +145,14 @@ async def final_frame(recording: Recording, label: str) -> tuple[Frame, str | No
     return last, beside
 
 
+ON_SCREEN = 4  # what run_on_screen gives after the outputs: question, expected answer, picker, the panel beside
+
+
+def on_screen_unchanged() -> list:
+    """:func:`run_on_screen`'s values after the outputs, each left as it is (a refusal, a page without a run)."""
+    return [gr.skip() for _ in range(ON_SCREEN)]
+
+
 async def run_on_screen(recording: Recording, path: Path, label: str, download_name: str = "shared-run.json") -> list:
     """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``), then what the
     page's ``on_screen`` lists: the question, the expected answer, the picker (the recording's modes) and the

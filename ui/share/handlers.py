@@ -24,7 +24,7 @@ from ui.core.frame import Outputs, output_index, prepared, refusal
 from ui.core.modes import BESIDE
 from ui.core.visitors import Window, visitor_of
 from ui.recordings.export import EXPORT_DIR, json_of
-from ui.recordings.playback import final_frame, modes_on_screen
+from ui.recordings.playback import final_frame, modes_on_screen, on_screen_unchanged
 from ui.recordings.reader import RecordingError, open_recording
 from ui.share.store import ShareError, ShareStore, page_url_of, share_url
 
@@ -92,7 +92,7 @@ class ShareHandlers:
         params = getattr(request, "query_params", None) or {}
         run_id = params.get("run") if hasattr(params, "get") else None
         if not run_id:
-            return [gr.skip()] * (len(self.outputs.all()) + 4)  # + question, expected, picker, the panel beside
+            return [gr.skip()] * len(self.outputs.all()) + on_screen_unchanged()
         visitor = visitor_of(request)
         if not self._opens.spend(visitor):
             return self._refused("You opened many shared runs in the last minute; wait a moment, then reload.")
@@ -131,4 +131,4 @@ class ShareHandlers:
                 list(modes) if isinstance(modes, list) else gr.skip(), gr.Column(visible=bool(beside))]
 
     def _refused(self, message: str) -> list:
-        return [*refusal(message).to_outputs(self.outputs), gr.skip(), gr.skip(), gr.skip(), gr.skip()]
+        return [*refusal(message).to_outputs(self.outputs), *on_screen_unchanged()]
