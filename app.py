@@ -51,7 +51,7 @@ from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.core.verdicts import MAX_EXPECTED_CHARS
 from ui.fork import accordion
-from ui.page import parts
+from ui.page import behaviour, parts
 from ui.page.examples import Example
 from ui.recordings.playback import DEFAULT_SPEED, SPEEDS
 from ui.recordings.reader import MAX_REPLAY_BYTES
@@ -64,7 +64,6 @@ BURST = 32  # submissions that may arrive between two looks of Gradio's queue fo
 # limit in Gradio's queue, which would leave waiting visitors with a frozen page: a run waits in `admission` instead
 RUN_EVENT: dict[str, Any] = {"concurrency_limit": None, "concurrency_id": "compare", "show_progress": "hidden",
                              "trigger_mode": "once", "preprocess": False, "postprocess": False}
-PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 
 
 class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blocks):
@@ -114,24 +113,25 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
     with AppBlocks(title=parts.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md = parts.header(settings, on_space=on_space)
-        with gr.Tab("Compare", id="compare"):
-            page = compare_layout(toy=settings.toy)
-            knobs = settings_layout(settings, registry)
-        with gr.Tab("Prompts", id="prompts"):
-            parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
-        with gr.Tab("Benchmark", id="benchmark"):
-            bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
-                                        protocol=knobs.protocol, max_steps=knobs.max_steps,
-                                        temperature=knobs.temperature, tools=knobs.tools,
-                                        trials=knobs.options.get("trials"),
-                                        on_space=on_space, stops=stops)
-            picker = open_in_compare.picker_layout()
-        with gr.Tab("About", id="about"):
-            parts.about_tab()
+        with gr.Tabs(overflow_behavior="wrap"):  # on a phone every tab shows, on two lines if need be
+            with gr.Tab("Compare", id="compare", elem_id="compare-tab"):
+                page = compare_layout(toy=settings.toy)
+                knobs = settings_layout(settings, registry)
+            with gr.Tab("Prompts", id="prompts"):
+                parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
+            with gr.Tab("Benchmark", id="benchmark"):
+                bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
+                                            protocol=knobs.protocol, max_steps=knobs.max_steps,
+                                            temperature=knobs.temperature, tools=knobs.tools,
+                                            trials=knobs.options.get("trials"), on_space=on_space, stops=stops)
+                picker = open_in_compare.picker_layout()
+            with gr.Tab("About", id="about"):
+                parts.about_tab()
         admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
         handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                               admission=admission,
                               pauses=PauseBook(limits.paused_per_visitor, limits.paused_max, limits.pause_ttl_s))
+        wire_new_run(page)  # before the runs: see there
         wire_compare(handlers, page, knobs)
         wire_share(ShareHandlers(page.outputs), page, demo)
         open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
@@ -226,10 +226,10 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
         status = gr.Markdown("", label="Status", elem_id="run-status")
         parts.presentation_toggle()
     with gr.Row(elem_id="panels", equal_height=True):
-        columns = [panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run", visible=m in BASE)
+        columns = [parts.panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run", visible=m in BASE)
                    for m in PANEL_MODES]
-        beside_col, beside_chat, beside_metrics = panel_column("beside", "Fork", "A fork continued in a new panel",
-                                                               visible=False)
+        beside_col, beside_chat, beside_metrics = parts.panel_column("beside", "Fork",
+                                                                     "A fork continued in a new panel", visible=False)
     fourth = gr.Textbox("", visible=False, elem_id="fourth-input")
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
     fork = accordion.layout()  # under the table: pick a panel's observation, edit it, fork
@@ -249,17 +249,6 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
                       exports, beside_chat, beside_metrics)
     return ComparePage(question, expected, modes, run_btn, stop_btn, outputs, tuple(c[0] for c in columns), beside_col,
                        fourth, replay_file, speed, replay_btn, share_btn, share_link, step, fork, examples)
-
-
-def panel_column(key: str, label: str, placeholder: str, *,
-                 visible: bool = True) -> tuple[gr.Column, gr.Chatbot, gr.Markdown]:
-    """One mode's panel and its metrics line."""
-    with gr.Column(min_width=260, elem_classes="panel-col", elem_id=f"col-{key}", visible=visible) as column:
-        chat = gr.Chatbot(label=label, elem_id=f"panel-{key}", elem_classes="panel-chat", height=PANEL_HEIGHT,
-                          resizable=True, feedback_options=None, layout="panel", group_consecutive_messages=False,
-                          buttons=["copy_all"], placeholder=placeholder)
-        metrics = gr.Markdown("", label=f"{label} metrics", elem_id=f"metrics-{key}", elem_classes="metrics")
-    return column, chat, metrics
 
 
 def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
@@ -294,6 +283,16 @@ def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
     return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options}
 
 
+def wire_new_run(page: ComparePage) -> None:
+    """What a new run or replay changes on the page at its start: the run comes on screen, the last link goes (and a
+    replay's export: its panels are not the live run's) and so does a fork's panel. Wired before the runs: Gradio's
+    page starts a trigger's events in turn, a later one only once a run before it has streamed to its end."""
+    starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit]
+    behaviour.show_run_on([*starts, page.replay_btn.click])
+    gr.on(starts, lambda: ("", gr.Column(visible=False)), outputs=[page.share_link, page.beside_col], **PAGE_EVENT)
+    page.replay_btn.click(lambda: (None, ""), outputs=[page.outputs.exports, page.share_link], **PAGE_EVENT)
+
+
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     """Run, Replay, Stop, and the columns the mode picker shows."""
     out = page.outputs
@@ -318,14 +317,10 @@ def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None
     out = page.outputs
     page.share_btn.click(share.share, [out.exports, page.replay_file], page.share_link, api_visibility="private",
                          show_progress="hidden")
-    # a replay's panels are no longer the live run's: its export (and an old link) would share the wrong run
-    page.replay_btn.click(lambda: (None, ""), outputs=[out.exports, page.share_link], **PAGE_EVENT)
-    gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit], lambda: "",
-          outputs=page.share_link, **PAGE_EVENT)
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue);
     # with one, the handler bounds opens itself (a few at a time, a rate per visitor) and sends a stored view as is
-    demo.load(share.open, outputs=[*out.all(), *page.on_screen()], postprocess=False,
-              **PAGE_EVENT)
+    behaviour.show_linked_run_after(demo.load(share.open, outputs=[*out.all(), *page.on_screen()], postprocess=False,
+                                              **PAGE_EVENT))
 
 
 def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
@@ -356,11 +351,9 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
 
 def wire_fork(handlers: accordion.ForkTab, controls: accordion.ForkControls, page: ComparePage, knobs: Knobs) -> None:
     """The Fork accordion (ui/fork/accordion.py, private events); a new run closes the panel beside the modes
-    (a fork shown there is no longer on screen)."""
+    (:func:`wire_new_run`)."""
     accordion.wire(handlers, controls, page.outputs, page.replay_file, page.beside_col,
                   [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
-    gr.on([page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit],
-          lambda: gr.Column(visible=False), outputs=page.beside_col, **PAGE_EVENT)
 
 
 def launch_kwargs() -> dict[str, Any]:
@@ -372,7 +365,7 @@ def launch_kwargs() -> dict[str, Any]:
     # max_threads also caps the events Gradio processes at once (its "active jobs"), whatever their
     # concurrency limits: room for every running and waiting Compare run, plus the page's other events.
     limits = app_settings()
-    return {"css": parts.css(), "theme": parts.theme(), "footer_links": ["api", "gradio"],
+    return {"css": parts.css(), "theme": parts.theme(), "js": behaviour.page_js(), "footer_links": ["api", "gradio"],
             "max_threads": limits.concurrency + limits.queue_size + 40, "max_file_size": MAX_UPLOAD_BYTES}
 
 

@@ -16,9 +16,11 @@ from agents.settings import DEFAULT_MAX_STEPS, REQUEST_MAX_STEPS
 from tools.registry import ToolRegistry
 from ui.core.inputs import protocol_value, range_problem, shown, tools_problem
 from ui.core.safe_text import escape_html, plain
+from ui.page.behaviour import PRESENTATION_JS
 from ui.page.examples import Example, by_category, toy_category
 
 CSS_PATH = Path(__file__).with_name("theme.css")
+PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 TITLE = "Think · Act · ReAct"
 TAGLINE = ("One question, three reasoning modes side by side — **Think-only**: chain of thought, no tools · "
            "**Act-only**: tool calls, no thoughts · **ReAct**: Thought → Action → Observation.")
@@ -32,11 +34,6 @@ ROUTER_MODELS = (
     "moonshotai/Kimi-K2-Instruct",
     "deepseek-ai/DeepSeek-V3-0324",
 )
-
-# An event of the page itself, not a run: no API endpoint, no progress overlay, and answered at once beside the
-# runs instead of waiting in Gradio's queue (showing a panel, Stop, enabling a button).
-PRESENTATION_JS = "(on) => { document.body.classList.toggle('presentation', !!on); }"
-
 
 def css() -> str:
     return CSS_PATH.read_text(encoding="utf-8")
@@ -54,6 +51,17 @@ def theme() -> gr.themes.Base:
         body_text_color_subdued="*neutral_600", color_accent="*primary_700",
         checkbox_label_background_fill_selected="*primary_700",
     )
+
+
+def panel_column(key: str, label: str, placeholder: str, *,
+                 visible: bool = True) -> tuple[gr.Column, gr.Chatbot, gr.Markdown]:
+    """One mode's panel and its metrics line."""
+    with gr.Column(min_width=260, elem_classes="panel-col", elem_id=f"col-{key}", visible=visible) as column:
+        chat = gr.Chatbot(label=label, elem_id=f"panel-{key}", elem_classes="panel-chat", height=PANEL_HEIGHT,
+                          resizable=True, feedback_options=None, layout="panel", group_consecutive_messages=False,
+                          buttons=["copy_all"], placeholder=placeholder, autoscroll=False)  # page.js places it
+        metrics = gr.Markdown("", label=f"{label} metrics", elem_id=f"metrics-{key}", elem_classes="metrics")
+    return column, chat, metrics
 
 
 def backend_line(settings: LLMSettings, *, visitor_signed_in: bool | None = None) -> str:
@@ -105,7 +113,8 @@ def model_info(settings: LLMSettings) -> str:
 
 
 def presentation_toggle() -> gr.Checkbox:
-    """Enlarges the fonts for a projector, entirely in the browser."""
+    """A projector's mode, entirely in the browser: larger text, the header and examples on one line each, and the
+    panels as tall as the screen allows (theme.css, page.js)."""
     box = gr.Checkbox(label="Presentation mode (large text)", value=False, elem_id="presentation",
                       container=False, scale=0, min_width=240)
     box.change(fn=None, inputs=box, js=PRESENTATION_JS)
@@ -150,7 +159,7 @@ def examples(question: gr.Textbox, expected: gr.Textbox | None = None, *,
     (``toy``) the page opens on the tab the toy answers and marks the examples it cannot."""
     buttons = []
     first = toy_category() if toy else None
-    with gr.Tabs(elem_id="examples", selected=first.id if first else None):
+    with gr.Tabs(elem_id="examples", selected=first.id if first else None, overflow_behavior="wrap"):
         for category, items in by_category():
             with gr.Tab(category.label, id=category.id, elem_classes="example-tab"):
                 with gr.Row(elem_classes="example-row"):
