@@ -32,7 +32,7 @@ MAX_LINES = 150
 DOCS = [MAP, *sorted((ROOT / "docs").glob("*.md"))]
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache", ".ruff_cache"}
 CODE = ("agents", "ui", "tools", "patches", "bench")  # where a module's short name is looked up
-FILE_ENDINGS = (".py", ".md", ".css", ".txt")
+FILE_ENDINGS = (".py", ".md", ".css", ".js", ".txt")
 # Classes of other projects (Gradio, huggingface_hub, smolagents, openai-agents, pydantic-ai, …) the docs name,
 # and other capitalised names that are not this repository's.
 ELSEWHERE = frozenset({

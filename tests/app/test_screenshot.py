@@ -1,13 +1,15 @@
-"""The README's picture, ``docs/screenshot.png``: the real page at 1366×768, three panels mid-run.
+"""The README's pictures: ``docs/screenshot.png``, the real page at 1366×768 with three panels mid-run (as the page
+puts the run on screen after Run), and ``docs/screenshot-phone.png``, a shared run opened on a phone (390×844).
 
-The committed file is checked on every run (present, a PNG, wide enough). To take it again, against the
-stub model, from headless Chromium: ``UPDATE_SCREENSHOT=1 python -m pytest tests/app/test_screenshot.py``.
+The committed files are checked on every run (present, PNGs, large enough, small enough). To take them again,
+against the stub model, from headless Chromium: ``UPDATE_SCREENSHOT=1 python -m pytest tests/app/test_screenshot.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import pytest
 from agents.llm.stub_server import StubReply, talkative
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
+PHONE_SCREENSHOT = SCREENSHOT.with_name("screenshot-phone.png")
 PANELS = ("#panel-think", "#panel-act", "#panel-react")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -41,10 +44,12 @@ def staged(body: dict[str, Any]) -> StubReply:
     return reply
 
 
-def test_the_committed_screenshot_is_a_png_of_the_page():
-    data = SCREENSHOT.read_bytes()
+@pytest.mark.parametrize(("path", "least"), [(SCREENSHOT, (1000, 600)), (PHONE_SCREENSHOT, (390, 700))],
+                         ids=["projector", "phone"])
+def test_the_committed_screenshot_is_a_png_of_the_page(path, least):
+    data = path.read_bytes()
     width, height = png_size(data)
-    assert width >= 1000 and height >= 600
+    assert width >= least[0] and height >= least[1]
     assert len(data) < 400_000  # the Space card loads it on every visit
 
 
@@ -68,4 +73,27 @@ def test_take_the_screenshot_mid_run(browser, kit):
         SCREENSHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOT))
         page.click("#stop-btn")
-    test_the_committed_screenshot_is_a_png_of_the_page()
+    test_the_committed_screenshot_is_a_png_of_the_page(SCREENSHOT, (1000, 600))
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(os.environ.get("UPDATE_SCREENSHOT") != "1", reason="set UPDATE_SCREENSHOT=1 to take it again")
+def test_take_the_phone_screenshot_of_a_shared_run(browser, kit):
+    with kit.app_on_stub(latency=0.05, token_delay=0.01) as url, kit.open_page(browser, url) as page:
+        page.get_by_role("tab", name="Arithmetic traps").click()
+        page.get_by_role("button", name="17 × 23 + 5").click()
+        page.click("#run-btn")
+        kit.wait_text(page, "#run-status", "Done", timeout=60_000)
+        page.click("#share-btn")
+        kit.wait_text(page, "#share-link", "?run=", timeout=15_000)
+        link = re.search(r"\?run=[A-Za-z0-9_-]+", page.inner_text("#share-link")).group(0)
+        phone = page.context.browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+        try:
+            student = phone.new_page()
+            student.goto(url + link)
+            kit.wait_text(student, "#run-status", "Shared run", timeout=15_000)
+            student.wait_for_timeout(900)  # the page's scroll to the run, the step boxes opening
+            student.screenshot(path=str(PHONE_SCREENSHOT))
+        finally:
+            phone.close()
+    test_the_committed_screenshot_is_a_png_of_the_page(PHONE_SCREENSHOT, (390, 700))
