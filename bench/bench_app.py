@@ -3,8 +3,8 @@
 Three kinds of process, as in production: the app (its CPU and memory read from ``/proc``), the stand-in model
 and the visitors (light REST clients, ``bench/loadkit.py``, each in a fresh Gradio session); how they are set
 up is the README's "Measured". One function per scenario, each saying what it measures: :func:`scale`,
-:func:`fast`, :func:`memory`, :func:`flood`; the goals are in bench/report.py. Usage:
-``python bench/bench_app.py [--scenario scale fast memory flood | all] [--visitors 20 50] [--words N] [--json]``
+:func:`fast`, :func:`memory`, :func:`flood`, :func:`idle`; the goals are in bench/report.py. Usage:
+``python bench/bench_app.py [--scenario scale fast memory flood idle | all] [--visitors 20 50] [--words N] [--json]``
 """
 
 from __future__ import annotations
@@ -250,6 +250,21 @@ def memory(args: argparse.Namespace) -> dict:
     return out
 
 
+def idle(args: argparse.Namespace) -> dict:
+    """The app's processes with nobody on the page, after a few runs (its workers started): CPU per second of wall,
+    over ``--idle-s`` seconds, the stand-in's beside it (what the app's own timers and polls cost)."""
+    with Stack(0.05, 0.002, stub=args.stub, env=app_env(args)) as stack:
+        crowd(stack.url, [question(9000 + k) for k in range(4)])  # warm: workers up, connections made
+        time.sleep(2.0)  # the runs' ends settle (sessions, closed streams)
+        cpu0, start = stack.cpu(), time.perf_counter()
+        time.sleep(args.idle_s)
+        seconds = time.perf_counter() - start
+        cpu = {k: v - cpu0[k] for k, v in stack.cpu().items()}
+    per_s = {k: round(v * 1000 / seconds, 2) for k, v in cpu.items()}
+    return {"seconds": round(seconds, 1), "cpu_ms_per_s": per_s,
+            "app_cpu_ms_per_s": round(per_s["app"] + per_s["workers"], 2)}
+
+
 BROWSER = {"Accept-Encoding": "gzip, deflate, br, zstd"}  # what Chromium sends: Gradio compresses for it
 
 
@@ -318,7 +333,8 @@ def flood(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", nargs="+", choices=["scale", "fast", "memory", "flood", "all"], default=["scale"])
+    parser.add_argument("--scenario", nargs="+", choices=["scale", "fast", "memory", "flood", "idle", "all"],
+                        default=["scale"])
     parser.add_argument("--visitors", type=int, nargs="+", default=[20, 50])
     parser.add_argument("--latency", type=float, default=2.0, help="seconds before each reply's first token")
     parser.add_argument("--token-delay", type=float, default=0.01, help="seconds between 4-character chunks (≈ tokens)")
@@ -329,6 +345,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--parallel", type=int, default=10, help="memory: runs at a time")
     parser.add_argument("--trace", action="store_true", help="memory: tracemalloc's top growth sites in the app")
     parser.add_argument("--flood", type=int, default=300, help="flood: simultaneous submissions")
+    parser.add_argument("--idle-s", type=float, default=20.0, help="idle: seconds measured with nobody on the page")
     parser.add_argument("--fast-rate", type=float, default=1000.0, help="fast: tokens a second in each stream")
     parser.add_argument("--stub", choices=["async", "thread"], default="async",
                         help="the stand-in model: asyncio (default; paces like a server on its own hardware) "
@@ -340,7 +357,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/report.py)")
     args = parser.parse_args(argv)
     result: dict = {"cores": os.cpu_count(), "loadavg": os.getloadavg()[0]}
-    for name, fn in (("scale", scale), ("fast", fast), ("memory", memory), ("flood", flood)):
+    for name, fn in (("scale", scale), ("fast", fast), ("memory", memory), ("flood", flood), ("idle", idle)):
         if name in args.scenario or "all" in args.scenario:
             result[name] = fn(args)
             if not args.json:

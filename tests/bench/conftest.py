@@ -47,6 +47,7 @@ CANNED: dict = {
             "first_word_max_s": 1.2, "page_max_s": 0.93, "page_p95_s": 0.12, "page_loads": 81,
             "page_quiet_median_s": 0.003,
         },
+        "idle": {"seconds": 30.0, "app_cpu_ms_per_s": 4.0, "cpu_ms_per_s": {"stub": 2.0}},
     },
     "app_long": {
         "scale": {

@@ -31,6 +31,7 @@ ROWS = [
     ("app RSS growth over 500 runs from 500 sessions", "< 50 MB"),
     ("300 submissions at once: each told its place or 'full'", "no error, first word ≤ 5 s"),
     ("page load (GET / + JS + CSS) during that flood", "< 2 s"),
+    ("idle app (app + run workers, nobody on the page): CPU per second", "≤ 5 ms/s"),
     ("benchmark concurrency (concurrent ÷ sequential wall)", "≤ 0.2"),
     ("sandbox call latency (python_repl, trivial program)", "median ≤ 150 ms, both"),
     ("CodeAct step overhead (one session: step wall − the program's own time)", "median ≤ 100 ms, both"),

@@ -94,3 +94,36 @@ def test_the_queue_polls_less_often_when_installed():
     assert gradio_queue.install(demo)
     assert demo._queue.sleep_when_free == gradio_queue.EVENT_POLL_S
     assert demo._queue.progress_update_sleep_when_free == gradio_queue.PROGRESS_POLL_S
+
+
+def test_a_pushed_event_and_a_freed_slot_wake_the_sleeping_queue(monkeypatch):
+    """With a poll of a minute, three events (one slot: each waits for the last to end) still finish in seconds."""
+    import time
+
+    import gradio as gr
+    from gradio_client import Client
+
+    from patches import gradio_queue
+
+    monkeypatch.setattr(gradio_queue, "EVENT_POLL_S", 60.0)
+
+    def shout(text: str) -> str:
+        time.sleep(0.3)
+        return text.upper()
+
+    with gr.Blocks() as demo:
+        box, out = gr.Textbox(), gr.Textbox()
+        box.submit(shout, box, out, api_name="shout")
+    demo.queue(default_concurrency_limit=1)
+    assert gradio_queue.install(demo)
+    assert demo._queue.sleep_when_free == 60.0
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        time.sleep(0.5)  # the queue's loop now sleeps out its minute
+        client = Client(demo.local_url, verbose=False)
+        start = time.monotonic()
+        jobs = [client.submit(word, api_name="/shout") for word in ("a", "b", "c")]
+        assert [job.result(timeout=30) for job in jobs] == ["A", "B", "C"]
+        assert time.monotonic() - start < 20  # a missed wake-up waits out the minute
+    finally:
+        demo.close()
