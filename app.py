@@ -284,13 +284,14 @@ def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
 
 
 def wire_new_run(page: ComparePage) -> None:
-    """What a run, replay or fork changes on the page as it starts: the run comes on screen; a new run or replay
-    takes the last link away (a replay the export too: its panels are not the live run's), a new run the fork's
-    panel. Wired before the runs: Gradio's page starts a trigger's events in turn, a later one only once a run
-    before it has streamed to its end."""
+    """What a run, replay or fork changes on the page as it starts: the run comes on screen; the last link goes
+    (it shows another run now; a replay takes the export too: its panels are not the live run's), and a new run
+    the fork's panel. Wired before the runs: Gradio's page starts a trigger's events in turn, a later one only once
+    a run before it has streamed to its end."""
     starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit]
     behaviour.show_run_on([*starts, page.replay_btn.click, page.fork.button.click])
     gr.on(starts, lambda: ("", gr.Column(visible=False)), outputs=[page.share_link, page.beside_col], **PAGE_EVENT)
+    page.fork.button.click(lambda: "", outputs=page.share_link, **PAGE_EVENT)
     page.replay_btn.click(lambda: (None, ""), outputs=[page.outputs.exports, page.share_link], **PAGE_EVENT)
 
 

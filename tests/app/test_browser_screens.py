@@ -258,3 +258,38 @@ def test_a_shared_link_opens_at_the_run_on_a_phone_with_the_table_as_cards(brows
         page.screenshot(path=str(kit.artifacts / "screens-phone-table.png"))
     finally:
         context.close()
+
+
+def test_on_a_phone_a_shared_fork_shows_the_teachers_edit_in_full(browser, url, kit):
+    """The fork's "✎ … edited by the teacher" box is not cut by a panel's own scroll box: panels grow on a phone."""
+    context, page = open_at(browser, url, PROJECTOR)
+    try:
+        run_example(page, kit)
+        page.click("#fork > button")
+        page.wait_for_function("() => document.querySelector('#fork-text textarea')?.value === '396'", timeout=15_000)
+        for _ in range(5):  # the Fork box may be filled again as the run's export lands (test_browser_fork.py)
+            page.fill("#fork-text textarea", "400")
+            page.wait_for_timeout(500)
+            if page.input_value("#fork-text textarea") == "400":
+                break
+        page.click("#fork-btn")
+        kit.wait_text(page, "#panel-beside", "Final answer", timeout=30_000)
+        page.click("#share-btn")
+        kit.wait_text(page, "#share-link", "?run=", timeout=15_000)
+        link = re.search(r"\?run=[A-Za-z0-9_-]+", page.inner_text("#share-link")).group(0)
+    finally:
+        context.close()
+    context, page = open_at(browser, url, PHONE, link)
+    try:
+        kit.wait_text(page, "#panel-beside", "edited by the teacher", timeout=15_000)
+        page.wait_for_timeout(SETTLE_MS)
+        edit = page.evaluate("""() => {
+            const row = [...document.querySelectorAll('#panel-beside .message-row')]
+                .find(r => r.innerText.includes('edited by the teacher'));
+            const area = document.querySelector('#panel-beside .panel-wrap').getBoundingClientRect();
+            const r = row.getBoundingClientRect();
+            return {top: r.top, bottom: r.bottom, areaTop: area.top, areaBottom: area.bottom};
+        }""")
+        assert edit["areaTop"] - 1 <= edit["top"] and edit["bottom"] <= edit["areaBottom"] + 1, edit
+    finally:
+        context.close()

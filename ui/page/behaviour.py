@@ -27,7 +27,8 @@ def page_js() -> str:
 
 
 def show_run_on(triggers: Sequence[Any]) -> None:
-    """After these events start (Run, Step, Enter in the question, Replay), the panels come on screen."""
+    """As these events start (Run, Step, Enter in the question, Replay, Fork), the run comes on screen. Wire it
+    before the run's own event on the same trigger: Gradio's page starts the next only once a run has ended."""
     gr.on(list(triggers), fn=None, js=SHOW_RUN_JS, show_progress="hidden", queue=False)
 
 

@@ -32,7 +32,7 @@
     root.setProperty("--presentation-panel-h", `${height}px`);
   }
 
-  /* After Run, Step or Replay, and on a shared link: on a wide screen the question row with the panels under it
+  /* After Run, Step, Replay or Fork, and on a shared link: on a wide screen the question row with the panels under it
      when both fit, else the status line at the top with the panels under it (a phone). */
   function showRun() {
     for (const panel of $$(".panel-chat")) delete panel.dataset.userScrolled;
