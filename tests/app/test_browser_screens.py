@@ -229,13 +229,18 @@ def words_cut(page, selector: str) -> list[str]:
     }""", selector)
 
 
+def share(page, kit) -> str:
+    """Share the run on screen: its link's query (``?run=…``)."""
+    page.click("#share-btn")
+    kit.wait_text(page, "#share-link", "?run=", timeout=15_000)
+    return re.search(r"\?run=[A-Za-z0-9_-]+", page.inner_text("#share-link")).group(0)
+
+
 def test_a_shared_link_opens_at_the_run_on_a_phone_with_the_table_as_cards(browser, url, kit):
     context, page = open_at(browser, url, PROJECTOR)
     try:
         run_example(page, kit)
-        page.click("#share-btn")
-        kit.wait_text(page, "#share-link", "?run=", timeout=15_000)
-        link = re.search(r"\?run=[A-Za-z0-9_-]+", page.inner_text("#share-link")).group(0)
+        link = share(page, kit)
     finally:
         context.close()
     context, page = open_at(browser, url, PHONE, link)
@@ -274,9 +279,7 @@ def test_on_a_phone_a_shared_fork_shows_the_teachers_edit_in_full(browser, url, 
                 break
         page.click("#fork-btn")
         kit.wait_text(page, "#panel-beside", "Final answer", timeout=30_000)
-        page.click("#share-btn")
-        kit.wait_text(page, "#share-link", "?run=", timeout=15_000)
-        link = re.search(r"\?run=[A-Za-z0-9_-]+", page.inner_text("#share-link")).group(0)
+        link = share(page, kit)
     finally:
         context.close()
     context, page = open_at(browser, url, PHONE, link)
