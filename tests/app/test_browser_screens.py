@@ -11,7 +11,9 @@ boxes with no scrolling by the test: a projector (1366×768, plain and presentat
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,12 +36,17 @@ def url(kit):
         yield local_url
 
 
-def open_at(browser, url: str, viewport: dict[str, int], query: str = ""):
+@contextlib.contextmanager
+def opened(browser, url: str, viewport: dict[str, int], query: str = "") -> Iterator:
+    """A page of the app at this viewport size (``query``: e.g. a shared link's ``?run=…``), closed after."""
     context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    page.goto(url + query)
-    page.wait_for_selector("#run-btn")
-    return context, page
+    try:
+        page = context.new_page()
+        page.goto(url + query)
+        page.wait_for_selector("#run-btn")
+        yield page
+    finally:
+        context.close()
 
 
 def run_example(page, kit, *, presentation: bool = False) -> None:
@@ -82,8 +89,7 @@ def assert_answers_and_metrics_on_screen(seen: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("presentation", [False, True], ids=["plain", "presentation"])
 def test_on_a_projector_every_answer_and_metrics_line_is_on_the_first_screen(browser, url, kit, presentation):
-    context, page = open_at(browser, url, PROJECTOR)
-    try:
+    with opened(browser, url, PROJECTOR) as page:
         run_example(page, kit, presentation=presentation)
         seen = on_screen(page)
         assert_answers_and_metrics_on_screen(seen)
@@ -106,8 +112,6 @@ def test_on_a_projector_every_answer_and_metrics_line_is_on_the_first_screen(bro
         kit.artifacts.mkdir(exist_ok=True)
         name = "presentation" if presentation else "plain"
         page.screenshot(path=str(kit.artifacts / f"screens-projector-{name}.png"))
-    finally:
-        context.close()
 
 
 def three_steps(body: dict[str, Any]) -> StubReply:
@@ -150,8 +154,7 @@ def start_held_run(page) -> None:
 
 
 def test_a_panel_shows_its_newest_steps_start_and_leaves_a_reader_where_they_are(browser, held_url, kit):
-    context, page = open_at(browser, held_url, PROJECTOR)
-    try:
+    with opened(browser, held_url, PROJECTOR) as page:
         start_held_run(page)
         rows = react_rows(page)
         thoughts = [r for r in rows if r["title"].startswith("✎")]
@@ -165,14 +168,11 @@ def test_a_panel_shows_its_newest_steps_start_and_leaves_a_reader_where_they_are
         kit.wait_text(page, "#run-status", "Stopped", timeout=30_000)
         page.wait_for_timeout(SETTLE_MS)
         assert react_rows(page)[0]["scrollTop"] == 0  # the stopped notice did not take them away
-    finally:
-        context.close()
 
 
 def test_a_new_run_takes_the_last_share_link_away_as_it_starts(browser, held_url, kit):
     """Not once it ends: Gradio's page starts a trigger's events in turn, and a run's stream ends with the run."""
-    context, page = open_at(browser, held_url, PROJECTOR)
-    try:
+    with opened(browser, held_url, PROJECTOR) as page:
         page.fill("#question textarea", "What is 2 + 2?")
         page.click("#run-btn")
         kit.wait_text(page, "#run-status", "Done", timeout=30_000)
@@ -182,13 +182,10 @@ def test_a_new_run_takes_the_last_share_link_away_as_it_starts(browser, held_url
         assert "Done" not in page.inner_text("#run-status")
         assert page.inner_text("#share-link").strip() == ""
         page.click("#stop-btn")
-    finally:
-        context.close()
 
 
 def test_on_a_phone_a_run_ends_with_an_answer_on_screen_and_every_tab_shows(browser, url, kit):
-    context, page = open_at(browser, url, PHONE)
-    try:
+    with opened(browser, url, PHONE) as page:
         tabs = page.evaluate("""() => [...document.querySelectorAll('button[role=tab]')].filter(t => t.offsetParent)
             .map(t => { const r = t.getBoundingClientRect();
                         return {name: t.innerText.trim(), inside: r.left >= 0 && r.right <= innerWidth}; })""")
@@ -203,8 +200,6 @@ def test_on_a_phone_a_run_ends_with_an_answer_on_screen_and_every_tab_shows(brow
         grown = page.evaluate("""() => [...document.querySelectorAll('#panels .panel-wrap')].filter(a => a.offsetParent)
             .every(a => a.scrollHeight <= a.clientHeight + 1)""")
         assert grown  # a panel is as tall as its messages: nothing scrolls inside it
-    finally:
-        context.close()
 
 
 def words_cut(page, selector: str) -> list[str]:
@@ -237,14 +232,10 @@ def share(page, kit) -> str:
 
 
 def test_a_shared_link_opens_at_the_run_on_a_phone_with_the_table_as_cards(browser, url, kit):
-    context, page = open_at(browser, url, PROJECTOR)
-    try:
+    with opened(browser, url, PROJECTOR) as page:
         run_example(page, kit)
         link = share(page, kit)
-    finally:
-        context.close()
-    context, page = open_at(browser, url, PHONE, link)
-    try:
+    with opened(browser, url, PHONE, link) as page:
         kit.wait_text(page, "#run-status", "Shared run", timeout=15_000)
         page.wait_for_timeout(SETTLE_MS)
         first = page.evaluate("""() => {
@@ -261,14 +252,11 @@ def test_a_shared_link_opens_at_the_run_on_a_phone_with_the_table_as_cards(brows
         page.locator("#comparison").scroll_into_view_if_needed()
         kit.artifacts.mkdir(exist_ok=True)
         page.screenshot(path=str(kit.artifacts / "screens-phone-table.png"))
-    finally:
-        context.close()
 
 
 def test_on_a_phone_a_shared_fork_shows_the_teachers_edit_in_full(browser, url, kit):
     """The fork's "✎ … edited by the teacher" box is not cut by a panel's own scroll box: panels grow on a phone."""
-    context, page = open_at(browser, url, PROJECTOR)
-    try:
+    with opened(browser, url, PROJECTOR) as page:
         run_example(page, kit)
         page.click("#fork > button")
         page.wait_for_function("() => document.querySelector('#fork-text textarea')?.value === '396'", timeout=15_000)
@@ -280,10 +268,7 @@ def test_on_a_phone_a_shared_fork_shows_the_teachers_edit_in_full(browser, url, 
         page.click("#fork-btn")
         kit.wait_text(page, "#panel-beside", "Final answer", timeout=30_000)
         link = share(page, kit)
-    finally:
-        context.close()
-    context, page = open_at(browser, url, PHONE, link)
-    try:
+    with opened(browser, url, PHONE, link) as page:
         kit.wait_text(page, "#panel-beside", "edited by the teacher", timeout=15_000)
         page.wait_for_timeout(SETTLE_MS)
         edit = page.evaluate("""() => {
@@ -294,5 +279,3 @@ def test_on_a_phone_a_shared_fork_shows_the_teachers_edit_in_full(browser, url, 
             return {top: r.top, bottom: r.bottom, areaTop: area.top, areaBottom: area.bottom};
         }""")
         assert edit["areaTop"] - 1 <= edit["top"] and edit["bottom"] <= edit["areaBottom"] + 1, edit
-    finally:
-        context.close()

@@ -52,7 +52,8 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
         "tools": list(tools),
         **({"options": dict(request.options)} if request.options else {}),
         # the price of the run's model as its traces use it (the server's listing, then the owner's)
-        **({"price": price.to_dict()} if (price := pricing.price_of(settings.model, settings.price)) else {}),
+        **({"price": price.to_dict()} if (price := pricing.price_of(settings.model, settings.price)) is not None
+           else {}),
     }
 
 
