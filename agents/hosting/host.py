@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from agents.comparison import JOIN_TIMEOUT_S
@@ -15,6 +17,7 @@ from agents.events import Event, LLMError
 from agents.hosting.worker import CLOSED, Item, RunSpec, RunWorker
 from agents.stepping import StepControls, StepState
 
+log = logging.getLogger(__name__)
 ACK_TIMEOUT_S = JOIN_TIMEOUT_S + 1.0  # the worker joins the run's threads for up to JOIN_TIMEOUT_S
 
 
@@ -32,6 +35,13 @@ class HostedRun(StepControls):
         self._acked = threading.Event()
         self._state_lock = threading.Lock()
         self._started = self._closed = False
+        self._notify: Callable[[bool], None] | None = None
+        self._heard: set[str] = set()  # modes that have delivered anything
+
+    def on_news(self, notify: Callable[[bool], None]) -> None:
+        """Call ``notify(urgent)`` from the host's thread after each delivery (urgent: a mode's first event or its
+        end), so a stream can sleep until there is something to show (ui/core/stream.py)."""
+        self._notify = notify
 
     def start(self) -> HostedRun:
         with self._state_lock:
@@ -41,6 +51,12 @@ class HostedRun(StepControls):
             return self
         self.host.submit(self)
         return self
+
+    @property
+    def quick_start(self) -> bool:
+        """``start()`` only hands the spec to a running worker process (no thread to start, no process to launch),
+        so the event loop may call it itself (ui/core/stream.py) instead of waking a thread to do it."""
+        return self.host.quick_submit
 
     @property
     def done(self) -> bool:
@@ -88,6 +104,7 @@ class HostedRun(StepControls):
     def deliver(self, items: list[tuple[str, Any]]) -> None:
         """Items from the host's thread: events, ends of modes, and the worker's notices (mode "")."""
         events = []
+        urgent = False
         for mode, payload in items:
             if not mode:
                 if payload == CLOSED:
@@ -95,8 +112,15 @@ class HostedRun(StepControls):
                 continue
             self._steps.add(mode, payload)
             events.append((mode, payload))
+            urgent = urgent or payload is None or mode not in self._heard
+            self._heard.add(mode)
         if events:
             self._inbox.put(events)
+            if self._notify is not None:
+                try:
+                    self._notify(urgent)
+                except Exception:  # the listener's fault must not stop the host's routing (other runs' events)
+                    log.exception("a run's news listener failed")
         if len(self._steps.ended) == len(self.modes):
             self._acked.set()  # every mode's thread has ended: a close() need not wait for the worker
 
@@ -120,6 +144,11 @@ class Host:
 
     def submit(self, run: HostedRun) -> None:
         raise NotImplementedError
+
+    @property
+    def quick_submit(self) -> bool:
+        """:meth:`submit` takes no longer than a write to a pipe (see :attr:`HostedRun.quick_start`)."""
+        return False
 
     def command(self, run: HostedRun, kind: str) -> bool:
         with self._lock:

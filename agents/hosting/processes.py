@@ -148,6 +148,12 @@ class ProcessHost(Host):
         with self._pool_lock:
             return [w.proc.pid for w in self._workers if w is not None and w.alive]
 
+    @property
+    def quick_submit(self) -> bool:
+        """Every worker is running: a submit is a write to its command pipe (a dead one would be started first)."""
+        with self._pool_lock:
+            return all(w is not None and w.alive for w in self._workers)
+
     def submit(self, run: HostedRun) -> None:
         index = self._least_busy()
         for _ in range(2):  # a worker found dead is replaced once

@@ -356,3 +356,45 @@ def test_a_fork_runs_in_a_worker_from_the_original_trace(host, monkeypatch):
     assert traces["react"].steps[0].observation == "400" and "400" in (traces["react"].answer or "")
     with pytest.raises(ValueError, match="no observation 9"):
         make_fork(original, 8, "x", settings(srv), REGISTRY, RunConfig())
+
+
+@pytest.mark.parametrize("kind", ["local", "process"])
+def test_a_hosted_run_tells_its_news_urgent_at_each_modes_first_event_and_end(kind, host):
+    """The stream adapter sleeps until told (ui/core/stream.py): every delivery says so, and a mode's first
+    event and its end say it is urgent."""
+    told: list[bool] = []
+    with StubLLMServer() as srv:
+        run = new_run(kind, host, settings(srv))
+        run.on_news(told.append)
+        traces = run_to_end(run)
+    assert all(trace.answer for trace in traces.values())
+    assert told[0] is True and told[-1] is True  # the first delivery holds first events, the last an end
+
+
+def test_a_submit_is_quick_only_while_every_worker_runs():
+    """The event loop hands a run over itself only when that is a write to a running worker's pipe."""
+    pool = ProcessHost(1)
+    assert not pool.quick_submit  # no worker yet: a submit would start one
+    pool.start()
+    try:
+        assert pool.quick_submit and not LocalHost().quick_submit  # a LocalHost starts threads
+        with StubLLMServer() as srv:
+            assert HostedRun(spec(settings(srv)), pool).quick_start
+    finally:
+        pool.stop()
+    assert not pool.quick_submit
+
+
+def test_a_failing_news_listener_does_not_stop_the_delivery(caplog):
+    """A listener's fault (e.g. its event loop closed) is logged; the events still reach the run, and the host's
+    routing thread (every other run's events) goes on."""
+    with StubLLMServer() as srv:
+        run = HostedRun(spec(settings(srv), modes=("think",)), LocalHost())
+
+    def broken(urgent: bool) -> None:
+        raise RuntimeError("Event loop is closed")
+
+    run.on_news(broken)
+    run.deliver([("think", TokenDelta("hi", "text"))])
+    assert run.poll(timeout=0) == ("think", TokenDelta("hi", "text"))
+    assert "news listener failed" in caplog.text

@@ -1,10 +1,13 @@
 """One stream adapter: a run → the throttled frames a tab shows, for Compare and Benchmark alike.
 
 A *run* has ``start()``, ``poll(timeout)``, ``done`` and a ``close()`` that works from any thread; a *view*
-(:class:`StreamView`) turns its items into what the tab shows. :func:`stream` polls the run every
-:data:`POLL_S` and yields a frame at once for a panel's first text, else at most every :func:`frame_interval`,
-and every :data:`TICK_S` while idle. Stop is a :class:`StopSignal` in :class:`Stops`, seen at the next poll;
-a ``watch`` stops it the same way; a closed tab cancels the generator. Either way ``finally`` closes the run.
+(:class:`StreamView`) turns its items into what the tab shows. :func:`stream` yields a frame at once for a
+panel's first text, else at most every :func:`frame_interval`, and every :data:`TICK_S` while idle. A run that
+can say when it has news (``on_news``, as :class:`~agents.hosting.host.HostedRun` does) wakes the stream only
+then: when nothing waits to be shown, on any news; while a frame waits for its interval, only when a mode starts
+or ends. Other runs are polled every :data:`POLL_S`. Stop is a :class:`StopSignal` in :class:`Stops`, and wakes
+the stream; a ``watch`` stops it the same way; a closed tab cancels the generator. Either way ``finally`` closes
+the run.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ log = logging.getLogger(__name__)
 THROTTLE_S = 0.1  # at most ten frames a second per run
 FRAME_BUDGET_PER_S = 200  # frames a second for all live runs together; past it, each run's frames are rarer
 TICK_S = 1.0  # refresh the live seconds counter this often while nothing happens
-POLL_S = 0.1  # how often a live run's new items are collected
+POLL_S = 0.1  # how often a run that cannot say when it has news is polled
 _live = 0  # runs and replays streaming right now, in this process
 _live_lock = threading.Lock()
 
@@ -171,8 +174,9 @@ class Stops:
         return sum(len(s) for s in self._signals.values())
 
 
-def _start_off_loop(run: Run, failed: list[Exception]) -> None:
-    """Start the run in the launcher's thread (starting threads on the loop makes every visitor wait)."""
+def _start(run: Run, failed: list[Exception], waker: _Waker) -> None:
+    """Start the run: here when it says that is quick (``quick_start``: a hand-over to a worker process), else in
+    the launcher's thread (starting threads on the loop makes every visitor wait)."""
 
     def start() -> None:
         try:
@@ -180,8 +184,58 @@ def _start_off_loop(run: Run, failed: list[Exception]) -> None:
         except Exception as exc:
             log.exception("run failed to start")
             failed.append(exc)
+            waker.news(urgent=True)
 
-    launcher.call(start)
+    if getattr(run, "quick_start", False):
+        start()
+    else:
+        launcher.call(start)
+
+
+class _Waker:
+    """Wakes a stream's wait from any thread: on any news while ``eager`` (everything shown, the frame interval
+    over), else only on urgent news (a mode started or ended, Stop), so a streaming run wakes it once a frame.
+    A run without ``on_news`` is polled instead (``polled``). ``pending`` (news since the last :meth:`taken`) is
+    set before any wake-up, so news that came while the stream was not yet waiting is not missed."""
+
+    def __init__(self, run: Run) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+        self.eager = self.pending = self.closed = False
+        on_news = getattr(run, "on_news", None)
+        self.polled = on_news is None
+        if on_news is not None:
+            on_news(self.news)
+
+    def news(self, urgent: bool = False) -> None:
+        self.pending = True
+        if (urgent or self.eager) and not self.closed and not self._event.is_set():
+            self.eager = False  # one wake-up per wait is enough
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (a test's, or the app's at exit)
+                self._loop.call_soon_threadsafe(self._event.set)
+
+    def close(self) -> None:
+        """The stream has ended: news that comes later (a late batch, the close's acknowledgement) wakes nothing."""
+        self.closed = True
+
+    def taken(self) -> None:
+        """The stream is about to collect everything the run has."""
+        self.pending = False
+
+    async def wait(self, seconds: float, *, eager: bool) -> None:
+        """Sleep up to ``seconds``; woken early as the class says (never, for a polled run: at most POLL_S)."""
+        if self.polled:
+            await asyncio.sleep(POLL_S)
+            return
+        self.eager = eager
+        try:
+            if not (eager and self.pending):
+                await asyncio.wait_for(self._event.wait(), max(0.0, seconds))
+        except TimeoutError:
+            pass
+        finally:
+            self.eager = False
+            self._event.clear()
 
 
 class _Drain(Generic[Out]):
@@ -212,15 +266,22 @@ async def stream(run: Run, view: StreamView[Out], *, stop: StopSignal | None = N
     start_failed: list[Exception] = []
     drain = _Drain(run, view)
     stop = stop if stop is not None else StopSignal()
+    waker = _Waker(run)
+    stop.on_stop(lambda: waker.news(urgent=True))
     stopped = False
     with counted():
         try:
-            _start_off_loop(run, start_failed)
+            _start(run, start_failed, waker)
             if (first := view.running()) is not None:
                 yield first
             last, dirty = time.perf_counter(), False
             while True:
-                await asyncio.sleep(POLL_S)
+                now, next_frame = time.perf_counter(), last + frame_interval(throttle)
+                if dirty or now < next_frame:  # a frame waits, or one just went: sleep to the interval's end
+                    await waker.wait(next_frame - now, eager=False)
+                else:  # everything shown: any news wakes us, else the tick
+                    await waker.wait(last + TICK_S - now, eager=True)
+                waker.taken()
                 news, urgent, ended = drain()
                 dirty = dirty or news
                 if start_failed:
@@ -233,12 +294,13 @@ async def stream(run: Run, view: StreamView[Out], *, stop: StopSignal | None = N
                 if ended:
                     break
                 now = time.perf_counter()
-                if urgent or now - last >= (frame_interval(throttle) if dirty else TICK_S):
+                if urgent or now >= last + (frame_interval(throttle) if dirty else TICK_S):
                     if (frame := view.running()) is not None:
                         yield frame
                         dirty, last = False, time.perf_counter()
         finally:
             # Stop, a closed tab, or the end: cancel the run and close the clients still open (ending
             # their streams at once). close() joins threads, so it runs off the event loop.
+            waker.close()
             launcher.start(run.close, "run-close")
     yield await view.end(Outcome(stopped=stopped, failure=drain.failure, reason=stop.reason if stopped else ""))

@@ -160,3 +160,121 @@ def test_stop_signal_runs_callbacks():
     signal.on_stop(lambda: calls.append(1))
     signal.stop()
     assert signal.stopped and calls == [1]
+
+
+class TellingRun(FakeRun):
+    """A run that says when it has news (``on_news``, as HostedRun does) and counts the stream's polls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notify = None
+        self.polls = 0
+
+    def on_news(self, notify) -> None:
+        self.notify = notify
+
+    def poll(self, timeout: float | None = None):
+        self.polls += 1
+        return super().poll(timeout)
+
+    def tell(self, item: str | None = None, *, urgent: bool = False, end: bool = False) -> None:
+        """From another thread, as a worker's batch arrives: the item, then the news."""
+        if item is not None:
+            self.items.put(item)
+        self.finished = self.finished or end
+        self.notify(urgent or end)
+
+
+def test_a_run_that_tells_its_news_is_not_polled_while_nothing_happens(monkeypatch):
+    monkeypatch.setattr(stream, "TICK_S", 5.0)
+    run, view = TellingRun(), ListView()
+
+    async def scenario() -> tuple[int, float, tuple]:
+        gen = stream.stream(run, view, throttle=0.05)
+        await anext(gen)
+        waiting = asyncio.ensure_future(anext(gen))
+        await asyncio.sleep(0.6)  # a polled run would have been looked at six times by now
+        idle_polls = run.polls
+        started = time.monotonic()
+        threading.Thread(target=run.tell, args=("x",)).start()  # plain news: nothing waited to be shown
+        frame = await waiting
+        took = time.monotonic() - started
+        run.tell(end=True)
+        await gen.aclose()
+        return idle_polls, took, frame
+
+    idle_polls, took, frame = asyncio.run(scenario())
+    assert idle_polls <= 1 and frame == ("running", ("x",))  # one look as the frame interval ended, then asleep
+    assert took < 1.0  # woken by the news, not by the 5 s tick
+
+
+def test_a_run_that_tells_its_end_ends_the_stream_before_its_next_frame_is_due(monkeypatch):
+    monkeypatch.setattr(stream, "TICK_S", 5.0)
+    run, view = TellingRun(), ListView()
+
+    async def scenario() -> tuple[float, list]:
+        gen = stream.stream(run, view, throttle=5.0)  # a frame waits five seconds for its interval
+        frames = [await anext(gen)]
+        run.tell("first", urgent=True)
+        frames.append(await anext(gen))
+        run.tell("x")  # waits for the interval: no wake-up
+        started = time.monotonic()
+        threading.Timer(0.2, run.tell, kwargs={"end": True}).start()
+        frames += [f async for f in gen]
+        return time.monotonic() - started, frames
+
+    took, frames = asyncio.run(scenario())
+    assert frames[-1] == ("done", ("first", "x")) and took < 2.0
+
+
+def test_stop_wakes_a_stream_that_sleeps_until_its_next_tick(monkeypatch):
+    monkeypatch.setattr(stream, "TICK_S", 5.0)
+    run, view, stop = TellingRun(), ListView(), StopSignal()
+
+    async def scenario() -> list:
+        loop = asyncio.get_running_loop()
+        return await collect(stream.stream(run, view, stop=stop), after_first=lambda: loop.call_later(0.1, stop.stop))
+
+    started = time.monotonic()
+    frames = asyncio.run(scenario())
+    assert frames[-1][0] == "stopped" and time.monotonic() - started < 2.0
+
+
+def test_a_run_that_starts_quickly_is_started_on_the_loop_and_others_off_it():
+    """A hand-over to a worker process (``quick_start``) costs less than waking a thread to do it; starting
+    threads does not, so any other run starts in the launcher's thread."""
+
+    class Recording(FakeRun):
+        def __init__(self, quick: bool) -> None:
+            super().__init__()
+            self.quick_start, self.thread = quick, None
+
+        def start(self) -> None:
+            self.thread = threading.current_thread()
+            super().start()
+
+    async def scenario(run: Recording) -> threading.Thread:
+        gen = stream.stream(run, ListView())
+        await anext(gen)
+        await gen.aclose()
+        return threading.current_thread()
+
+    quick, slow = Recording(True), Recording(False)
+    assert asyncio.run(scenario(quick)) is quick.thread
+    loop_thread = asyncio.run(scenario(slow))
+    assert slow.started.wait(2) and slow.thread is not loop_thread and slow.thread.name == "thread-launcher"
+
+
+def test_news_after_the_stream_ended_wakes_nothing_and_raises_nothing():
+    run, view = TellingRun(), ListView()
+
+    async def scenario() -> list:
+        gen = stream.stream(run, view)
+        frames = [await anext(gen)]
+        run.tell(end=True)
+        frames += [f async for f in gen]
+        return frames
+
+    frames = asyncio.run(scenario())  # the loop is closed now
+    assert frames[-1][0] == "done"
+    run.tell("late", urgent=True)  # a late batch from the worker's thread: no error, no wake-up
