@@ -4,6 +4,8 @@ httpx has no public way to give a client's connection pool a network backend of 
 ``httpx2.HTTPTransport`` (httpx2 2.16, the httpx that huggingface_hub 2.4 uses) keeps it in
 ``_transport._pool._network_backend``. Without the patch Stop still ends a flowing stream at once (closing
 the client does); only a request still waiting for the server's headers ends at ``LLM_TIMEOUT`` instead.
+
+That backend also reads a flowing stream in batches in the run workers (``patches/httpx_batched_reads.py``).
 """
 
 from __future__ import annotations

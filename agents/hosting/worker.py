@@ -236,6 +236,9 @@ def main(argv: list[str]) -> None:
             log.exception("could not send events to the app")
             os._exit(1)
 
+    from agents.llm import abort
+
+    abort.batch_reads()  # live runs only: their frames hide the up to 50 ms a call's end waits for
     worker = RunWorker(send)
     from tools import default_registry
 

@@ -6,6 +6,12 @@ per thread, the socket that thread blocks on, and :func:`abort_thread` shuts dow
 waiting request at once, and no other visitor's connection is touched. Why it is process-wide: docs/design.md,
 "Stop that really stops", and docs/serving.md, "Limits we know of"; the backend is attached by
 ``patches/httpx_backend.py``.
+
+In a run worker the same backend reads a flowing stream in batches (:func:`batch_reads`): a thread woken for
+every token costs 3-5x the work of the token itself on a small VM, so a read that comes soon after the last one
+first lets the socket gather what the server sends meanwhile. Frames go out every 0.1 s at most, so the screen
+loses nothing, but a call ends up to :data:`READ_EVERY_S` after its last token: the engine used directly (the
+CLI, the Benchmark tab, bench_engine.py's per-call overhead) reads each chunk as it comes.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,11 +30,15 @@ from huggingface_hub.utils import _http as hf_http
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 
 from patches.httpx_backend import attach_backend
+from patches.httpx_batched_reads import PATCH as BATCHED_READS
 
 # Every run streams one reply per mode through the one shared client: 50 visitors running All
 # are 150 streams at once, over httpx's default cap of 100 connections (the rest wait for a free
 # connection, i.e. for someone else's reply to end) and 20 kept alive (the rest reconnect per call).
 POOL_LIMITS = httpx.Limits(max_connections=1024, max_keepalive_connections=256)
+
+READ_EVERY_S = 0.05  # a flowing stream's socket is read at most this often (well under the 0.1 s frame interval)
+_read_every = 0.0  # what this process does: batch_reads() turns it on (the run workers, whose runs feed frames)
 
 log = logging.getLogger(__name__)
 
@@ -57,20 +68,34 @@ def _leave(tid: int, sock: socket.socket) -> None:
 
 class _Stream(httpcore2.NetworkStream):
     """Delegates to the real stream, registering the socket while this thread blocks on it (every read of
-    every streamed chunk passes here: plain calls, no context manager)."""
+    every streamed chunk passes here: plain calls, no context manager).
 
-    def __init__(self, inner: httpcore2.NetworkStream) -> None:
+    With ``read_every`` > 0, a read less than that after the last one waits out the rest first, unless the
+    last read found the buffer full (more is waiting) or had itself waited that long (a slow stream gains
+    nothing). A write (a new request on a kept-alive connection) starts afresh."""
+
+    def __init__(self, inner: httpcore2.NetworkStream, read_every: float = 0.0) -> None:
         self._inner = inner
         self._sock = inner.get_extra_info("socket")
+        self._read_every = read_every
+        self._next_read = 0.0  # monotonic time before which a read first sleeps
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._read_every and (wait := self._next_read - time.monotonic()) > 0:
+            time.sleep(wait)
         tid = _enter(self._sock)
+        started = time.monotonic()
         try:
-            return self._inner.read(max_bytes, timeout)
+            data = self._inner.read(max_bytes, timeout)
         finally:
             _leave(tid, self._sock)
+        ended = time.monotonic()
+        flowing = len(data) < max_bytes and ended - started < self._read_every
+        self._next_read = ended + self._read_every if flowing else 0.0
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._next_read = 0.0
         tid = _enter(self._sock)
         try:
             self._inner.write(buffer, timeout)
@@ -85,7 +110,7 @@ class _Stream(httpcore2.NetworkStream):
     ) -> httpcore2.NetworkStream:
         tid = _enter(self._sock)
         try:
-            return _Stream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+            return _Stream(self._inner.start_tls(ssl_context, server_hostname, timeout), self._read_every)
         finally:
             _leave(tid, self._sock)
 
@@ -94,19 +119,20 @@ class _Stream(httpcore2.NetworkStream):
 
 
 class _Backend(httpcore2.NetworkBackend):
-    def __init__(self) -> None:
+    def __init__(self, read_every: float = 0.0) -> None:
         self._inner = httpcore2.SyncBackend()
+        self._read_every = read_every
 
     def connect_tcp(
         self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.NetworkStream:
-        return _Stream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+        return _Stream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options), self._read_every)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore2.NetworkStream:
-        return _Stream(self._inner.connect_unix_socket(path, timeout, socket_options))
+        return _Stream(self._inner.connect_unix_socket(path, timeout, socket_options), self._read_every)
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
@@ -123,7 +149,9 @@ def _client_factory() -> Any:
     client = httpx.Client(event_hooks=default.event_hooks, follow_redirects=default.follow_redirects,
                           timeout=default.timeout, headers=default.headers, limits=POOL_LIMITS)
     default.close()
-    attach_backend(client, _Backend())  # else: one log line, and a request waiting for headers ends at LLM_TIMEOUT
+    read_every = _read_every if BATCHED_READS.wanted() else 0.0
+    # else: one log line, and a request waiting for headers ends at LLM_TIMEOUT (and no batching)
+    attach_backend(client, _Backend(read_every))
     return client
 
 
@@ -135,6 +163,13 @@ def install() -> None:
             return
         hf_http.set_client_factory(_client_factory)
         _installed = True
+
+
+def batch_reads(seconds: float = READ_EVERY_S) -> None:
+    """Read flowing streams at most every ``seconds`` in this process (a run worker calls it before any client is
+    made: the shared client's backend takes the value when it is built)."""
+    global _read_every
+    _read_every = seconds
 
 
 def clear_thread(thread_id: int) -> None:

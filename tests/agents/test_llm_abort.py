@@ -72,3 +72,73 @@ def test_an_unexpected_transport_exception_keeps_its_traceback_in_the_log(caplog
         list(model.stream([{"role": "user", "content": "hi"}]))
     unexpected = [r for r in caplog.records if r.levelno == logging.WARNING and r.exc_info]
     assert unexpected and unexpected[0].exc_info[0] is KeyError
+
+
+def _paced_server(chunks: int, gap_s: float):
+    """A socket server that sends ``chunks`` small chunks ``gap_s`` apart, then closes; (port, thread)."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn, listener:
+            for _ in range(chunks):
+                conn.sendall(b"data: {}\n\n")
+                time.sleep(gap_s)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], thread
+
+
+def _reads_until_closed(port: int, read_every: float) -> tuple[int, bytes]:
+    stream = abort._Backend(read_every).connect_tcp("127.0.0.1", port, timeout=5)
+    reads, data = 0, b""
+    try:
+        while chunk := stream.read(65536, timeout=5):
+            reads, data = reads + 1, data + chunk
+    finally:
+        stream.close()
+    return reads, data
+
+
+def test_a_flowing_stream_is_read_in_batches_and_nothing_is_lost():
+    """40 chunks 5 ms apart: read as they come, ~40 reads; read at most every 50 ms, a handful, same bytes."""
+    port, server = _paced_server(40, 0.005)
+    reads, data = _reads_until_closed(port, abort.READ_EVERY_S)
+    server.join(5)
+    assert data == b"data: {}\n\n" * 40
+    assert reads <= 12, reads  # ~0.2 s of stream in 50 ms batches (generous for a busy machine)
+
+
+def test_a_slow_stream_gets_no_extra_sleep():
+    """Chunks 120 ms apart: each read already waited longer than the batch interval, so none sleeps first."""
+    import time
+
+    port, server = _paced_server(5, 0.12)
+    started = time.monotonic()
+    reads, data = _reads_until_closed(port, abort.READ_EVERY_S)
+    server.join(5)
+    assert data == b"data: {}\n\n" * 5 and reads == 5
+    assert time.monotonic() - started < 0.6 + abort.READ_EVERY_S  # the server's own 0.6 s, plus one batch at most
+
+
+def test_batched_reads_are_a_run_workers_and_have_their_own_switch(monkeypatch):
+    def read_every() -> float:
+        client = abort._client_factory()
+        try:
+            backend = client._transport._pool._network_backend
+            assert isinstance(backend, abort._Backend)  # the abort stays whatever the batching
+            return backend._read_every
+        finally:
+            client.close()
+
+    assert read_every() == 0.0  # the engine used directly (CLI, Benchmark tab): each chunk as it comes
+    monkeypatch.setattr(abort, "_read_every", 0.0)  # undone after the test
+    abort.batch_reads()  # what a run worker does at boot
+    assert read_every() == abort.READ_EVERY_S
+    monkeypatch.setenv("APP_PATCHES_OFF", "httpx_batched_reads")
+    assert read_every() == 0.0
