@@ -8,17 +8,54 @@ Nothing reads them at import time: :func:`app_settings` reads them the first tim
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
+import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from agents.llm.backend import TOY_DEFAULT, TOY_SWITCH
 from agents.settings import SettingError, env_bool, env_float, env_int, env_text
 
+# Compare runs at once per core, when APP_CONCURRENCY is unset: the largest crowd per core that held every crowd goal
+# in `python -m bench` (README, "Measured": 100 visitors on 2 cores; the bench's "runs per core" row checks it)
+RUNS_PER_CORE = 50
+CGROUP = Path("/sys/fs/cgroup")
+
+
+def cpu_quota(root: Path = CGROUP) -> float | None:
+    """A container's CPU quota in cores (cgroup v2 ``cpu.max``, or v1 ``cpu.cfs_quota_us``), None when unlimited."""
+    try:
+        if (v2 := root / "cpu.max").exists():
+            quota, period = v2.read_text().split()[:2]
+        else:
+            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        return None if quota in ("max", "-1") else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
+
+
+def usable_cores(root: Path = CGROUP) -> int:
+    """The cores this process may use: its CPU affinity, capped by a container's CPU quota (a Space has 2 vCPUs on a
+    host that ``os.cpu_count()`` reports whole)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if (quota := cpu_quota(root)) is not None:
+        cores = min(cores, math.ceil(quota))
+    return max(1, cores)
+
+
+def default_concurrency(cores: int | None = None) -> int:
+    """``APP_CONCURRENCY`` when unset: :data:`RUNS_PER_CORE` for each core the app has at start-up."""
+    return max(1, min(1000, RUNS_PER_CORE * (cores if cores is not None else usable_cores())))
+
+
 # variable → (field, default, low, high); floats are seconds
 _INTS = {
-    "APP_CONCURRENCY": ("concurrency", 64, 1, 1000),  # Compare runs at once
+    "APP_CONCURRENCY": ("concurrency", 0, 1, 1000),  # Compare runs at once; unset (0 here): default_concurrency()
     "APP_QUEUE_SIZE": ("queue_size", 200, 0, 10_000),  # runs waiting in line; past it: "full, try again"
     "BENCH_MAX_N": ("bench_max_n", 200, 1, 100_000),  # items per benchmark run
     "BENCH_VISITOR_MAX_N": ("bench_visitor_max_n", 20, 1, 100_000),  # for Space visitors not signed in
@@ -53,7 +90,7 @@ _SWITCHES = {
 class AppSettings:
     """The app's limits; the defaults are the ones documented in the README."""
 
-    concurrency: int = _INTS["APP_CONCURRENCY"][1]
+    concurrency: int = dataclasses.field(default_factory=default_concurrency)
     queue_size: int = _INTS["APP_QUEUE_SIZE"][1]
     session_ttl_s: float = _SECONDS["APP_SESSION_TTL"][1]
     bench_max_n: int = _INTS["BENCH_MAX_N"][1]
@@ -90,6 +127,7 @@ class AppSettings:
         values: dict[str, float | bool | str | None] = {}
         for name, (field, default, low, high) in _INTS.items():
             values[field] = env_int(name, default, low, high, environ)
+        values["concurrency"] = values["concurrency"] or default_concurrency()
         for name, (field, default, low, high) in _SECONDS.items():
             values[field] = env_float(name, default, low, high, environ, unit="seconds")
         for name, (field, on) in _SWITCHES.items():

@@ -38,7 +38,7 @@ def test_a_visitor_holds_a_few_and_all_together_a_share():
 def test_the_share_of_the_slots_is_a_setting():
     from ui.core.settings import AppSettings
 
-    assert AppSettings().paused_max == 32 and AppSettings(concurrency=1).paused_max == 1
+    assert AppSettings(concurrency=64).paused_max == 32 and AppSettings(concurrency=1).paused_max == 1
     assert AppSettings.from_env({"APP_CONCURRENCY": "10", "APP_PAUSED_SHARE": "0.3"}).paused_max == 3
 
 

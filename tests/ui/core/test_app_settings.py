@@ -6,17 +6,31 @@ from __future__ import annotations
 import pytest
 
 from agents.settings import SettingError
-from ui.core.settings import AppSettings
+from ui.core.settings import RUNS_PER_CORE, AppSettings, cpu_quota, default_concurrency, usable_cores
 
 
 def test_defaults_are_the_documented_ones():
-    assert AppSettings.from_env({}) == AppSettings(concurrency=64, queue_size=200, session_ttl_s=900.0,
+    runs = RUNS_PER_CORE * usable_cores()
+    assert AppSettings.from_env({}) == AppSettings(concurrency=runs, queue_size=200, session_ttl_s=900.0,
                                                    bench_max_n=200, bench_visitor_max_n=20, bench_concurrency=4,
                                                    mcp=True)
     assert AppSettings.from_env({"APP_CONCURRENCY": "8", "APP_SESSION_TTL": "60"}).concurrency == 8
     limits = AppSettings.from_env({})
     assert (limits.pause_ttl_s, limits.paused_per_visitor, limits.paused_max, limits.share_run_mb,
-            limits.share_hourly_mb, limits.trusted_proxies) == (300.0, 3, 32, 5, 20, ())
+            limits.share_hourly_mb, limits.trusted_proxies) == (300.0, 3, runs // 2, 5, 20, ())
+
+
+def test_concurrency_follows_the_cores_and_a_containers_quota(tmp_path):
+    assert default_concurrency(2) == 2 * RUNS_PER_CORE and default_concurrency(1000) == 1000  # capped at the range
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # cgroup v2: 1.5 cores → 2
+    assert cpu_quota(tmp_path) == 1.5 and usable_cores(tmp_path) == min(2, usable_cores(tmp_path / "none"))
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert cpu_quota(tmp_path) is None
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("100000\n")  # cgroup v1: one core
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert cpu_quota(v1) == 1.0 and usable_cores(v1) == 1
     assert AppSettings.from_env({"APP_SHARE_MAX_MB": "50"}).share_hourly_mb == 5  # a tenth of the store
 
 
