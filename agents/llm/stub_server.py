@@ -269,6 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.stub
         events = sse_events(reply, body, server.chunk_chars)
         token_delay = server.token_delay if reply.token_delay is None else reply.token_delay
+        due = time.perf_counter()  # each chunk is paced on absolute time, as a server paces its tokens
         for i, event in enumerate(events):
             if reply.disconnect_after is not None and i >= reply.disconnect_after:
                 self.wfile.flush()
@@ -281,8 +282,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._end_body()
             if i and reply.pause_after == i:
                 time.sleep(reply.pause_s)
+                due = time.perf_counter()
             elif i and token_delay:
-                interrupt.wait(token_delay)
+                due += token_delay
+                if (wait := due - time.perf_counter()) > 0:
+                    interrupt.wait(wait)
             if i == len(events) - 1:  # the client may end the call (and start another) once it has this one
                 server.landed(record)
             self._chunk(f"data: {event}\n\n".encode())
