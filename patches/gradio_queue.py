@@ -22,7 +22,7 @@ from typing import Any
 from patches import Patch
 
 PATCH = Patch("gradio_queue", "gradio", "6.31.0")
-EVENT_POLL_S = 0.25
+EVENT_POLL_S = 1.0  # a look now and then; a push or a freed slot wakes the queue at once
 PROGRESS_POLL_S = 1.0
 WRAPPED = ("push", "process_events")
 
