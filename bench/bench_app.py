@@ -22,11 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.loadkit import MODES, Visit, app_main, cpu_seconds, get, pct, rss_mb, stub_main, threads_and_fds, visit
-
-
-def question(i: int) -> str:
-    return f"What is 17 * 23 + {i}?"
+from bench.crowd import crowd, errors_of, measured_crowd, question, summary
+from bench.loadkit import app_main, cpu_seconds, get, pct, rss_mb, stub_main, threads_and_fds
 
 
 class Stack:
@@ -76,84 +73,6 @@ class Stack:
         self.close()
 
 
-def crowd(url: str, questions: list[str], *, stagger: float = 0.0, timeout: float = 180.0) -> tuple[float, list[Visit]]:
-    """All visitors submit at the same instant (or spread over ``stagger`` s); wall = start → last result."""
-    visits: list[Visit | None] = [None] * len(questions)
-    barrier = threading.Barrier(len(questions) + 1)
-
-    def one(k: int) -> None:
-        barrier.wait()
-        if stagger:
-            time.sleep(stagger * k / len(questions))
-        visits[k] = visit(url, questions[k], timeout=timeout)
-
-    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(len(questions))]
-    for t in threads:
-        t.start()
-    start = time.perf_counter()
-    barrier.wait()
-    for t in threads:
-        t.join(timeout + 10)
-    done = [v for v in visits if v is not None]
-    return max((v.end or start) for v in done) - start, done
-
-
-def system_prompts() -> dict[str, str]:
-    """Each mode's system prompt as the app sends it (the bench's registry: the calculator only)."""
-    from agents.prompts import system_prompt
-    from tools.calculator import calculate
-    from tools.registry import ToolRegistry
-
-    registry = ToolRegistry([calculate])
-    return {system_prompt(m, registry, max_steps=5): m for m in MODES}
-
-
-def request_times(requests: list[dict]) -> dict[tuple[str, str], tuple[float, float]]:
-    """Per (question, mode): the stub's first token and the end of its last reply for that visitor's mode.
-    Comparable with the visitors' clocks: ``perf_counter`` is CLOCK_MONOTONIC on Linux, shared by the processes."""
-    times: dict[tuple[str, str], tuple[float, float]] = {}
-    prompts = system_prompts()
-    for r in requests:
-        messages = r["body"].get("messages") or [{}]
-        user = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
-        mode = prompts.get(str(messages[0].get("content") or ""))
-        if r["first_byte"] is None or mode is None:
-            continue
-        key = (user.removeprefix("Question: ").strip(), mode)
-        first, last = times.get(key, (r["first_byte"], r["finished"] or r["first_byte"]))
-        times[key] = (min(first, r["first_byte"]), max(last, r["finished"] or r["first_byte"]))
-    return times
-
-
-def first_text_delays(visits: list[Visit], requests: list[dict]) -> list[float]:
-    """Per visitor × mode: the visitor's first text of that panel − the stub's first token of that mode."""
-    times = request_times(requests)
-    delays = []
-    for v in visits:
-        for mode, seen in v.first_text.items():
-            if (v.question, mode) in times:
-                delays.append(seen - times[(v.question, mode)][0])
-    return delays
-
-
-def last_frame_lags(visits: list[Visit], requests: list[dict]) -> list[float]:
-    """Per visitor: its last frame (the run's end on its screen) − the end of the stub's last reply to it."""
-    times = request_times(requests)
-    lags = []
-    for v in visits:
-        ends = [times[(v.question, mode)][1] for mode in MODES if (v.question, mode) in times]
-        if ends and v.end is not None and not v.error:
-            lags.append(v.end - max(ends))
-    return lags
-
-
-def errors_of(visits: list[Visit]) -> list[str]:
-    out = [v.error for v in visits if v.error]
-    out += [f"no final answer in {[m for m, a in zip(MODES, v.answers, strict=True) if not a]}: {v.status[:120]}"
-            for v in visits if not v.error and not all(v.answers)]
-    return out
-
-
 def app_env(args: argparse.Namespace) -> dict[str, str]:
     """The app process's environment beyond the machine's: settings (``--app-env``) and framework patches
     turned off (``--patches-off``)."""
@@ -161,49 +80,30 @@ def app_env(args: argparse.Namespace) -> dict[str, str]:
     return {**env, "APP_PATCHES_OFF": ",".join(args.patches_off)} if args.patches_off else env
 
 
-def measured_crowd(stack: Stack, n: int, *, stagger: float = 0.0) -> dict:
-    """``n`` visitors at once (fresh questions), measured: wall, errors, first text and last frame against the
-    stand-in's own times, and the CPU of the app's processes per streamed token."""
-    stack.ask_stub("clear")
-    cpu0 = stack.cpu()
-    wall, visits = crowd(stack.url, [question(1000 * n + k) for k in range(n)], stagger=stagger)
-    cpu = {k: v - cpu0[k] for k, v in stack.cpu().items()}
-    dump = stack.ask_stub("dump")
-    delays = first_text_delays(visits, dump["requests"])
-    lags = last_frame_lags(visits, dump["requests"])
-    errors = errors_of(visits)
-    tokens = max(1, dump["chunks"])
-    return {
-        "wall_s": round(wall, 2), "errors": len(errors), "error_samples": errors[:3],
-        "llm_requests": len(dump["requests"]), "tokens": dump["chunks"],
-        # None when no first text could be matched to its request (then the row has no verdict)
-        "first_text_max_ms": round(max(delays) * 1000) if delays else None,
-        "first_text_p95_ms": round(pct(delays, 0.95) * 1000) if delays else None,
-        "first_text_median_ms": round(statistics.median(delays) * 1000) if delays else None,
-        "first_text_samples": len(delays), "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
-        "app_cpu_ms_per_token": round(cpu["app"] * 1000 / tokens, 3),
-        "worker_cpu_ms_per_token": round(cpu["workers"] * 1000 / tokens, 3),
-        "cpu_ms_per_token": round((cpu["app"] + cpu["workers"]) * 1000 / tokens, 3),
-        # the visitor's last frame after the stand-in's last token to it (the run's end reaching the screen)
-        "last_frame_max_s": round(max(lags), 2) if lags else None,
-        "last_frame_median_s": round(statistics.median(lags), 2) if lags else None,
-        "updates_median": statistics.median(v.updates for v in visits),
-    }
-
-
 def scale(args: argparse.Namespace) -> dict:
-    """One visitor alone, then each crowd: wall(N)/wall(1), errors, first text, last frame, CPU per token."""
+    """One visitor alone, then each crowd, ``--repeats`` times: wall(N)/wall(1) of the same round, errors, start,
+    first text (also beyond the lone visitor's), last frame, CPU per token; each figure the median round's, with
+    the spread over the rounds (:func:`~bench.crowd.summary`)."""
     out: dict = {"latency_s": args.latency, "tokens_per_s": round(1 / args.token_delay), "words": args.words,
-                 "runs": {}}
+                 "stub": args.stub, "runs": {}}
+    alones: list[dict] = []
+    crowds: dict[int, list[dict]] = {n: [] for n in args.visitors}
     with Stack(args.latency, args.token_delay, stub=args.stub, words=args.words, env=app_env(args)) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up: imports, first connections
-        out["alone"] = alone = measured_crowd(stack, 1)
-        out["wall1_s"] = alone["wall_s"]
-        out["errors"] = alone["error_samples"]
-        for n in args.visitors:
-            run = measured_crowd(stack, n, stagger=args.stagger)
-            out["errors"] += run["error_samples"]
-            out["runs"][n] = {**run, "ratio": round(run["wall_s"] / alone["wall_s"], 3)}
+        for round_ in range(args.repeats):
+            base = 100_000 * round_  # fresh questions every round
+            alones.append(alone := measured_crowd(stack, 1, base=base))
+            for n in args.visitors:
+                run = measured_crowd(stack, n, stagger=args.stagger, base=base)
+                beyond = (None if run["first_panel_max_s"] is None or alone["first_panel_max_s"] is None
+                          else round(run["first_panel_max_s"] - alone["first_panel_max_s"], 3))
+                crowds[n].append({**run, "ratio": round(run["wall_s"] / alone["wall_s"], 3),
+                                  "beyond_alone_s": beyond})
+    out["alone"] = summary(alones, "wall_s")
+    out["wall1_s"] = out["alone"]["wall_s"]
+    for n, runs in crowds.items():
+        out["runs"][n] = summary(runs, "ratio")
+    out["errors"] = [e for s in (out["alone"], *out["runs"].values()) for e in s["error_samples"]]
     return out
 
 
@@ -340,6 +240,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--token-delay", type=float, default=0.01, help="seconds between 4-character chunks (≈ tokens)")
     parser.add_argument("--words", type=int, default=0,
                         help="scale: every thought this many words longer (long replies)")
+    parser.add_argument("--repeats", type=int, default=1, help="scale: rounds (alone, then each crowd); figures are "
+                        "the median round's, with the spread")
     parser.add_argument("--stagger", type=float, default=0.0, help="spread the clicks over this many seconds")
     parser.add_argument("--runs", type=int, default=500, help="memory: runs, each from a new session")
     parser.add_argument("--parallel", type=int, default=10, help="memory: runs at a time")
@@ -348,8 +250,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--idle-s", type=float, default=20.0, help="idle: seconds measured with nobody on the page")
     parser.add_argument("--fast-rate", type=float, default=1000.0, help="fast: tokens a second in each stream")
     parser.add_argument("--stub", choices=["async", "thread"], default="async",
-                        help="the stand-in model: asyncio (default; paces like a server on its own hardware) "
-                             "or the tests' thread stub")
+                        help="the stand-in model: asyncio (default) or a thread per connection (the tests' stub, "
+                             "ThreadingHTTPServer); both pace each chunk on absolute time, as a server does")
     parser.add_argument("--app-env", nargs="+", default=[], metavar="NAME=VALUE",
                         help="settings for the app's process, e.g. APP_RUN_WORKERS=4 (compare two designs)")
     parser.add_argument("--patches-off", nargs="+", default=[], metavar="NAME",

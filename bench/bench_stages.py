@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_app import Stack, crowd, question
+from bench.bench_app import Stack
+from bench.crowd import crowd, question
 from bench.loadkit import cpu_seconds
 
 RATE = 500  # samples per second

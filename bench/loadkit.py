@@ -55,12 +55,12 @@ def threads_and_fds(pid: int) -> tuple[int, int]:
 def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: str = "async", words: int = 0) -> None:
     """Child process: the toy model behind real HTTP + SSE, answering to commands on ``conn``.
 
-    ``kind`` "async" (the default) is :mod:`bench.async_stub`: one asyncio loop paces every stream
-    on absolute due times, as a real server paces tokens on its own hardware; "thread" is the tests'
-    ``ThreadingHTTPServer`` stub, whose thread per stream falls behind its own pace under a crowd on a small
-    machine. It counts the content chunks it streams (one per
-    ``chunk_chars`` characters, ≈ one token at 4), so the bench can divide the app's CPU by the tokens it relayed.
-    ``words`` makes every thought that many words longer (:func:`~agents.llm.stub_server.talkative`): long replies.
+    ``kind`` "async" (the default) is :mod:`bench.async_stub`: one asyncio loop serves every stream; "thread" is
+    the tests' ``ThreadingHTTPServer`` stub, a thread per connection, as many servers are (it costs more CPU on
+    the same cores). Both pace each chunk on absolute time, as a real server paces tokens on its own hardware.
+    It counts the content chunks it streams (one per ``chunk_chars`` characters, ≈ one token at 4), so the bench
+    can divide the app's CPU by the tokens it relayed. ``words`` makes every thought that many words longer
+    (:func:`~agents.llm.stub_server.talkative`): long replies.
     """
     import sys
 

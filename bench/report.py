@@ -1,6 +1,6 @@
 """One performance report: every benchmark, one table of figures with their goals beside them.
 
-    python -m bench            # full run, ~10 minutes on 2 cores
+    python -m bench            # full run, ~20 minutes on 2 cores
     python -m bench --quick    # smaller runs for development, ~2 minutes
     python -m bench --json     # the raw figures of every benchmark, as one JSON object
     python -m bench --smoke    # the smallest runs, ~30 s: does every benchmark still run? (figures mean little)
@@ -26,17 +26,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench import report_app  # noqa: E402 - after the path: python bench/report.py runs too
 
 # name → (script, flags): ``bench/bench_<script>.py --json <flags>``. "app" is the short replies of the toy model
-# (36 tokens a run), "app_long" the long ones (every thought 300 words longer, ~1,300 tokens a run).
+# (36 tokens a run), "app_long" the long ones (every thought 300 words longer, ~1,300 tokens a run, 0.5 s to each
+# reply's first token); each against the asyncio stand-in, and again ("_thread") against a thread per connection.
+# The crowds run three rounds: each figure is the median round's, with the spread.
+SHORT = ["--visitors", "20", "50", "100"]
+LONG = ["--words", "300", "--visitors", "50", "--latency", "0.5"]
 FULL = {
     "engine": ("engine", ["--repeats", "3"]),
     "tools": ("tools", ["--calc-calls", "2000"]),
     "sandbox": ("sandbox", ["--repl-calls", "50", "--steps", "50", "--busy-steps", "10", "--sessions", "32"]),
     "eval": ("eval", ["--n", "60"]),
-    "app": ("app", ["--scenario", "scale", "memory", "flood", "idle", "--visitors", "20", "50", "100", "--runs", "500",
+    "app": ("app", ["--scenario", "scale", "memory", "flood", "idle", *SHORT, "--repeats", "3", "--runs", "500",
                     "--flood", "300", "--idle-s", "30"]),
-    "app_long": ("app", ["--scenario", "scale", "fast", "--words", "300", "--visitors", "50"]),
+    "app_thread": ("app", ["--scenario", "scale", *SHORT, "--repeats", "3", "--stub", "thread"]),
+    "app_long": ("app", ["--scenario", "scale", "fast", *LONG, "--repeats", "3"]),
+    "app_long_thread": ("app", ["--scenario", "scale", *LONG, "--repeats", "3", "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "short:50", "long:1", "long:50"]),
 }
 QUICK = {
@@ -46,7 +55,10 @@ QUICK = {
     "eval": ("eval", ["--n", "12"]),
     "app": ("app", ["--scenario", "scale", "memory", "flood", "idle", "--visitors", "10", "20", "--runs", "100",
                     "--flood", "100", "--latency", "1.0", "--idle-s", "10"]),
-    "app_long": ("app", ["--scenario", "scale", "fast", "--words", "300", "--visitors", "20", "--latency", "1.0"]),
+    "app_thread": ("app", ["--scenario", "scale", "--visitors", "10", "20", "--latency", "1.0", "--stub", "thread"]),
+    "app_long": ("app", ["--scenario", "scale", "fast", "--words", "300", "--visitors", "20", "--latency", "0.5"]),
+    "app_long_thread": ("app", ["--scenario", "scale", "--words", "300", "--visitors", "20", "--latency", "0.5",
+                                "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "long:20", "--latency", "1.0"]),
 }
 SMOKE = {  # every script, every scenario, every key of the table, at the smallest honest size (tests/bench)
@@ -56,8 +68,11 @@ SMOKE = {  # every script, every scenario, every key of the table, at the smalle
                             "50", "--sessions", "2"]),
     "eval": ("eval", ["--n", "3", "--latency", "0.01"]),
     "app": ("app", ["--scenario", "scale", "memory", "flood", "idle", "--visitors", "2", "--runs", "4", "--parallel",
-                    "2", "--flood", "4", "--latency", "0.2", "--idle-s", "1"]),
+                    "2", "--flood", "4", "--latency", "0.2", "--idle-s", "1", "--repeats", "2"]),
+    "app_thread": ("app", ["--scenario", "scale", "--visitors", "2", "--latency", "0.2", "--stub", "thread"]),
     "app_long": ("app", ["--scenario", "scale", "fast", "--words", "20", "--visitors", "2", "--latency", "0.2"]),
+    "app_long_thread": ("app", ["--scenario", "scale", "--words", "20", "--visitors", "2", "--latency", "0.2",
+                                "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "--latency", "0.2"]),
 }
 
@@ -95,88 +110,6 @@ class Rows(list):
             ok: Callable[[float], bool] | None) -> None:
         met = None if ok is None or value is None or (isinstance(value, float) and math.isnan(value)) else ok(value)
         self.append((measure, shown, goal, met))
-
-
-def _ratio(s: dict, wall1: float) -> str:
-    return f"{s['ratio']:.2f} ({s['wall_s']:.1f} s vs {wall1:.1f} s), {s['errors']} errors"
-
-
-def _cpu(s: dict) -> str:
-    return (f"{s['cpu_ms_per_token']:.3f} ms (app {s['app_cpu_ms_per_token']:.3f} + workers "
-            f"{s['worker_cpu_ms_per_token']:.3f}, {s['tokens']} tokens)")
-
-
-def _short_rows(out: Rows, scale: dict) -> None:
-    """The toy model's short replies: crowds against one visitor, first text, CPU per token."""
-    runs = scale.get("runs", {})
-    for n, s in sorted(runs.items(), key=lambda kv: int(kv[0])):
-        limit = 1.3 if int(n) <= 50 else 1.5
-        out.add(f"short replies: {n} visitors vs 1, mode All (wall ratio, errors)",
-                s["ratio"] if not s["errors"] else math.inf, _ratio(s, scale["wall1_s"]), f"≤ {limit}, 0 errors",
-                lambda v, limit=limit: v <= limit)
-    if runs:
-        n, s = min(runs.items(), key=lambda kv: abs(int(kv[0]) - 50))  # 50 visitors, or the nearest crowd
-        out.add(f"short replies: first text on screen after the server's first token ({n} visitors × 3 panels)",
-                s["first_text_max_ms"], f"max {fmt(s['first_text_max_ms'], ' ms', 0)}, "
-                f"p95 {fmt(s['first_text_p95_ms'], ' ms', 0)}, median {fmt(s['first_text_median_ms'], ' ms', 0)}",
-                "≤ 500 ms (max)", lambda v: v <= 500)
-        out.add(f"short replies: CPU per streamed token, app + run workers ({n} visitors)", s["cpu_ms_per_token"],
-                _cpu(s), "—", None)
-
-
-def _long_rows(out: Rows, long_: dict) -> None:
-    """Long replies (every thought 300 words longer) alone and in a crowd, and one very fast stream."""
-    scale = long_.get("scale", {})
-    if scale:
-        alone = scale["alone"]
-        out.add("long replies: CPU per streamed token, app + run workers, one visitor alone",
-                alone["cpu_ms_per_token"], f"{alone['cpu_ms_per_token']:.3f} ms ({alone['tokens']} tokens)",
-                "≤ 0.25 ms", lambda v: v <= 0.25)
-    for n, s in sorted(scale.get("runs", {}).items(), key=lambda kv: int(kv[0])):
-        out.add(f"long replies: CPU per streamed token, app + run workers, {n} visitors", s["cpu_ms_per_token"],
-                _cpu(s), "≤ 0.15 ms", lambda v: v <= 0.15)
-        out.add(f"long replies: {n} visitors vs 1, mode All (wall ratio, errors)",
-                s["ratio"] if not s["errors"] else math.inf, _ratio(s, scale["wall1_s"]), "≤ 1.2, 0 errors",
-                lambda v: v <= 1.2)
-        out.add(f"long replies: last frame after the server's last token ({n} visitors, max)", s["last_frame_max_s"],
-                f"max {fmt(s['last_frame_max_s'], ' s')}, median {fmt(s['last_frame_median_s'], ' s')}", "≤ 0.5 s",
-                lambda v: v <= 0.5)
-    fast = long_.get("fast", {})
-    if fast:
-        out.add(f"one visitor, All, {fast['tokens_per_s']:,.0f} tokens/s per stream: last frame after the last token",
-                fast["last_frame_max_s"] if not fast["errors"] else math.inf,
-                f"{fmt(fast['last_frame_max_s'], ' s')} ({fast['tokens']} tokens, {fast['errors']} errors)", "≤ 0.5 s",
-                lambda v: v <= 0.5)
-
-
-def _load_rows(out: Rows, app: dict) -> None:
-    """Memory over many sessions, and a flood of submissions with the page loading meanwhile."""
-    memory = app.get("memory", {})
-    if memory:
-        out.add(f"app RSS growth over {memory['runs']} runs from {memory['runs']} sessions", memory["growth_mb"],
-                f"{memory['growth_mb']:+.1f} MB ({memory['per_run_kb']:.0f} KB/run), {memory['errors']} errors",
-                "< 50 MB", lambda v: v < 50 and not memory["errors"])
-    flood = app.get("flood", {})
-    if flood:
-        kinds = flood["outcomes"]
-        answered = kinds["finished"] + kinds["told_full"]
-        out.add(f"{flood['submissions']} submissions at once: each told its place or 'full'",
-                flood["first_word_max_s"] if answered == flood["submissions"] else math.inf,
-                f"{kinds['finished']} ran ({kinds['told_queued']} told their place first), {kinds['told_full']} "
-                f"told full, {kinds['http_503'] + kinds['other_errors']} errors; first word ≤ "
-                f"{flood['first_word_max_s']:.1f} s", "no error, first word ≤ 5 s", lambda v: v <= 5)
-        out.add("page load (GET / + JS + CSS) during that flood", flood["page_max_s"],
-                f"max {flood['page_max_s']:.2f} s, p95 {flood['page_p95_s']:.2f} s over {flood['page_loads']} loads "
-                f"(quiet: {flood['page_quiet_median_s']} s)", "< 2 s", lambda v: v < 2)
-
-
-def _idle_row(out: Rows, idle: dict) -> None:
-    """The app with nobody on the page: what its own timers and polls cost (the stand-in's CPU beside it)."""
-    if idle:
-        per_s = idle["cpu_ms_per_s"]
-        out.add("idle app (app + run workers, nobody on the page): CPU per second", idle["app_cpu_ms_per_s"],
-                f"{idle['app_cpu_ms_per_s']:.1f} ms/s over {idle['seconds']:.0f} s (stand-in {per_s['stub']:.1f} ms/s "
-                "beside it)", "≤ 5 ms/s", lambda v: v <= 5)
 
 
 def _sandbox_rows(out: Rows, sandbox: dict) -> None:
@@ -224,10 +157,10 @@ def rows(r: dict) -> list[Row]:
             lambda v: v <= 1.15)
     out.add("orchestration overhead per LLM call", engine.get("overhead_ms_per_call"),
             fmt(engine.get("overhead_ms_per_call"), " ms"), "≤ 5 ms", lambda v: v <= 5)
-    _short_rows(out, app.get("scale", {}))
-    _long_rows(out, r.get("app_long", {}))
-    _load_rows(out, app)
-    _idle_row(out, app.get("idle", {}))
+    report_app.short_rows(out, r)
+    report_app.long_rows(out, r)
+    report_app.load_rows(out, app)
+    report_app.idle_row(out, app.get("idle", {}))
     out.add("benchmark concurrency (concurrent ÷ sequential wall)", evals.get("ratio"),
             f"{fmt(evals.get('ratio'), '', 3)} ({evals.get('concurrent_wall_s')} s vs "
             f"{evals.get('sequential_wall_s')} s, concurrency {evals.get('concurrency')})", "≤ 0.2", lambda v: v <= 0.2)

@@ -1,10 +1,10 @@
 """What each benchmark script prints with ``--json``, cut down to the keys bench/report.py reads.
 
-The figures pass every goal (the app's short replies with visitors 20 and 50, the long ones with 50; 500 runs,
-300 submissions; 32 paused CodeAct sessions, their memory read as PSS). The shapes are the scripts' own: a key here
-that a script stops printing fails ``test_bench_runs.py``; a key report.py starts reading that is missing
-here fails ``test_report_table.py`` (and so does a key here that report.py no longer reads). The visitor
-counts under ``runs`` are strings, as they come back from JSON.
+The figures pass every goal (the app's short replies with visitors 20, 50 and 100, the long ones with 50, each
+against both stand-ins; 500 runs, 300 submissions; 32 paused CodeAct sessions, their memory read as PSS). The
+shapes are the scripts' own: a key here that a script stops printing fails ``test_bench_runs.py``; a key
+report.py starts reading that is missing here fails ``test_report_table.py`` (and so does a key here that
+report.py no longer reads). The visitor counts under ``runs`` are strings, as they come back from JSON.
 """
 
 from __future__ import annotations
@@ -12,6 +12,26 @@ from __future__ import annotations
 import copy
 
 import pytest
+
+
+def fresh(figures: dict, **changed: object) -> dict:
+    """A copy of ``figures`` of its own (a test that moves one figure moves only that one)."""
+    return {**copy.deepcopy(figures), **changed}
+
+
+# one crowd of short replies, as bench_app.py's scale prints it: the median of three rounds, with their spread
+CROWD = {"wall_s": 5.0, "ratio": 1.12, "errors": 0, "repeats": 3, "beyond_alone_s": 0.3, "start_max_s": 0.35,
+         "start_median_s": 0.3, "first_text_max_ms": 200, "first_text_median_ms": 60, "cpu_ms_per_token": 0.3,
+         "app_cpu_ms_per_token": 0.1, "worker_cpu_ms_per_token": 0.2, "tokens": 5400,
+         "cpu_s": {"stub": 0.4, "visitors": 0.1},
+         "spread": {"ratio": [1.1, 1.14], "beyond_alone_s": [0.28, 0.4], "start_max_s": [0.3, 0.4],
+                    "first_text_max_ms": [180, 220], "cpu_ms_per_token": [0.29, 0.31]}}
+LONG_ALONE = {"repeats": 3, "cpu_ms_per_token": 0.3, "app_cpu_ms_per_token": 0.1, "worker_cpu_ms_per_token": 0.2,
+              "tokens": 1307, "cpu_s": {"stub": 0.2, "visitors": 0.02}, "spread": {"cpu_ms_per_token": [0.29, 0.33]}}
+LONG_CROWD = {"wall_s": 9.0, "ratio": 1.05, "errors": 0, "repeats": 3, "cpu_ms_per_token": 0.12,
+              "app_cpu_ms_per_token": 0.04, "worker_cpu_ms_per_token": 0.08, "tokens": 65350,
+              "cpu_s": {"stub": 2.0, "visitors": 0.3}, "last_frame_max_s": 0.3, "last_frame_median_s": 0.2,
+              "spread": {"ratio": [1.03, 1.07], "cpu_ms_per_token": [0.11, 0.13], "last_frame_max_s": [0.25, 0.4]}}
 
 CANNED: dict = {
     "engine": {"ratio": 1.007, "overhead_ms_per_call": 2.41},
@@ -26,41 +46,28 @@ CANNED: dict = {
     },
     "eval": {"ratio": 0.136, "concurrent_wall_s": 3.54, "sequential_wall_s": 25.96, "concurrency": 8},
     "app": {
+        "cores": 2,
         "scale": {
-            "wall1_s": 4.4,
             "runs": {
-                "20": {"wall_s": 4.7, "ratio": 1.07, "errors": 0, "first_text_max_ms": 310, "first_text_p95_ms": 220,
-                       "first_text_median_ms": 30, "cpu_ms_per_token": 0.3, "app_cpu_ms_per_token": 0.1,
-                       "worker_cpu_ms_per_token": 0.2, "tokens": 2160},
-                "50": {"wall_s": 5.4, "ratio": 1.23, "errors": 0, "first_text_max_ms": 358, "first_text_p95_ms": 204,
-                       "first_text_median_ms": 42, "cpu_ms_per_token": 0.3, "app_cpu_ms_per_token": 0.1,
-                       "worker_cpu_ms_per_token": 0.2, "tokens": 5400},
-                "100": {"wall_s": 6.2, "ratio": 1.41, "errors": 0, "first_text_max_ms": 420, "first_text_p95_ms": 300,
-                        "first_text_median_ms": 60, "cpu_ms_per_token": 0.3, "app_cpu_ms_per_token": 0.1,
-                        "worker_cpu_ms_per_token": 0.2, "tokens": 10800},
+                "20": fresh(CROWD), "50": fresh(CROWD),
+                "100": fresh(CROWD, ratio=1.41, spread={**CROWD["spread"], "ratio": [1.38, 1.45]}),
             },
         },
         "memory": {"runs": 500, "growth_mb": 12.8, "per_run_kb": 26.2, "errors": 0},
         "flood": {
             "submissions": 300,
-            "outcomes": {"finished": 264, "told_queued": 200, "told_full": 36, "http_503": 0, "other_errors": 0},
-            "first_word_max_s": 1.2, "page_max_s": 0.93, "page_p95_s": 0.12, "page_loads": 81,
+            "outcomes": {"finished": 300, "told_queued": 200, "told_full": 0, "http_503": 0, "other_errors": 0},
+            "first_word_max_s": 1.6, "page_max_s": 0.93, "page_p95_s": 0.12, "page_loads": 81,
             "page_quiet_median_s": 0.003,
         },
         "idle": {"seconds": 30.0, "app_cpu_ms_per_s": 4.0, "cpu_ms_per_s": {"stub": 2.0}},
     },
+    "app_thread": {"scale": {"runs": {"20": fresh(CROWD), "50": fresh(CROWD), "100": fresh(CROWD)}}},
     "app_long": {
-        "scale": {
-            "wall1_s": 12.5,
-            "alone": {"cpu_ms_per_token": 0.2, "tokens": 1307},
-            "runs": {
-                "50": {"wall_s": 14.0, "ratio": 1.12, "errors": 0, "cpu_ms_per_token": 0.14,
-                       "app_cpu_ms_per_token": 0.03, "worker_cpu_ms_per_token": 0.11, "tokens": 65350,
-                       "last_frame_max_s": 0.4, "last_frame_median_s": 0.1},
-            },
-        },
+        "scale": {"alone": fresh(LONG_ALONE), "runs": {"50": fresh(LONG_CROWD)}},
         "fast": {"tokens_per_s": 1000.0, "last_frame_max_s": 0.2, "tokens": 1307, "errors": 0},
     },
+    "app_long_thread": {"scale": {"alone": fresh(LONG_ALONE), "runs": {"50": fresh(LONG_CROWD)}}},
     "stages": {
         "configs": {
             "short:1": {"replies": "short", "visitors": 1, "cpu_ms_per_token": 0.9,
