@@ -1,6 +1,6 @@
 """One performance report: every benchmark, one table of figures with their goals beside them.
 
-    python -m bench            # full run, ~20 minutes on 2 cores
+    python -m bench            # full run, ~10 minutes on 2 cores
     python -m bench --quick    # smaller runs for development, ~2 minutes
     python -m bench --json     # the raw figures of every benchmark, as one JSON object
     python -m bench --smoke    # the smallest runs, ~30 s: does every benchmark still run? (figures mean little)
