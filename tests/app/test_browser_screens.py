@@ -95,10 +95,12 @@ def test_on_a_projector_every_answer_and_metrics_line_is_on_the_first_screen(bro
         assert_answers_and_metrics_on_screen(seen)
         if presentation:
             assert all(p["size"] >= 20 for p in seen["panels"]), seen
-            smallest = page.evaluate("""() => Math.min(...[...document.querySelectorAll('#panels .message-row *')]
+            smallest = page.evaluate("""() => [...document.querySelectorAll('#panels .message-row *')]
                 .filter(e => e.offsetParent && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
-                .map(e => parseFloat(getComputedStyle(e).fontSize)))""")
-            assert smallest >= 20, smallest  # every text of the panels: thoughts, code, answers
+                .map(e => ({size: parseFloat(getComputedStyle(e).fontSize), tag: e.tagName, cls: e.className,
+                            text: e.textContent.trim().slice(0, 40)}))
+                .sort((a, b) => a.size - b.size)[0]""")
+            assert smallest["size"] >= 20, smallest  # every text of the panels: thoughts, code, answers
             for p in seen["panels"]:  # the panels fill the screen under the question, down to its bottom edge
                 assert p["area"]["bottom"] - p["area"]["top"] >= 0.5 * seen["height"], p
                 assert p["metrics"]["bottom"] >= seen["height"] - 48, p
