@@ -53,6 +53,11 @@ def _row(out: Any, measure: str, goal: str, ok: Callable[[float], bool] | None, 
     out.add(measure, worst, " · ".join(parts) or "—", goal, ok)
 
 
+def _at(n: int) -> Pick:
+    """The summary of the crowd of ``n`` visitors (JSON keys are strings; a fresh result's are ints)."""
+    return lambda sc: sc["runs"].get(str(n), sc["runs"].get(n))
+
+
 def _errors_or(key: str) -> Callable[[dict], float | None]:
     return lambda s: s.get(key) if not s.get("errors") else math.inf
 
@@ -71,30 +76,27 @@ def short_rows(out: Any, r: dict) -> None:
     for n in counts:
         limit = 1.3 if n <= 50 else 1.5
         _row(out, f"short replies: {n} visitors vs 1, mode All (wall ratio, errors)", f"≤ {limit}, 0 errors",
-             lambda v, limit=limit: v <= limit, crowds, lambda sc, n=n: sc["runs"].get(str(n), sc["runs"].get(n)),
+             lambda v, limit=limit: v <= limit, crowds, _at(n),
              _errors_or("ratio"), lambda s: f"{_figure(s, 'ratio')} ({s['wall_s']:.1f} s), {s['errors']} errors")
     if not counts:
         return
     mid = min(counts, key=lambda n: abs(n - 50))  # 50 visitors, or the nearest crowd
     top = max(counts)
 
-    def at(n: int) -> Callable[[dict], dict | None]:
-        return lambda sc: sc["runs"].get(str(n), sc["runs"].get(n))
-
     _row(out, f"short replies: slowest first panel text, {mid} visitors, beyond one visitor alone", "≤ +0.5 s",
-         lambda v: v <= 0.5, crowds, at(mid), lambda s: s.get("beyond_alone_s"),
+         lambda v: v <= 0.5, crowds, _at(mid), lambda s: s.get("beyond_alone_s"),
          lambda s: f"+{_figure(s, 'beyond_alone_s', ' s')}")
     _row(out, f"short replies: {top} clicks at once, each visitor's first frame (panel text or place) after the click",
-         "≤ 0.5 s (max)", lambda v: v <= 0.5, crowds, at(top), lambda s: s.get("start_max_s"),
+         "≤ 0.5 s (max)", lambda v: v <= 0.5, crowds, _at(top), lambda s: s.get("start_max_s"),
          lambda s: f"max {_figure(s, 'start_max_s', ' s')}, median {_fmt(s.get('start_median_s'), ' s', 2)}")
     _row(out, f"short replies: first text on screen after the server's first token ({mid} visitors × 3 panels)",
-         "≤ 500 ms (max)", lambda v: v <= 500, crowds, at(mid), lambda s: s.get("first_text_max_ms"),
+         "≤ 500 ms (max)", lambda v: v <= 500, crowds, _at(mid), lambda s: s.get("first_text_max_ms"),
          lambda s: f"max {_figure(s, 'first_text_max_ms', ' ms', 0)}, median "
                    f"{_fmt(s.get('first_text_median_ms'), ' ms', 0)}")
-    _row(out, f"short replies: CPU per streamed token, app + run workers ({mid} visitors)", "—", None, crowds, at(mid),
+    _row(out, f"short replies: CPU per streamed token, app + run workers ({mid} visitors)", "—", None, crowds, _at(mid),
          lambda s: s.get("cpu_ms_per_token"), _beside)
     held = [n for n in counts if all(
-        (s := at(n)(sc)) is not None and not s["errors"] and s["ratio"] <= (1.3 if n <= 50 else 1.5)
+        (s := _at(n)(sc)) is not None and not s["errors"] and s["ratio"] <= (1.3 if n <= 50 else 1.5)
         for _, sc in crowds)]
     cores = (r.get("app") or {}).get("cores")  # the machine's, as bench_app.py saw it
     from ui.core.settings import RUNS_PER_CORE
@@ -115,9 +117,7 @@ def long_rows(out: Any, r: dict) -> None:
          lambda v: v <= 0.35, crowds, lambda sc: sc.get("alone"), lambda s: s.get("cpu_ms_per_token"), _beside)
     counts = sorted({int(n) for _, scale in crowds for n in scale.get("runs", {})})
     for n in counts:
-        def at(sc: dict, n: int = n) -> dict | None:
-            return sc["runs"].get(str(n), sc["runs"].get(n))
-
+        at = _at(n)
         _row(out, f"long replies: CPU per streamed token, app + run workers, {n} visitors", "≤ 0.15 ms",
              lambda v: v <= 0.15, crowds, at, lambda s: s.get("cpu_ms_per_token"), _beside)
         _row(out, f"long replies: {n} visitors vs 1, mode All (wall ratio, errors)", "≤ 1.2, 0 errors",
