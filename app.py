@@ -29,7 +29,7 @@ from agents.settings import (
     TEMPERATURE_RANGE,
     SettingError,
 )
-from patches import gradio_queue, gradio_sessions, page_cache
+from patches import gradio_login_check, gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
 from tools import sandbox_wasm
@@ -88,6 +88,7 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
             result = super().launch(*args, **kwargs)
         if not visitors.peer_address_pinned(getattr(self, "server", None)):
             log.warning("the server may take client addresses from X-Forwarded-For: per-visitor limits trust them")
+        gradio_login_check.install(self.server_app)  # a REST call's login check inline, not on the thread pool
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
         launcher.call(hosting.start_default_host)  # the live runs' worker processes, off the event loop
         if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
@@ -101,6 +102,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
     gradio_sessions.install(app_settings().session_ttl_s)  # per-visitor state: cheap to make, given back when idle
+    matplotlib_probe.install()  # Gradio's import of it around every frame fails at once, without a sys.path search
     if registry is None:
         from tools import default_registry
 

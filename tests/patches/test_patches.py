@@ -70,8 +70,9 @@ def test_a_patch_s_earlier_name_still_turns_it_off(monkeypatch, caplog):
 
 
 def test_a_removed_patch_s_name_is_accepted_and_ignored(monkeypatch):
-    """An old setting that turned off a patch since removed (``matplotlib_probe``) does not stop the app."""
-    monkeypatch.setenv(patches.ENV, "matplotlib_probe, page_cache")
+    """An old setting that turned off a patch since removed (listed with None) does not stop the app."""
+    monkeypatch.setitem(patches.OLD_NAMES, "a_removed_patch", None)
+    monkeypatch.setenv(patches.ENV, "a_removed_patch, page_cache")
     assert patches.env_problem() is None and patches.turned_off() == {"page_cache"}
     assert all(patch.wanted() for name, patch in declared().items() if name != "page_cache")
 

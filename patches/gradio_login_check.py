@@ -1,0 +1,60 @@
+"""Gradio's login check runs inline on the event loop, not on the thread pool.
+
+Gradio (6.31, ``routes.App.create_app``) guards ``/call``, ``/queue/join``, ``/queue/data`` and others with
+``Depends(login_check)``, a plain ``def``, so FastAPI hops to the thread pool for it: two hops per REST run
+(the POST and its stream), which a burst of clicks queues behind Gradio's 40-thread limiter. FastAPI's public
+``dependency_overrides`` puts an ``async def`` in its place that calls Gradio's own function inline: the same
+answer from the same code (a cookie and a dict lookup, no I/O), without the hop.
+
+Finding the function walks the app's routes, through FastAPI 0.165's ``_IncludedRouter.original_router``. If
+the route or its shape is not found, the patch stays off and Gradio's own check runs as before.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from fastapi import Depends
+
+from patches import Patch
+
+PATCH = Patch("gradio_login_check", "gradio", "6.31.0")
+PATH_END = "/login_check"
+
+
+def _routes(routes: list[Any]) -> Iterator[Any]:
+    for route in routes:
+        yield route
+        included = getattr(route, "original_router", None)  # FastAPI 0.165: an included router, kept whole
+        if included is not None:
+            yield from _routes(list(getattr(included, "routes", [])))
+
+
+def _found(app: Any) -> tuple[Callable[..., Any], Callable[..., Any]] | str:
+    """(Gradio's login check, the dependency that gives it the user), or why they were not found."""
+    route = next((r for r in _routes(list(app.router.routes)) if str(getattr(r, "path", "")).endswith(PATH_END)),
+                 None)
+    if route is None:
+        return "no login_check route"
+    check = route.endpoint
+    params = list(inspect.signature(check).parameters)
+    dependencies = getattr(getattr(route, "dependant", None), "dependencies", None) or []
+    if inspect.iscoroutinefunction(check) or params != ["user"] or len(dependencies) != 1:
+        return "login_check is not the plain def(user=Depends(...)) it was"
+    return check, dependencies[0].call
+
+
+def install(app: Any) -> bool:
+    """Put the inline check in place on ``app`` (Gradio's FastAPI app); True when applied."""
+    found = _found(app)
+    if not PATCH.usable(found if isinstance(found, str) else None):
+        return False
+    check, user_of = found  # type: ignore[misc]
+
+    async def login_check(user: str | None = Depends(user_of)) -> None:
+        check(user)  # Gradio's own check: returns, or raises its 401
+
+    app.dependency_overrides[check] = login_check
+    return True
