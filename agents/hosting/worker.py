@@ -15,7 +15,6 @@ and the hop to the app costs per batch, not per token.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sys
@@ -39,10 +38,6 @@ log = logging.getLogger(__name__)
 FLUSH_S = 0.05  # a batch's age at most: the app shows frames every 0.1 s or more
 CLOSED = "closed"  # payload of "this run is closed" (mode ""): its threads have ended
 SECRETS = "secrets"  # the app's first message to a worker process: (SECRETS, {name: value})
-# A worker process yields the cores to the app's event loop, which serves every visitor's clicks and frames; a
-# model stream's reads can wait a few ms. 5, measured: 100 clicks at once start sooner, first text stays prompt
-# (10 delayed first text past the goal). The README's "Measured" section has the figures.
-WORKER_NICE = 5
 Item = tuple[int, str, Any]  # (run id, mode, event | None for "the mode ended" | a (mode "") notice)
 
 
@@ -222,8 +217,6 @@ def main(argv: list[str]) -> None:
     """The worker process (``python -m agents.hosting CMD_FD EVENT_FD``): take the secrets the app sends first,
     then serve runs until the app closes the command pipe."""
     make_non_dumpable()  # before anything is read (the app's BOOT did it even before the imports)
-    with contextlib.suppress(OSError):  # raising one's own niceness is always allowed; never fatal
-        os.nice(WORKER_NICE)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="run-worker: %(levelname)s %(name)s: %(message)s")
     commands = Connection(int(argv[0]), writable=False)

@@ -24,7 +24,7 @@ from agents.events import Action, LLMError, Retry, TokenDelta, event_to_dict
 from agents.hosting import WORKER_DIED, HostedRun, make_fork, make_run
 from agents.hosting.host import LocalHost
 from agents.hosting.processes import ProcessHost
-from agents.hosting.worker import CLOSED, WORKER_NICE, RunSpec, coalesce
+from agents.hosting.worker import CLOSED, RunSpec, coalesce
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
@@ -186,19 +186,6 @@ def test_a_worker_that_dies_ends_its_runs_with_one_clear_line_and_is_replaced():
             traces = run_to_end(HostedRun(spec(settings(srv)), pool))
             assert all(t.answer for t in traces.values())
             assert pool.pids() and pool.pids()[0] != pid
-    finally:
-        pool.stop()
-
-
-def test_a_worker_process_yields_the_cores_to_the_app_s_event_loop():
-    """Workers run WORKER_NICE above the app: in a burst of clicks the loop that serves every visitor goes first."""
-    pool = ProcessHost(1).start()
-    try:
-        [pid] = pool.pids()
-        deadline = time.monotonic() + 10
-        while (nice := os.getpriority(os.PRIO_PROCESS, pid)) == os.nice(0) and time.monotonic() < deadline:
-            time.sleep(0.05)  # the worker sets it as its first step
-        assert nice == min(19, os.nice(0) + WORKER_NICE)
     finally:
         pool.stop()
 
