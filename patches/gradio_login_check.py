@@ -2,12 +2,12 @@
 
 Gradio (6.31, ``routes.App.create_app``) guards ``/call``, ``/queue/join``, ``/queue/data`` and others with
 ``Depends(login_check)``, a plain ``def``, so FastAPI hops to the thread pool for it: two hops per REST run
-(the POST and its stream), which a burst of clicks queues behind Gradio's 40-thread limiter. FastAPI's public
+(the POST and its stream), which a burst of clicks queues behind the thread pool's limiter. FastAPI's public
 ``dependency_overrides`` puts an ``async def`` in its place that calls Gradio's own function inline: the same
 answer from the same code (a cookie and a dict lookup, no I/O), without the hop.
 
-Finding the function walks the app's routes, through FastAPI 0.165's ``_IncludedRouter.original_router``. If
-the route or its shape is not found, the patch stays off and Gradio's own check runs as before.
+Finding the function walks the app's routes, into the routers FastAPI 0.165 includes whole
+(``original_router``). If the route or its shape is not found, the patch stays off and Gradio's own check runs.
 """
 
 from __future__ import annotations
