@@ -7,6 +7,7 @@ import queue
 import threading
 import time
 from types import SimpleNamespace
+from typing import Any
 
 from tests.frames import collect
 from ui.core import stream
@@ -82,8 +83,8 @@ def test_first_frame_at_once_then_news_then_the_end():
     assert run.started.is_set() and run.closed.wait(2)  # closed by the generator's own finally
 
 
-def test_stop_signal_ends_the_stream_with_the_views_stopped_frame():
-    run, view, stop = FakeRun(), ListView(), StopSignal()
+def stopped_after_first_frame(run: Any, view: ListView, stop: StopSignal) -> tuple[list, float]:
+    """Stream ``run`` and press Stop 0.1 s after its first frame: the frames, and the seconds it all took."""
 
     async def scenario() -> list:
         loop = asyncio.get_running_loop()
@@ -91,8 +92,14 @@ def test_stop_signal_ends_the_stream_with_the_views_stopped_frame():
 
     started = time.monotonic()
     frames = asyncio.run(scenario())
+    return frames, time.monotonic() - started
+
+
+def test_stop_signal_ends_the_stream_with_the_views_stopped_frame():
+    run, view = FakeRun(), ListView()
+    frames, took = stopped_after_first_frame(run, view, StopSignal())
     assert frames[-1][0] == "stopped" and view.outcome == Outcome(stopped=True)
-    assert time.monotonic() - started < 1.0  # no wait for the run: it is closed off the event loop
+    assert took < 1.0  # no wait for the run: it is closed off the event loop
     assert run.closed.wait(2)
 
 
@@ -229,15 +236,8 @@ def test_a_run_that_tells_its_end_ends_the_stream_before_its_next_frame_is_due(m
 
 def test_stop_wakes_a_stream_that_sleeps_until_its_next_tick(monkeypatch):
     monkeypatch.setattr(stream, "TICK_S", 5.0)
-    run, view, stop = TellingRun(), ListView(), StopSignal()
-
-    async def scenario() -> list:
-        loop = asyncio.get_running_loop()
-        return await collect(stream.stream(run, view, stop=stop), after_first=lambda: loop.call_later(0.1, stop.stop))
-
-    started = time.monotonic()
-    frames = asyncio.run(scenario())
-    assert frames[-1][0] == "stopped" and time.monotonic() - started < 2.0
+    frames, took = stopped_after_first_frame(TellingRun(), ListView(), StopSignal())
+    assert frames[-1][0] == "stopped" and took < 2.0
 
 
 def test_a_run_that_starts_quickly_is_started_on_the_loop_and_others_off_it():
