@@ -102,7 +102,8 @@ def measure(kind: str, visitors: int, latency: float, token_delay: float, folder
         stages = {stage: per_token(n / RATE * share) for stage, n in samples.most_common()}
         stages[OUTSIDE] = per_token(max(0.0, cpu[name] - held))
         processes[name] = {"cpu_ms_per_token": per_token(cpu[name]), "stages": stages}
-    total: Counter[str] = Counter()
+    # every stage is reported, 0 when py-spy caught none of it (a tiny run may miss a short stage)
+    total: Counter[str] = Counter(dict.fromkeys([*(name for name, _ in STAGES), OTHER, OUTSIDE], 0.0))
     for process in processes.values():
         total.update(process["stages"])
     return {"visitors": visitors, "replies": kind, "tokens": tokens, "wall_s": round(wall, 2),
