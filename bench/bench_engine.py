@@ -4,6 +4,8 @@ Runs the real ``HFInferenceModel`` against the local stub server with injected l
 
 1. wall(all three modes at once) ÷ wall(slowest mode alone)  — goal ≤ 1.15
 2. orchestration overhead per LLM call = (run wall − server time − tool time) ÷ LLM calls — goal ≤ 5 ms
+3. the client's connection-pool walks when 300 streams start at once (a burst of 100 All runs), CPU per
+   request, with the process's 16 pools and with one (``agents/llm/pool.py``)
 
 Usage: ``python bench/bench_engine.py [--latency 0.2] [--token-delay 0.005] [--repeats 3]``
 """
@@ -14,16 +16,22 @@ import argparse
 import json
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import httpcore2
+from huggingface_hub.utils import httpx
+
 from agents.comparison import compare
+from agents.llm import pool
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply
 from agents.modes import RunConfig
+from bench.async_stub import AsyncStubServer
 from tools.calculator import calculate
 from tools.registry import ToolRegistry
 
@@ -61,6 +69,43 @@ def settled(records: list, wait_s: float = 2.0) -> None:
         time.sleep(0.001)
 
 
+def pool_walks(streams: int = 300, shards: int = pool.SHARDS) -> float:
+    """CPU (ms) per request that httpcore's pools spend walking their connections, ``streams`` threads each
+    streaming one reply at once through one client of ``shards`` pools (the walk is timed where it runs)."""
+    spent: list[float] = []
+    walk = httpcore2.ConnectionPool._assign_requests_to_connections
+
+    def timed_walk(self: httpcore2.ConnectionPool) -> list:
+        started = time.thread_time()
+        try:
+            return walk(self)
+        finally:
+            spent.append(time.thread_time() - started)
+
+    limits = pool.SHARD_LIMITS if shards > 1 else httpx.Limits(max_connections=1024)  # one pool: as it was
+    client = httpx.Client(transport=pool.ShardedTransport(lambda: httpx.HTTPTransport(limits=limits), shards))
+    barrier = threading.Barrier(streams)
+    with AsyncStubServer(latency=0.5, token_delay=0.01) as server:
+        def one() -> None:
+            barrier.wait()
+            body = {"model": "stub", "stream": True, "messages": [{"role": "user", "content": "What is 17*23?"}]}
+            with client.stream("POST", f"{server.url}/chat/completions", json=body) as reply:
+                for _ in reply.iter_bytes():
+                    pass
+
+        httpcore2.ConnectionPool._assign_requests_to_connections = timed_walk
+        try:
+            threads = [threading.Thread(target=one) for _ in range(streams)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            httpcore2.ConnectionPool._assign_requests_to_connections = walk
+            client.close()
+    return 1000 * sum(spent) / streams
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.2, help="server seconds before the first token")
@@ -83,13 +128,16 @@ def main() -> None:
                 tool_s = sum(s.elapsed_s for s in traces[mode].steps)
                 overheads.append((wall - server_s - tool_s) / traces[mode].llm_calls)
             together.append(timed(server, ["think", "act", "react"])[0])
+    walks = {n: statistics.median(pool_walks(shards=n) for _ in range(args.repeats)) for n in (pool.SHARDS, 1)}
     med = {m: statistics.median(v) for m, v in alone.items()}
     slowest = max(med.values())
     ratio = statistics.median(together) / slowest
     overhead_ms = statistics.median(overheads) * 1000
     if args.json:
         print(json.dumps({"alone_s": med, "together_s": statistics.median(together), "ratio": round(ratio, 3),
-                          "overhead_ms_per_call": round(overhead_ms, 2), "repeats": args.repeats}))
+                          "overhead_ms_per_call": round(overhead_ms, 2), "repeats": args.repeats,
+                          "pool_walk_ms_per_request": {"pools": pool.SHARDS, "sharded": round(walks[pool.SHARDS], 3),
+                                                       "one_pool": round(walks[1], 3)}}))
         return
     print(f"stub latency {args.latency:g} s first token, {args.token_delay:g} s per chunk; "
           f"median of {args.repeats} runs")
@@ -98,6 +146,8 @@ def main() -> None:
     print(f"wall(all three) / wall(slowest alone) = {ratio:.3f}  (goal <= 1.15: {'PASS' if ratio <= 1.15 else 'FAIL'})")
     print(f"orchestration overhead per LLM call = {overhead_ms:.2f} ms  "
           f"(goal <= 5 ms: {'PASS' if overhead_ms <= 5 else 'FAIL'})")
+    print("pool walks, 300 streams at once: "
+          + ", ".join(f"{n} pool(s) {v:.3f} ms per request" for n, v in walks.items()))
 
 
 if __name__ == "__main__":

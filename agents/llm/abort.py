@@ -29,13 +29,9 @@ import httpcore2
 from huggingface_hub.utils import _http as hf_http
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 
+from agents.llm import pool
 from patches.httpx_backend import attach_backend
 from patches.httpx_batched_reads import PATCH as BATCHED_READS
-
-# Every run streams one reply per mode through the one shared client: 50 visitors running All
-# are 150 streams at once, over httpx's default cap of 100 connections (the rest wait for a free
-# connection, i.e. for someone else's reply to end) and 20 kept alive (the rest reconnect per call).
-POOL_LIMITS = httpx.Limits(max_connections=1024, max_keepalive_connections=256)
 
 READ_EVERY_S = 0.05  # a flowing stream's socket is read at most this often (well under the 0.1 s frame interval)
 _read_every = 0.0  # what this process does: batch_reads() turns it on (the run workers, whose runs feed frames)
@@ -139,19 +135,22 @@ class _Backend(httpcore2.NetworkBackend):
 
 
 def _client_factory() -> Any:
-    """huggingface_hub's default client with :data:`POOL_LIMITS`, and our backend under its transport.
+    """huggingface_hub's default client, over :class:`~agents.llm.pool.ShardedTransport` with our backend under
+    each shard.
 
-    The hooks, redirects and timeout are copied from huggingface_hub's own factory, which has no
-    parameter for the limits. Putting the backend there is a patch (``patches/httpx_backend.py``): if it
-    cannot be done we keep the client, the log says so, and only early aborts are lost.
+    The hooks, redirects and timeout are copied from huggingface_hub's own factory, which has no parameter for
+    the transport. Its limits would be httpx's default of 100 connections (50 visitors running All are 150
+    streams at once); each shard has :data:`~agents.llm.pool.SHARD_LIMITS`. Putting the backend there is a
+    patch (``patches/httpx_backend.py``): if it cannot be done we keep the client, the log says so, and only
+    early aborts are lost.
     """
     default = hf_http.default_client_factory()
+    transport = pool.ShardedTransport(lambda: httpx.HTTPTransport(limits=pool.SHARD_LIMITS))
+    # else: one log line, a request waiting for headers ends at LLM_TIMEOUT, and no batching
+    attach_backend(transport.shards, _Backend(_read_every if BATCHED_READS.wanted() else 0.0))
     client = httpx.Client(event_hooks=default.event_hooks, follow_redirects=default.follow_redirects,
-                          timeout=default.timeout, headers=default.headers, limits=POOL_LIMITS)
+                          timeout=default.timeout, headers=default.headers, transport=transport)
     default.close()
-    read_every = _read_every if BATCHED_READS.wanted() else 0.0
-    # else: one log line, and a request waiting for headers ends at LLM_TIMEOUT (and no batching)
-    attach_backend(client, _Backend(read_every))
     return client
 
 

@@ -17,15 +17,24 @@ from patches import httpx_backend
 
 
 def test_httpx2_still_lets_us_choose_the_network_backend():
-    client = httpx.Client()
+    transports = [httpx.HTTPTransport(), httpx.HTTPTransport()]
     backend = abort._Backend()
     try:
-        assert httpx_backend.attach_backend(client, backend), (
-            "httpx2 moved Client._transport._pool._network_backend: update patches/httpx_backend.py, "
+        assert httpx_backend.attach_backend(transports, backend), (
+            "httpx2 moved HTTPTransport._pool._network_backend: update patches/httpx_backend.py, "
             "or Stop will end a request still waiting for headers only at LLM_TIMEOUT")
-        assert client._transport._pool._network_backend is backend
+        assert all(t._pool._network_backend is backend for t in transports)
     finally:
-        client.close()
+        for transport in transports:
+            transport.close()
+
+
+def test_the_backend_goes_under_every_shard_or_none():
+    good, bad = httpx.HTTPTransport(), object()
+    before = good._pool._network_backend
+    assert not httpx_backend.attach_backend([good, bad], abort._Backend())
+    assert good._pool._network_backend is before
+    good.close()
 
 
 def test_inference_client_still_uses_huggingface_hub_s_shared_session():
@@ -38,17 +47,18 @@ def test_inference_client_still_uses_huggingface_hub_s_shared_session():
 
 
 def test_a_missing_attribute_is_said_in_the_log_and_the_client_still_works(caplog, monkeypatch):
-    monkeypatch.setattr(httpx_backend, "problem", lambda client: "no _pool._network_backend any more")
+    monkeypatch.setattr(httpx_backend, "problem", lambda transport: "no _pool._network_backend any more")
     with caplog.at_level(logging.WARNING, logger="patches"):
         client = abort._client_factory()
     client.close()
-    assert "patch httpx_backend is off: no _pool._network_backend" in caplog.text
-    assert isinstance(client, httpx.Client) and not isinstance(client._transport._pool._network_backend, abort._Backend)
+    assert caplog.text.count("patch httpx_backend is off: no _pool._network_backend") == 1  # not once per shard
+    assert isinstance(client, httpx.Client)
+    assert not any(isinstance(s._pool._network_backend, abort._Backend) for s in client._transport.shards)
 
 
 def test_the_backend_wraps_httpcore2_s_sync_backend():
     assert isinstance(abort._Backend(), httpcore2.NetworkBackend)
-    assert not abort.attach_backend(object(), abort._Backend())  # no transport at all: refused, no exception
+    assert not abort.attach_backend([object()], abort._Backend())  # no transport at all: refused, no exception
 
 
 class _BrokenClient:
@@ -130,7 +140,7 @@ def test_batched_reads_are_a_run_workers_and_have_their_own_switch(monkeypatch):
     def read_every() -> float:
         client = abort._client_factory()
         try:
-            backend = client._transport._pool._network_backend
+            backend = client._transport.shards[0]._pool._network_backend
             assert isinstance(backend, abort._Backend)  # the abort stays whatever the batching
             return backend._read_every
         finally:

@@ -35,9 +35,10 @@ def test_gradio_s_queue_sends_estimates_on_a_clock_not_to_every_queued_event_at_
 def test_the_shared_model_client_has_room_for_fifty_visitors_streams():
     client = abort._client_factory()
     try:
-        pool = client._transport._pool
-        assert pool._max_connections >= 50 * 3 and pool._max_keepalive_connections >= 100
-        assert isinstance(pool._network_backend, abort._Backend)  # Stop can still abort a waiting read
+        pools = [shard._pool for shard in client._transport.shards]
+        assert sum(p._max_connections for p in pools) >= 50 * 3
+        assert sum(p._max_keepalive_connections for p in pools) >= 100
+        assert all(isinstance(p._network_backend, abort._Backend) for p in pools)  # Stop can abort a waiting read
     finally:
         client.close()
 

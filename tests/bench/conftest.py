@@ -34,7 +34,8 @@ LONG_CROWD = {"wall_s": 9.0, "ratio": 1.05, "errors": 0, "repeats": 3, "cpu_ms_p
               "spread": {"ratio": [1.03, 1.07], "cpu_ms_per_token": [0.11, 0.13], "last_frame_max_s": [0.25, 0.4]}}
 
 CANNED: dict = {
-    "engine": {"ratio": 1.007, "overhead_ms_per_call": 2.41},
+    "engine": {"ratio": 1.007, "overhead_ms_per_call": 2.41,
+               "pool_walk_ms_per_request": {"pools": 16, "sharded": 0.21, "one_pool": 0.86}},
     "tools": {"refusal_median_ms": 0.17, "refusal_max_ms": 0.66},
     "sandbox": {
         "repl": {"back_to_back": {"median_ms": 120.4, "p95_ms": 160.2, "n": 50},

@@ -70,7 +70,7 @@ def test_every_benchmark_runs_and_prints_what_the_report_reads(canned):
     for name in ("app", "app_thread", "app_long", "app_long_thread"):  # both stand-ins
         assert list(results[name]["scale"]["runs"]) == ["2"], name
     rows = report.rows(results)
-    assert len(rows) == 23  # one short-reply crowd: two scale rows fewer than the canned table (20, 50, 100)
+    assert len(rows) == 24  # one short-reply crowd: two scale rows fewer than the canned table (20, 50, 100)
     for measure, figure, goal, met in rows:
         assert "None" not in figure and "—" not in figure and "nan" not in figure, (measure, figure)
         assert (met is None) == (goal == "—"), (measure, figure, goal)  # a figure for every goal (PASS or FAIL)
