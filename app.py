@@ -40,7 +40,7 @@ from ui.benchmark import open_in_compare
 from ui.benchmark.tab import build_benchmark_tab
 from ui.compare.handlers import CompareTab
 from ui.compare.stepping import PauseBook, is_paused
-from ui.core import backend, route_errors, visitors
+from ui.core import backend, route_errors, signatures, visitors
 from ui.core.admission import Admission
 from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
@@ -154,6 +154,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     demo.queue(default_concurrency_limit=limits.concurrency,
                max_size=2 * (limits.concurrency + limits.queue_size) + BURST, status_update_rate=1.0)
     gradio_queue.install(demo)  # the queue's idle polling, slowed down (patches/gradio_queue.py)
+    signatures.pin_handlers(demo.fns.values())  # Gradio reads each handler's signature per event
     return demo
 
 

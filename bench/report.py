@@ -7,7 +7,8 @@
 
 Each benchmark runs in its own process (``bench/bench_*.py --json``), so one's threads, memory
 and imports cannot colour another's figures. On a machine that is busy with other work every
-figure is pessimistic; the machine's load average is printed with the table.
+figure is pessimistic; the machine's load average is printed with the table, and its speed (a fixed Python
+workload's time, :func:`speed_ms`) at the start and the end of the run.
 
 Exit status: 0 when every goal is met, 1 when a figure misses its goal, 2 when a benchmark did not run
 (its rows show "—" and the table's foot names it).
@@ -94,6 +95,19 @@ def run(script: str, args: list[str], timeout: float = 900) -> dict:
     return result
 
 
+def speed_ms(rounds: int = 5) -> float:
+    """This machine's speed now: the median time of a fixed, single-threaded Python workload (ms). On a shared VM
+    the same code's figures move with it between runs; printed at the start and the end of a run, it tells a
+    slow machine from slower code."""
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        sum(i * i % 7 for i in range(200_000))
+        json.loads(json.dumps([{"n": i, "s": str(i)} for i in range(20_000)]))
+        times.append(time.perf_counter() - started)
+    return round(sorted(times)[rounds // 2] * 1000, 1)
+
+
 def fmt(value: float | None, unit: str = "", digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
@@ -157,6 +171,10 @@ def rows(r: dict) -> list[Row]:
             lambda v: v <= 1.15)
     out.add("orchestration overhead per LLM call", engine.get("overhead_ms_per_call"),
             fmt(engine.get("overhead_ms_per_call"), " ms"), "≤ 5 ms", lambda v: v <= 5)
+    walks = engine.get("pool_walk_ms_per_request") or {}
+    out.add("model client's connection-pool walks, 300 streams starting at once: CPU per request", None,
+            f"{walks['pools']} pools: {walks['sharded']:.3f} ms · one pool: {walks['one_pool']:.3f} ms"
+            if walks else "—", "—", None)
     report_app.short_rows(out, r)
     report_app.long_rows(out, r)
     report_app.load_rows(out, app)
@@ -205,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=list(FULL), help="run only these benchmarks")
     args = parser.parse_args(argv)
     plan = SMOKE if args.smoke else QUICK if args.quick else FULL
-    started, load = time.perf_counter(), os.getloadavg()[0]
+    started, load, speed = time.perf_counter(), os.getloadavg()[0], speed_ms()
     results: dict = {}
     for name in args.only or list(plan):
         script, flags = plan[name]
@@ -216,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         flag = " --smoke" if args.smoke else " --quick" if args.quick else ""
         print(f"`python -m bench{flag}` on {os.cpu_count()} cores, "
-              f"load average {load:.1f} → {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s\n")
+              f"load average {load:.1f} → {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s; "
+              f"machine speed (bench/report.speed_ms, lower is faster) {speed:.1f} → {speed_ms():.1f} ms\n")
         print(table(results))
     if any("failed" in res for res in results.values()):
         return 2  # a benchmark did not run: its rows have no figure, which must not read as a pass

@@ -56,5 +56,7 @@ def install(app: Any) -> bool:
     async def login_check(user: str | None = Depends(user_of)) -> None:
         check(user)  # Gradio's own check: returns, or raises its 401
 
+    # FastAPI reads an override's signature on every request it serves (its dependant is rebuilt each time)
+    login_check.__signature__ = inspect.signature(login_check)  # type: ignore[attr-defined]
     app.dependency_overrides[check] = login_check
     return True
