@@ -57,8 +57,8 @@ class LLMFailure(Exception):
     (the server ended the reply without saying it was done), "interrupted" (the same, while
     another of our requests was open to that server: it probably serves one request at a time),
     "busy" (no first token within ``LLM_TIMEOUT`` while others of ours were open: probably queued
-    behind them), "timeout", "stopped". ``tokens`` estimates what was streamed before the failure, so the call's
-    usage is still counted.
+    behind them), "timeout", "stopped", "context" (the request is longer than the model's context window).
+    ``tokens`` estimates what was streamed before the failure, so the call's usage is still counted.
     """
 
     def __init__(self, message: str, *, reason: str = "", tokens: int = 0) -> None:

@@ -23,7 +23,7 @@ from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, TextGenerationError
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 
-from agents.llm import abort, discovery, watchdog
+from agents.llm import abort, http_errors, watchdog
 from agents.llm.base import Chunk, LLMFailure, Message, ToolCallDelta
 from agents.llm.gate import gate_for
 from agents.llm.gate import streams as open_streams
@@ -32,7 +32,6 @@ from patches import hf_stream_parse
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUSES = {429, 502, 503, 504}
 MAX_TRIES = 3
 RETRY_BUDGET_S = 10.0
 ONE_AT_A_TIME = "it may serve one request at a time (llama-cpp-python's server does); set LLM_MAX_CONCURRENT=1"
@@ -133,13 +132,16 @@ class HFInferenceModel:
                     raise _Cut
                 return
             except HfHubHTTPError as exc:
-                status = _status(exc)
+                status = http_errors.status(exc)
+                if (too_long := http_errors.context_overflow(exc, status, self.settings)) is not None:
+                    raise LLMFailure(too_long, reason="context") from None  # the same request fails again
                 if stop and status in (400, 422) and not sent.any:
                     stop, self._stop_rejected = None, True  # retry once without stop; loops cut client-side
                     continue
-                if status in RETRY_STATUSES and not sent.any and self._may_retry(attempt, started, exc, clock):
+                retry = status in http_errors.RETRY_STATUSES and not sent.any
+                if retry and self._may_retry(attempt, started, exc, clock):
                     continue
-                raise LLMFailure(self._describe_http(exc, status, attempt)) from None
+                raise LLMFailure(http_errors.describe(exc, status, attempt, self.settings)) from None
             except LLMFailure:
                 raise
             except Exception as exc:  # noqa: BLE001 - every transport failure becomes one line (logged)
@@ -206,7 +208,7 @@ class HFInferenceModel:
         if attempt >= MAX_TRIES or self._closed.is_set():
             return False
         wait = min(4.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random())
-        retry_after = _retry_after(exc) if exc is not None else None
+        retry_after = http_errors.retry_after(exc) if exc is not None else None
         if retry_after is not None:
             wait = retry_after
         if time.monotonic() - started + wait > RETRY_BUDGET_S:
@@ -214,37 +216,15 @@ class HFInferenceModel:
         clock.pause()  # a backoff is not the server's silence
         return not self._closed.wait(wait)
 
-    def _describe_http(self, exc: HfHubHTTPError, status: int | None, attempt: int) -> str:
-        server = self.settings.redact(str(getattr(exc, "server_message", "") or "") or _body_message(exc)).strip()
-        low = server.lower()
-        model = self.settings.model
-        if discovery.names_missing_model(status, low):
-            return discovery.missing_model_line(self.settings)
-        if status == 429:
-            return f"rate-limited by the provider after {attempt} tries — wait a minute or pick another model"
-        if status in (401, 403):
-            return f"the token was refused (HTTP {status}) — check HF_TOKEN / LLM_API_KEY or sign in again"
-        if status == 402:
-            return "out of inference credits for this account (HTTP 402) — sign in with your own account or add credits"
-        if "not supported by any provider" in low or "no provider" in low:
-            return f"model {model} is not served by any enabled provider — pick another model"
-        if status == 404 and self.settings.base_url:
-            return (f"the server at {self._where()} has no /chat/completions (HTTP 404) — LLM_BASE_URL usually "
-                    "ends in /v1")
-        if status == 404:
-            return f"model {model} was not found at {self._where()} (HTTP 404)"
-        if status in RETRY_STATUSES:
-            return f"the provider is unavailable (HTTP {status}) after {attempt} tries — try again shortly"
-        detail = f": {server[:200]}" if server else ""
-        return f"the model server answered HTTP {status}{detail}"
-
     def _describe_transport(self, exc: Exception, sent: _Sent, attempt: int) -> str:
         if isinstance(exc, OfflineModeIsEnabled):
             return "HF_HUB_OFFLINE=1 blocks every model request — unset it to call the model"
         if isinstance(exc, TextGenerationError):
             return f"the model server reported an error: {self.settings.redact(str(exc))[:200]}"
         if isinstance(exc, _Cut) or sent.responded:
-            return f"the server ended the reply before sending anything, {attempt} times — it may be overloaded"
+            # llama.cpp's server answers a streamed request longer than its context so: 200, and no body
+            return (f"the server ended the reply before sending anything, {attempt} times — it may be overloaded, or "
+                    "the request may be longer than the model's context window")
         return f"could not reach the model server at {self._where()} after {attempt} tries ({type(exc).__name__})"
 
     def _where(self) -> str:
@@ -338,32 +318,6 @@ def _extra(obj: Any, key: str) -> Any:
         return obj.get(key) if hasattr(obj, "get") else getattr(obj, key, None)
     except Exception:  # a malformed chunk field reads as absent
         log.warning("could not read %r from a streamed chunk", key, exc_info=True)
-        return None
-
-
-def _body_message(exc: HfHubHTTPError) -> str:
-    """The error message of a body huggingface_hub did not read one from (vLLM's top-level ``message``)."""
-    response = getattr(exc, "response", None)
-    try:
-        data = response.json() if response is not None else None
-    except Exception:  # noqa: BLE001 - a body that is not JSON (or not read) says nothing more
-        return ""
-    message = data.get("message") if isinstance(data, dict) else None
-    return message if isinstance(message, str) else ""
-
-
-def _status(exc: HfHubHTTPError) -> int | None:
-    response = getattr(exc, "response", None)
-    return getattr(response, "status_code", None)
-
-
-def _retry_after(exc: HfHubHTTPError) -> float | None:
-    """Seconds from a numeric ``Retry-After`` header, capped: a UI cannot wait a minute."""
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return min(max(float(value), 0.0), 5.0) if value is not None else None
-    except ValueError:
         return None
 
 

@@ -22,6 +22,7 @@ class StubReply:
     usage: tuple[int, int] | None = None  # (prompt, completion); None: estimated from lengths
     status: int = 200
     error_body: str = ""
+    error_code: str = ""  # the error body's OpenAI-style "code" (llama.cpp, vLLM: "context_length_exceeded")
     headers: dict[str, str] = field(default_factory=dict)
     reject_stop: bool = False  # answer 400 when the request carries `stop`
     disconnect_after: int | None = None  # drop the connection after this many SSE events

@@ -252,8 +252,10 @@ class _Handler(BaseHTTPRequestHandler):
                 server._held[_conversation(body)] = reply  # not another mode's concurrent request
             return self._send_json(400, {"error": {"message": "Unsupported parameter: 'stop' is not supported"}})
         if reply.status != 200:
-            message = reply.error_body or f"stub error {reply.status}"
-            return self._send_json(reply.status, {"error": {"message": message}}, reply.headers)
+            error = {"message": reply.error_body or f"stub error {reply.status}"}
+            if reply.error_code:  # the shape of OpenAI's, vLLM's and llama-cpp-python's errors
+                error.update(type="invalid_request_error", code=reply.error_code)
+            return self._send_json(reply.status, {"error": error}, reply.headers)
         delay = server.latency if reply.first_token_delay is None else reply.first_token_delay
         if delay:
             time.sleep(delay)
