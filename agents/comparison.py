@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
+from agents.conversation import Continuing
 from agents.events import Event, FinalAnswer, LLMError, Retry, Usage
-from agents.llm.base import ChatModel, LLMFailure, ModelFactory
+from agents.llm.base import ChatModel, LLMFailure, Message, ModelFactory
 from agents.llm.discovery import resolve_model
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
@@ -159,6 +160,7 @@ class ComparisonRun(StepControls):
         sources: dict[str, ModeSource] | None = None,
         options: dict[str, object] | None = None,
         sink: Sink | None = None,
+        history: dict[str, list[Message]] | None = None,
     ) -> None:
         self.modes = list(dict.fromkeys(mode_ids("base") if modes is None else modes))
         unknown = [m for m in self.modes if m not in mode_ids()]
@@ -175,6 +177,7 @@ class ComparisonRun(StepControls):
         self._events: queue.Queue = queue.Queue()
         self._emit: Sink = sink or (lambda mode, event: self._events.put((mode, event)))
         self._options = dict(options or {})  # offered to every mode; each takes those its spec names
+        self._history = dict(history or {})  # each mode's earlier turns: a follow-up (agents/conversation.py)
         self._models = OpenModels(self.cancel)
         self._threads = [threading.Thread(target=self._worker, args=(m,), name=f"mode-{m}", daemon=True)
                          for m in self.modes]
@@ -192,7 +195,8 @@ class ComparisonRun(StepControls):
            *, sink: Sink | None = None) -> ComparisonRun:
         """The run of a :class:`~agents.request.RunRequest`, its modes offered the request's options."""
         return cls(request.question, request.modes, model_factory=model_factory, registry=registry,
-                   config=request.config(), stepping=request.stepping, options=request.mode_options(), sink=sink)
+                   config=request.config(), stepping=request.stepping, options=request.mode_options(), sink=sink,
+                   history={mode: list(turns) for mode, turns in request.history.items()})
 
     def _control(self, kind: str) -> None:
         """Step control (:class:`~agents.stepping.StepControls`) returns at once: the mode threads do the waiting."""
@@ -263,7 +267,10 @@ class ComparisonRun(StepControls):
         gate = self._gates[mode]
         gate.restart()
         config = replace(self.config, stepper=gate)
-        for event in run_one(mode, self.question, self.factory, self.registry, config, self._models,
+        factory = self.factory
+        if earlier := self._history.get(mode):  # a follow-up: every request of the mode carries its earlier turns
+            factory = lambda: Continuing(self.factory(), earlier)  # noqa: E731
+        for event in run_one(mode, self.question, factory, self.registry, config, self._models,
                              self._sources.get(mode), **self._options):
             self._steps.add(mode, event, self._emit)
             if isinstance(event, LLMError | FinalAnswer):

@@ -31,6 +31,8 @@ class RunRequest:
     options: dict[str, Any] = field(default_factory=dict)  # the modes' RunOptions by name (Reflexion's trials)
     stepping: bool = False  # pause after each step until Next step / Continue
     selection: str = ""  # what the visitor picked, as the status line names it ("All")
+    # a follow-up: each mode's earlier turns, the messages after its system prompt (agents/conversation.py)
+    history: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
 
     def config(self) -> RunConfig:
         """The settings every mode of the run shares."""
