@@ -92,7 +92,10 @@ def test_no_panel_title_covers_a_message(page_at, kit, size):
     run_example(pg, kit)
     for key in PANELS:
         for where in ("top", "bottom"):  # the panel as it first showed, and as it follows the latest text
+            # scrolled as a visitor does (a wheel event first): page.js places a panel nobody touched at its newest
+            # step whenever its messages change size, which a bare scrollTop would race with
             pg.evaluate("([k, w]) => { const a = document.querySelector('#panel-' + k + ' .panel-wrap');"
+                        " a.dispatchEvent(new WheelEvent('wheel', {bubbles: true}));"
                         " a.scrollTop = w === 'top' ? 0 : a.scrollHeight; }", [key, where])
             boxes = panel_boxes(pg, key)
             assert boxes["chip"] and boxes["first"], (key, boxes)
