@@ -21,7 +21,7 @@ from agents import prompts
 from agents.events import Observation, Retry, Usage
 from agents.llm.base import ChatModel, Chunk, LLMFailure, Message
 from agents.modes.base import RunConfig
-from agents.modes.registry import get_mode
+from agents.modes.registry import ModeSpec, get_mode
 from agents.modes.text_protocol import THIRD_REPEAT
 from agents.trace import Trace
 from tools.registry import ToolRegistry
@@ -98,15 +98,14 @@ def conversation_of(trace: Trace, registry: ToolRegistry, config: RunConfig) -> 
     if "reasoning" in spec.options:  # Think-only: the question and what it said, no observations
         return [{"role": "user", "content": prompts.question_message(trace.question)},
                 {"role": "assistant", "content": replies[-1].reply}]
-    return _replayed(trace, events[start:], replies, registry, config)
+    return _replayed(spec, trace, events[start:], replies, registry, config)
 
 
-def _replayed(trace: Trace, events: list, replies: list[Usage], registry: ToolRegistry,
+def _replayed(spec: ModeSpec, trace: Trace, events: list, replies: list[Usage], registry: ToolRegistry,
               config: RunConfig) -> list[Message] | None:
     """A tool loop run again over the recorded replies and observations, its last request kept."""
     from agents.fork import RUNNER, ReplayRunner, _made
 
-    spec = get_mode(trace.mode)
     kept = [i for i, e in enumerate(events) if isinstance(e, Observation) and not (e.output == THIRD_REPEAT
                                                                                     and e.is_error)]
     runner = ReplayRunner(registry, config, [events[i] for i in kept], [_made(events, i) for i in kept])
