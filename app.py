@@ -20,7 +20,7 @@ import patches
 from agents import gc_tuning, hosting
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
-from agents.modes.registry import mode_title, run_options
+from agents.modes.registry import run_options
 from agents.settings import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TEMPERATURE,
@@ -39,21 +39,17 @@ from ui import mcp
 from ui.benchmark import open_in_compare
 from ui.benchmark.tab import build_benchmark_tab
 from ui.compare.handlers import CompareTab
+from ui.compare.layout import ComparePage, compare_layout
 from ui.compare.stepping import PauseBook, is_paused
 from ui.core import backend, route_errors, signatures, visitors
 from ui.core.admission import Admission
-from ui.core.frame import Outputs
 from ui.core.handlers import PAGE_EVENT
-from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT
+from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, PREVIOUS
 from ui.core.launcher import launcher
-from ui.core.modes import BASE, PANEL_MODES, PICKER_CHOICES
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
-from ui.core.verdicts import MAX_EXPECTED_CHARS
 from ui.fork import accordion
 from ui.page import behaviour, parts
-from ui.page.examples import Example
-from ui.recordings.playback import DEFAULT_SPEED, SPEEDS
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
 
@@ -78,7 +74,8 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     collector (``agents/gc_tuning.py``)."""
 
     # /compare's expected answer and run options were added after its first callers
-    optional_tail = {"compare": 1 + len(run_options()), "compare_step": 1 + len(run_options()), "benchmark": 1}
+    # and then `previous` (a follow-up's earlier turn)
+    optional_tail = {"compare": 2 + len(run_options()), "compare_step": 2 + len(run_options()), "benchmark": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -159,43 +156,6 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
 
 
 @dataclass(frozen=True)
-class ComparePage:
-    """The Compare tab's components that events read or write."""
-
-    question: gr.Textbox
-    expected: gr.Textbox
-    modes: gr.Dropdown  # the mode picker: which panel modes are on screen and run
-    run_btn: gr.Button
-    stop_btn: gr.Button
-    outputs: Outputs
-    columns: tuple[gr.Column, ...]  # one per panel mode, in PANEL_MODES order: shown when picked
-    beside_col: gr.Column  # the panel beside the modes (a fork continued in a new panel)
-    fourth: gr.Textbox  # /compare's older `fourth` input (docs/api.md): hidden, the page never fills it
-    replay_file: gr.File
-    speed: gr.Radio
-    replay_btn: gr.Button
-    share_btn: gr.Button
-    share_link: gr.Markdown
-    step: StepButtons
-    fork: accordion.ForkControls
-    examples: list[tuple[gr.Button, Example]]
-
-    def on_screen(self) -> list[gr.Component]:
-        """What a run put on screen from a file also sets (a shared link, a benchmark item): the question, the
-        expected answer, the picker and the panel beside (``ui/recordings/playback.run_on_screen``)."""
-        return [self.question, self.expected, self.modes, self.beside_col]
-
-
-@dataclass(frozen=True)
-class StepButtons:
-    """Step (beside Run) and, while a stepping run lives, Next step and Continue."""
-
-    step_btn: gr.Button
-    next_btn: gr.Button
-    continue_btn: gr.Button
-
-
-@dataclass(frozen=True)
 class Knobs:
     """The Settings accordion (shared by Compare, Prompts and Benchmark)."""
 
@@ -206,52 +166,6 @@ class Knobs:
     tools: gr.CheckboxGroup
     max_tokens: gr.Number
     options: dict[str, gr.Slider]  # the modes' run options (agents/modes/registry.RunOption), by name
-
-
-def compare_layout(*, toy: bool = False) -> ComparePage:
-    """The question row, examples (marked for the toy model), status line, panels, comparison table, export, replay."""
-    with gr.Row(elem_id="ask-row", equal_height=True):
-        question = gr.Textbox(label="Question", show_label=False, lines=1, max_lines=5, scale=5,
-                              placeholder="Ask a question, or pick an example below…", elem_id="question")
-        modes = gr.Dropdown(PICKER_CHOICES, value=list(BASE), multiselect=True, label="Modes", show_label=False,
-                            scale=0, min_width=340, elem_id="modes")
-        run_btn = gr.Button("▶ Run", variant="primary", elem_id="run-btn", scale=0, min_width=90)
-        step = StepButtons(gr.Button("▷ Step", elem_id="step-btn", scale=0, min_width=90),
-                           gr.Button("› Next step", variant="primary", elem_id="next-btn", scale=0, min_width=130,
-                                     visible=False),
-                           gr.Button("» Continue", elem_id="continue-btn", scale=0, min_width=120, visible=False))
-        stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
-    expected = gr.Textbox("", lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
-                          label="Expected answer", max_length=MAX_EXPECTED_CHARS,
-                          placeholder="optional: each mode's answer is then marked ✓ / ✗")
-    examples = parts.examples(question, expected, toy=toy)
-    with gr.Row(elem_id="status-row"):
-        status = gr.Markdown("", label="Status", elem_id="run-status")
-        parts.presentation_toggle()
-    with gr.Row(elem_id="panels", equal_height=True):
-        columns = [parts.panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run", visible=m in BASE)
-                   for m in PANEL_MODES]
-        beside_col, beside_chat, beside_metrics = parts.panel_column("beside", "Fork",
-                                                                     "A fork continued in a new panel", visible=False)
-    fourth = gr.Textbox("", visible=False, elem_id="fourth-input")
-    table = gr.Markdown("", label="Comparison", elem_id="comparison")
-    fork = accordion.layout()  # under the table: pick a panel's observation, edit it, fork
-    with gr.Row(elem_id="share-row", equal_height=True):
-        share_btn = gr.Button("Share", elem_id="share-btn", scale=0, min_width=100, size="sm")
-        share_link = gr.Markdown("", elem_id="share-link")
-    with gr.Row():
-        exports = gr.File(label="Export this run (JSON with the full trace, and Markdown)", file_count="multiple",
-                          interactive=False, elem_id="exports", scale=3)
-        with gr.Column(scale=2, min_width=240, elem_id="replay-box"):
-            replay_file = gr.File(label="Replay a saved run (JSON)", file_types=[".json"], type="filepath",
-                                  elem_id="replay-file")
-            with gr.Row():
-                speed = gr.Radio(list(SPEEDS), value=DEFAULT_SPEED, label="Replay speed", scale=3)
-                replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
-    outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
-                      exports, beside_chat, beside_metrics)
-    return ComparePage(question, expected, modes, run_btn, stop_btn, outputs, tuple(c[0] for c in columns), beside_col,
-                       fourth, replay_file, speed, replay_btn, share_btn, share_link, step, fork, examples)
 
 
 def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
@@ -283,7 +197,7 @@ def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
     named = {"question": page.question, "mode": page.modes, "model": knobs.model, "protocol": knobs.protocol,
              "max_steps": knobs.max_steps, "temperature": knobs.temperature, "tools": knobs.tools,
              "fourth": page.fourth, "max_tokens": knobs.max_tokens, "expected": page.expected}
-    return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options}
+    return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options, PREVIOUS: page.previous}
 
 
 def wire_new_run(page: ComparePage) -> None:
@@ -291,7 +205,8 @@ def wire_new_run(page: ComparePage) -> None:
     (it shows another run now; a replay takes the export too: its panels are not the live run's), and a new run
     the fork's panel. Wired before the runs: Gradio's page starts a trigger's events in turn, a later one only once
     a run before it has streamed to its end."""
-    starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit]
+    starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit,
+              page.followup_btn.click]
     behaviour.show_run_on([*starts, page.replay_btn.click, page.fork.button.click])
     gr.on(starts, lambda: ("", gr.Column(visible=False)), outputs=[page.share_link, page.beside_col], **PAGE_EVENT)
     page.fork.button.click(lambda: "", outputs=page.share_link, **PAGE_EVENT)
@@ -315,6 +230,11 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/core/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
     page.stop_btn.click(handlers.stop, **PAGE_EVENT)
+    # a follow-up: /compare again, `previous` read from this run's export (ui/compare/followup.py); offered once a
+    # run has an export, and never for a replay (its export is gone: the file replayed is not this page's)
+    page.followup_btn.click(handlers.compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports},
+                            outputs=out.all(), api_visibility="private", **RUN_EVENT)
+    out.exports.change(lambda files: gr.Button(visible=bool(files)), out.exports, page.followup_btn, **PAGE_EVENT)
 
 
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:

@@ -85,12 +85,14 @@ def start_fork(
 def fork_run(
     trace: Trace, step_index: int, new_observation: str, *, registry: ToolRegistry, config: RunConfig,
     model_factory: ModelFactory | None = None, stepping: bool = False, sink: Sink | None = None,
+    history: dict[str, list[Message]] | None = None,
 ) -> ComparisonRun:
     """:func:`start_fork`'s run, not yet started (ValueError at once when the trace cannot be forked there);
-    ``sink`` as for :class:`ComparisonRun`."""
+    ``sink`` as for :class:`ComparisonRun`; ``history``: a follow-up's earlier turns, which every request of the
+    fork carries as the forked turn's did (``agents/conversation.py``)."""
     source = prepare_fork(trace, step_index, new_observation, registry, config)
     return ComparisonRun(trace.question, [trace.mode], model_factory=model_factory, registry=registry, config=config,
-                         stepping=stepping, sources={trace.mode: source}, sink=sink)
+                         stepping=stepping, sources={trace.mode: source}, sink=sink, history=history)
 
 
 @dataclass

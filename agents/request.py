@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.followup import FollowUp
 from agents.modes.base import RunConfig
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 
@@ -33,6 +34,12 @@ class RunRequest:
     selection: str = ""  # what the visitor picked, as the status line names it ("All")
     # a follow-up: each mode's earlier turns, the messages after its system prompt (agents/conversation.py)
     history: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    followup: FollowUp | None = None  # the turns this one follows, opened from their sealed block (agents/followup.py)
+
+    @property
+    def turn(self) -> int:
+        """Which turn of its conversation this run is (1: a new question)."""
+        return 1 + (self.followup.previous.turn if self.followup is not None else 0)
 
     def config(self) -> RunConfig:
         """The settings every mode of the run shares."""

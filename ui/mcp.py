@@ -6,6 +6,7 @@ Compare and the same waiting line (``ui/core/admission.py``). ``APP_MCP=0`` turn
 """
 
 
+import asyncio
 import contextlib
 import importlib.util
 import io
@@ -17,6 +18,7 @@ import gradio as gr
 
 from agents.comparison import validate_question
 from agents.correctness import clean_expected, judge
+from agents.followup import FollowupError
 from agents.hosting import make_run
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
@@ -25,6 +27,7 @@ from agents.request import RunRequest
 from agents.trace import Trace
 from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
+from ui.compare.followup import export_fields, read_previous
 from ui.core.admission import Admission, Full
 from ui.core.modes import BASE
 from ui.core.settings import app_settings
@@ -100,7 +103,9 @@ def description() -> str:
             f"    modes: Which modes to run: any of {quoted}"
             f"{'; or the others: ' + others if others else ''}; empty or \"all\" for the three base modes.\n"
             "    expected: Optional expected answer; each mode is then marked ✓ or ✗ by the ReAct paper's scoring "
-            "(normalised exact match, numbers by value) with its F1.\n")
+            "(normalised exact match, numbers by value) with its F1.\n"
+            "    previous: Optional, for a follow-up question: the JSON text this tool returned for the earlier turn. "
+            "Each mode then continues its own conversation (its earlier questions, observations and answers).\n")
 
 
 def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dict[str, Any]:
@@ -158,18 +163,32 @@ async def run_traces(request: RunRequest, settings: LLMSettings, registry: ToolR
     return view.traces
 
 
+def followup_request(question: str, modes: tuple[str, ...], expected: str | None, previous: Any) -> RunRequest:
+    """The tool's run: a new question, or a follow-up of the turn whose answer ``previous`` is (JSON text; a
+    tampered, foreign or malformed one is refused in one line)."""
+    if previous is not None and not isinstance(previous, str | dict):
+        raise gr.Error("previous must be the JSON text this tool returned for the earlier turn.", print_exception=False)
+    try:
+        continued = read_previous(previous, modes)
+    except FollowupError as exc:
+        raise gr.Error(str(exc), print_exception=False) from None
+    followup, history = continued if continued is not None else (None, {})
+    return RunRequest(question, modes, expected=expected, history=history, followup=followup)
+
+
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
              model_factory: ModelBuilder | None = None) -> None:
     """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
 
     async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
-                                      expected: str | None = None) -> str:
+                                      expected: str | None = None, previous: str | None = None) -> str:
         chosen = parse_modes(modes)
         problem = validate_question(question) or (chosen if isinstance(chosen, str) else None) \
             or expected_problem(expected) or (str(settings.problem()) if settings.problem() else None)
         if problem is not None:
             raise gr.Error(problem, print_exception=False)
         assert isinstance(chosen, tuple)
+        request = followup_request(question, chosen, clean_expected(expected), previous)
         try:
             ticket = admission.ticket()
         except Full as exc:
@@ -178,11 +197,12 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
             async for _place in ticket.wait():
                 pass
             # the Compare tab's defaults (max_tokens: LLM_MAX_TOKENS): the tool takes no model or settings
-            traces = await run_traces(RunRequest(question, chosen, expected=clean_expected(expected)), settings,
-                                      registry, model_factory)
+            traces = await run_traces(request, settings, registry, model_factory)
         finally:
             ticket.release()
-        return json.dumps(result(question, clean_expected(expected), traces), ensure_ascii=False)
+        answer = result(question, clean_expected(expected), traces)
+        answer.update(await asyncio.to_thread(export_fields, request, traces, registry))  # turn, its block
+        return json.dumps(answer, ensure_ascii=False)
 
     compare_reasoning_modes.__doc__ = description()  # the modes as the registry has them today
     gr.api(compare_reasoning_modes, api_name=TOOL_NAME, concurrency_limit=None, concurrency_id="compare")

@@ -55,14 +55,17 @@ def make_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry,
 
 
 def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, registry: ToolRegistry,
-              config: RunConfig, model_factory: Callable[[LLMSettings], Any] | None = None) -> HostedRun:
-    """A teacher's fork (``agents/fork.py``) as an unstarted one-mode run, hosted like :func:`make_run`.
-    ValueError before anything runs when the trace cannot be forked there."""
+              config: RunConfig, model_factory: Callable[[LLMSettings], Any] | None = None,
+              history: tuple[dict[str, Any], ...] = ()) -> HostedRun:
+    """A teacher's fork (``agents/fork.py``) as an unstarted one-mode run, hosted like :func:`make_run`;
+    ``history``: the mode's earlier turns when the forked turn was a follow-up. ValueError before anything runs
+    when the trace cannot be forked there."""
     from agents.fork import prepare_fork
 
     prepare_fork(trace, step_index, text, registry, config)  # the one-line refusal, here and now
     request = RunRequest(trace.question, (trace.mode,), config.protocol, config.max_steps,
-                         config.temperature or 0.0, config.max_tokens)
+                         config.temperature or 0.0, config.max_tokens,
+                         history={trace.mode: tuple(history)} if history else {})
     spec = RunSpec(request, settings, model_factory=model_factory,
                    fork={"trace": trace.to_dict(), "step": step_index, "text": text})
     return _hosted(spec, registry)

@@ -162,7 +162,8 @@ class RunWorker:
 
             return fork_run(Trace.from_dict(spec.fork["trace"]), spec.fork["step"], spec.fork["text"],
                             registry=registry, config=spec.request.config(), model_factory=factory,
-                            stepping=spec.request.stepping, sink=sink)
+                            stepping=spec.request.stepping, sink=sink,
+                            history={m: list(t) for m, t in spec.request.history.items()})
         return ComparisonRun.of(spec.request, factory, registry, sink=sink)
 
     def _registry(self, refs: tuple[ToolRef, ...], max_chars: int | None) -> ToolRegistry:

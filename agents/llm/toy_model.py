@@ -45,7 +45,7 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
     if reflexion is not None:
         return StubReply(text=reflexion)
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
-    question = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
+    question = _question_of(messages)
     last = messages[-1] if messages else {}
     expression = toy_expression(question)
     wants_thoughts = "Thought" in system
@@ -72,6 +72,13 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
         return StubReply(text=f"Thought: {WHY_NOT}\nFinal Answer: {UNKNOWN}.")
     guess = f"roughly {expression}, I cannot compute it exactly"
     return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
+
+
+def _question_of(messages: list[dict[str, Any]]) -> str:
+    """The question being asked: the last ``Question:`` message (a follow-up's earlier turns come before it),
+    else the first user message."""
+    users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
+    return next((u for u in reversed(users) if u.startswith("Question:")), users[0] if users else "")
 
 
 def toy_expression(question: str) -> str:

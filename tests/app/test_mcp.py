@@ -51,7 +51,8 @@ def test_exactly_one_tool(url):
     tools = mcp(url, lambda s: s.list_tools()).tools
     assert [t.name for t in tools] == ["compare_reasoning_modes"]
     schema = tools[0].inputSchema
-    assert set(schema["properties"]) == {"question", "modes", "expected"} and schema["required"] == ["question"]
+    assert set(schema["properties"]) == {"question", "modes", "expected", "previous"}
+    assert schema["required"] == ["question"]
     assert "ReAct" in tools[0].description
 
 

@@ -19,6 +19,7 @@ from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
 from agents.trace import Trace
 from tools.registry import ToolRegistry
+from ui.compare import followup
 from ui.compare.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
 from ui.core import render
 from ui.core.admission import Admission, Full
@@ -43,13 +44,16 @@ def answered_where(settings: LLMSettings, traces: dict[str, Trace]) -> str:
 class LiveView:
     """A live run's panels for the stream adapter: ``(mode, event)`` items in, Compare frames out."""
 
-    def __init__(self, request: RunRequest, settings: LLMSettings, tools: list[str], *, export: bool = True,
+    def __init__(self, request: RunRequest, settings: LLMSettings, registry: ToolRegistry, *, export: bool = True,
                  beside: str | None = None) -> None:
         self.question, self.selection, self.expected = request.question, request.selection, request.expected
         self.panels = PanelsView(request.question, request.selection, request.modes, request.expected, beside=beside)
+        self.request, self.registry = request, registry
+        if request.followup is not None:
+            self.panels.threads = {m: followup.thread(request.followup, m, request.question) for m in request.modes}
         self.settings = settings
         self.where = render.plain(settings.describe())
-        self.export_settings = settings_block(settings, request, tools) if export else None
+        self.export_settings = settings_block(settings, request, registry.names) if export else None
         self.status = f"● Running **{render.plain(request.selection)}** on {self.where}…"
         self.pauses = PauseState() if request.stepping else None
 
@@ -91,8 +95,15 @@ class LiveView:
         if self.export_settings is not None:  # off the event loop: other visitors' frames keep flowing
             data = export_dict(self.question, self.selection, view.traces, self.export_settings,
                                stopped=outcome.stopped, expected=self.expected)
-            files = list(await asyncio.to_thread(write_exports, data, None, view.traces))
-        return view.frame(status, final=True, table=comparison_table(view.traces, self.expected), files=files)
+            files = list(await asyncio.to_thread(self._write, data))
+        previous = self.request.followup.previous if self.request.followup is not None else None
+        table = followup.earlier_table(previous, view.modes) + comparison_table(view.traces, self.expected)
+        return view.frame(status, final=True, table=table, files=files)
+
+    def _write(self, data: dict) -> tuple[str, str]:
+        """The export files, with the follow-up blocks: the turns this one continued, and the one it hands on."""
+        data.update(followup.export_fields(self.request, self.panels.traces, self.registry))
+        return write_exports(data, None, self.panels.traces)
 
 
 async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry, *,
@@ -124,7 +135,7 @@ async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolReg
                 return
         tools = registry.subset(request.tools) if request.tools is not None else registry
         run = make_run(request, settings, tools, model_factory)
-        view = LiveView(request, settings, tools.names, export=export, beside=beside)
+        view = LiveView(request, settings, tools, export=export, beside=beside)
         if request.stepping:
             stop.run, stop.view = run, view
         watch = (lambda: view.expired(pause_ttl_s)) if request.stepping and pause_ttl_s is not None else None

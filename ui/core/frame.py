@@ -139,6 +139,7 @@ class PanelsView:
         self._steps = dict.fromkeys(modes, 0)  # non-token events so far, per mode
         self._ended = dict.fromkeys(modes, False)  # an answer or a final error so far, per mode
         self._idle: dict[str, list] = {}  # the panels of modes not in this run (:meth:`_not_run`)
+        self.threads: dict[str, list] = {}  # a follow-up: each panel's earlier turns, above this one (browser form)
 
     def add(self, mode: str, event: Event, t: float | None = None) -> bool:
         """Record an event; True when it should be shown at once (the first text of a panel)."""
@@ -175,6 +176,11 @@ class PanelsView:
             self._idle[mode] = render.to_wire(render.not_run(mode, self.selection))
         return self._idle[mode]
 
+    def _shown(self, mode: str) -> list:
+        """A panel's messages in the browser's form, below its earlier turns in a follow-up."""
+        messages = self.panels[mode].wire() or WAITING
+        return [*thread, *messages] if (thread := self.threads.get(mode)) else messages
+
     def finished(self, mode: str) -> bool:
         """Ended with an answer or an error (read every frame for every panel: kept by :meth:`add`)."""
         return self.panels[mode].done or self._ended.get(mode, False)
@@ -184,7 +190,7 @@ class PanelsView:
         panels, metrics = [], []
         for m in (self.slots.get(m, m) for m in PANEL_MODES):
             if m in self.panels:
-                panels.append(self.panels[m].wire() or WAITING)
+                panels.append(self._shown(m))
                 line = self.metrics(m, running=not final and not self.finished(m))
                 shown_in_place = m in self.slots.values()  # a fork in its mode's own panel says so under it
                 metrics.append(f"**✎ {render.plain(mode_title(m))}** · {line}" if shown_in_place else line)
@@ -196,7 +202,7 @@ class PanelsView:
                 metrics.append("")
         frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
         if self.beside in self.panels:
-            frame.beside = self.panels[self.beside].wire() or WAITING
+            frame.beside = self._shown(self.beside)
             frame.beside_metrics = self.metrics(self.beside, running=not final and not self.finished(self.beside))
         return frame
 

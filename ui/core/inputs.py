@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agents.comparison import validate_question
+from agents.followup import FollowupError
 from agents.modes import RunConfig
 from agents.modes.registry import run_options
 from agents.request import RunRequest
@@ -28,11 +29,13 @@ from agents.settings import (
     shown,
 )
 from tools.registry import ToolRegistry, normalize_name
+from ui.compare.followup import read_previous
 from ui.core.modes import BASE, SINGLE_CHOICES, ModeChoiceError, chosen_modes, named_mode, selection_text
 from ui.core.verdicts import expected_problem
 
 COMPARE_INPUTS = ("question", "mode", "model", "protocol", "max_steps", "temperature", "tools", "fourth",
-                  "max_tokens", "expected")  # /compare's named inputs, in order; the run options follow
+                  "max_tokens", "expected")  # /compare's named inputs, in order; the run options follow, then PREVIOUS
+PREVIOUS = "previous"  # /compare's last input: the earlier turn a follow-up continues (ui/compare/followup.py)
 
 
 class Refused(ValueError):
@@ -162,15 +165,17 @@ def read_request(inputs: Mapping[str, Any], registry: ToolRegistry, *, stepping:
                                        registry=registry):
             raise Refused(problem)
         expected, options = expected_value(get("expected")), options_value(inputs)
-    except Refused as exc:
+        continued = read_previous(get(PREVIOUS), modes)
+    except (Refused, FollowupError) as exc:
         return str(exc)
+    followup, history = continued if continued is not None else (None, {})
     config = make_config(protocol_value(get("protocol", "text")) or "text", get("max_steps", DEFAULT_MAX_STEPS),
                          get("temperature", DEFAULT_TEMPERATURE), max_tokens)
     tools = get("tools")
     return RunRequest(get("question"), modes, config.protocol, config.max_steps, config.temperature or 0.0,
                       config.max_tokens, tools=tuple(tools) if tools is not None else None,
                       model=get("model") or None, expected=expected, options=options, stepping=stepping,
-                      selection=selection_of(get("mode"), modes))
+                      selection=selection_of(get("mode"), modes), history=history, followup=followup)
 
 
 def selection_of(mode: Any, modes: tuple[str, ...]) -> str:

@@ -64,6 +64,8 @@ _INTS = {
     "APP_SHARE_PER_HOUR": ("share_per_hour", 20, 1, 100_000),  # new Share links per visitor (address) per hour
     "APP_SHARE_RUN_MB": ("share_run_mb", 5, 1, 20),  # the largest run a link may hold (the upload limit is 20 MB)
     "APP_PAUSED_PER_VISITOR": ("paused_per_visitor", 3, 1, 1000),  # stepping runs one visitor may hold at once
+    "APP_FOLLOWUP_TURNS": ("followup_turns", 5, 1, 50),  # turns in one conversation: a question and its follow-ups
+    "APP_CONTEXT_BUDGET": ("context_budget", 6000, 200, 1_000_000),  # tokens of earlier turns a follow-up carries
 }
 _SHARE_MB_PER_HOUR = (1, 100_000)  # megabytes of new links per visitor per hour; unset: a tenth of the store
 _SHARES = {
@@ -108,6 +110,8 @@ class AppSettings:
     pause_ttl_s: float = _SECONDS["APP_PAUSE_TTL"][1]
     paused_per_visitor: int = _INTS["APP_PAUSED_PER_VISITOR"][1]
     paused_share: float = _SHARES["APP_PAUSED_SHARE"][1]
+    followup_turns: int = _INTS["APP_FOLLOWUP_TURNS"][1]
+    context_budget: int = _INTS["APP_CONTEXT_BUDGET"][1]
     trusted_proxies: tuple[str, ...] = ()  # APP_TRUSTED_PROXIES (ui/core/visitors.py); on a Space: its proxy
 
     @property

@@ -18,6 +18,7 @@ import gradio as gr
 from agents.fork import forkable_modes
 from agents.hosting import make_fork
 from agents.modes.registry import fork_id, mode_title
+from ui.compare import followup
 from ui.core import render
 from ui.core.admission import Full
 from ui.core.frame import Outputs
@@ -183,8 +184,9 @@ class ForkTab(TabHandlers):
         if llm_settings.problem() is not None:
             return str(llm_settings.problem())
         try:
-            run = make_fork(screen.trace_to_fork(panel), index, text, llm_settings, registry, config,
-                            self.model_factory)
+            trace = screen.trace_to_fork(panel)
+            run = make_fork(trace, index, text, llm_settings, registry, config, self.model_factory,
+                            history=followup.history_of(screen.previous, trace.mode))
         except ValueError as exc:
             return f"This run cannot be forked there: {exc}"
         settings_block = {**block, "protocol": config.protocol, "max_steps": config.max_steps,

@@ -61,13 +61,15 @@ def base_mode(panel: str) -> str:
 def screen_of(recording: Any) -> Screen:
     """A loaded recording (``ui.recordings.reader.read_recording``) as a screen."""
     return Screen(recording.question, recording.selection, dict(recording.traces), dict(recording.settings),
-                  recording.expected, fork=recording.fork)
+                  recording.expected, fork=recording.fork, previous=recording.previous)
 
 
 def screen_of_view(view: Any) -> Screen:
     """A paused run's live view (``ui.compare.live_run.LiveView``), copied: the run may still add to its traces."""
     traces = {m: Trace(m, t.question, list(t.events), elapsed_s=t.elapsed_s) for m, t in view.panels.traces.items()}
-    return Screen(view.question, view.selection, traces, dict(view.export_settings or {}), view.expected)
+    followup = view.request.followup
+    return Screen(view.question, view.selection, traces, dict(view.export_settings or {}), view.expected,
+                  previous=followup.previous if followup is not None else None)
 
 
 def path_of(value: Any) -> str | None:

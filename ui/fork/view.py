@@ -15,6 +15,7 @@ import gradio as gr
 
 from agents.events import Event
 from agents.modes.registry import mode_title
+from ui.compare import followup
 from ui.core import render
 from ui.core.frame import Frame, Outputs, PanelsView, output_index, run_status
 from ui.core.modes import BESIDE, PANEL_MODES
@@ -51,6 +52,8 @@ class ForkView:
                 self.view.add(panel, event, t)
             self.view.traces[panel].elapsed_s = trace.elapsed_s
             self.view.panels[panel].finish()
+        if screen.previous is not None:  # a fork in a follow-up: every panel keeps its earlier turns above it
+            self.view.threads = followup.threads_of(screen.previous, (*kept, key), screen.question)
         self.owned = self._owned(screen, slot, len(outputs.all()))
         self.status = f"● Forking: **{render.plain(mode_title(key))}** continues live on {where}…"
         self.first = True
@@ -85,6 +88,8 @@ class ForkView:
         data = export_dict(self.screen.question, self.screen.selection, traces, self.settings,
                            stopped=outcome.stopped, expected=self.screen.expected)
         data["fork"] = {"panel": self.slot, "trace": self.key}
+        if self.screen.previous is not None:  # the turns it followed: a replay of the fork shows them too
+            data["previous"] = self.screen.previous.block()
         files = list(await asyncio.to_thread(write_exports, data, None, traces))
         table = comparison_table(traces, self.screen.expected)
         frame = self.view.frame(f"{status} (fork: {render.plain(mode_title(self.key))})", final=True, table=table,

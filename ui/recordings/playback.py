@@ -19,6 +19,7 @@ from pathlib import Path
 import gradio as gr
 
 from agents.modes.registry import forked_mode, mode_title
+from ui.compare import followup
 from ui.core import render
 from ui.core.frame import Frame, PanelsView, output_index
 from ui.core.modes import BESIDE, PANEL_MODES
@@ -50,6 +51,9 @@ async def play(recording: Recording, speed: str | float, *, throttle: float = TH
                       beside_of(recording))
     for m, trace in view.traces.items():  # priced as recorded, not at this process's price
         trace.prices = recording.traces[m].prices if m in recording.traces else None
+    if recording.previous is not None:  # a follow-up: each panel's earlier turns above it, a table row per turn
+        view.threads = followup.threads_of(recording.previous, modes, recording.question)
+    earlier = followup.earlier_table(recording.previous, modes)
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
     status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
     stop = stop or StopSignal()
@@ -62,13 +66,14 @@ async def play(recording: Recording, speed: str | float, *, throttle: float = TH
             recording.discard()
     if stop.stopped:
         view.finish(stopped=True)
-        yield view.frame("■ Replay stopped.", final=True, table=comparison_table(view.traces, recording.expected))
+        yield view.frame("■ Replay stopped.", final=True,
+                         table=earlier + comparison_table(view.traces, recording.expected))
         return
     for m, trace in view.traces.items():
         trace.elapsed_s = recording.traces[m].elapsed_s
     view.finish()
     done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
-    yield view.frame(done, final=True, table=comparison_table(view.traces, recording.expected))
+    yield view.frame(done, final=True, table=earlier + comparison_table(view.traces, recording.expected))
 
 
 async def _play(recording: Recording, view: PanelsView, status: str, factor: float, pacer: _Pacer,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.events import EVENT_TYPES, Event, event_from_dict
+from agents.followup import Previous, recorded
 from agents.llm.pricing import Price, PriceBook
 from agents.modes.registry import forked_mode, mode_ids, mode_title
 from agents.trace import Trace
@@ -210,6 +211,7 @@ def header(data: dict[str, Any]) -> dict[str, Any]:
     expected = data.get("expected") if isinstance(data.get("expected"), str) else None  # absent in older exports
     return {"question": question, "selection": data.get("selection"), "settings": data.get("settings") or {},
             "expected": expected, "fork": fork_of(data),
+            "previous": data.get("previous") if isinstance(data.get("previous"), dict) else None,
             "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])),
                                                          default=0.0))
                       for m, t in traces.items()},
@@ -285,6 +287,7 @@ class Recording:
     expected: str | None = None  # the expected answer, if the run had one (older exports: none)
     schedule_path: Path | None = None  # one ``[t, mode, event]`` per line, read lazily while playing
     fork: dict[str, str] | None = None  # a teacher's fork: {"trace": "react@2", "panel": "react" | "beside"}
+    previous: Previous | None = None  # a follow-up's earlier turns (agents/followup.py)
 
     @property
     def slots(self) -> dict[str, str]:
@@ -317,7 +320,8 @@ def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
     fork = dict(head["fork"]) if isinstance(head.get("fork"), dict) else None
     if fork is not None and fork.get("panel") == OLD_BESIDE:
         fork["panel"] = BESIDE
-    return Recording(question, selection, traces, dict(head.get("settings") or {}), expected, fork=fork)
+    return Recording(question, selection, traces, dict(head.get("settings") or {}), expected, fork=fork,
+                     previous=recorded(head.get("previous")))
 
 
 def read_recording(source: str | Path | bytes) -> Recording:

@@ -1,0 +1,125 @@
+"""Follow-up questions on the page and at ``/compare``: reading ``previous``, and showing the earlier turns.
+
+A follow-up names the turn it follows by that turn's sealed block (``agents/followup.py``): the page hands back
+its own export file (only one inside the app's export folder), an API caller the export's or the MCP answer's JSON.
+Each panel then shows the conversation as a thread — every earlier turn's question and that mode's answer, then
+the new question — and the table gets a row per earlier turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from agents.conversation import fit
+from agents.followup import FollowUp, FollowupError, Previous, block_for, follow_up, opened
+from agents.modes.registry import forked_mode, mode_title
+from agents.request import RunRequest
+from agents.trace import Trace
+from tools.registry import ToolRegistry
+from ui.core import render
+from ui.core.safe_text import plain, safe_markdown
+from ui.core.settings import app_settings
+from ui.recordings.export import EXPORT_DIR, json_of
+from ui.recordings.reader import MAX_REPLAY_BYTES
+
+CUT_NOTE = ("✂ To fit the context budget ({budget:,} tokens), {n} earlier observation{s} of this mode "
+            "{were} cut to {their} first line.")
+NEW_HERE = "This mode was not in the earlier turns: it starts this conversation afresh."
+
+
+def read_previous(raw: Any, modes: tuple[str, ...]) -> tuple[FollowUp, dict[str, tuple]] | None:
+    """``/compare``'s ``previous`` input opened for ``modes`` (None when there is none), or :class:`FollowupError`
+    (one line). It is an earlier turn's export or MCP answer (JSON text or object), or, from the page, its export
+    file."""
+    if raw is None or raw == "" or raw == []:
+        return None
+    settings = app_settings()
+    previous = opened(_loaded(raw), max_turns=settings.followup_turns)
+    return follow_up(previous, modes, settings.context_budget)
+
+
+def _loaded(raw: Any) -> Any:
+    """The JSON behind ``raw``: a file value from the page is read only from the app's own export folder."""
+    path = json_of(raw) if isinstance(raw, list | dict) and not _is_json_object(raw) else None
+    if path is None:
+        return raw
+    file = Path(path).resolve()
+    if not file.is_relative_to(EXPORT_DIR.resolve()) or not file.is_file():
+        raise FollowupError("The earlier turn's export is gone (exports last an hour): ask the question anew.")
+    if file.stat().st_size > MAX_REPLAY_BYTES:
+        raise FollowupError("The earlier turn's export is too large to continue.")
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except ValueError:
+        raise FollowupError("The earlier turn's export is not readable: ask the question anew.") from None
+
+
+def _is_json_object(raw: Any) -> bool:
+    return isinstance(raw, dict) and ("followup" in raw or "format" in raw)
+
+
+def thread(followup: FollowUp, mode: str, question: str) -> list[dict]:
+    """What a follow-up's panel shows above its new turn, in the browser's form: each earlier turn's question and
+    this mode's answer, then the new question (and a note when observations were cut or the mode is new)."""
+    messages: list[gr.ChatMessage] = []
+    mode = forked[0] if (forked := forked_mode(mode)) else mode  # a fork ("react@2") continues its mode's turns
+    for n, turn in enumerate(followup.previous.turns, start=1):
+        messages.append(gr.ChatMessage(role="user", content=f"**Turn {n}** · {safe_markdown(turn['question'])}"))
+        answer = turn["answers"].get(mode)
+        said = safe_markdown(str(answer)) if answer is not None else "_(no answer in this turn)_"
+        messages.append(gr.ChatMessage(role="assistant", content=said,
+                                       metadata={"title": f"{plain(mode_title(mode))} in turn {n}"}))
+    messages.append(gr.ChatMessage(role="user", content=f"**Turn {followup.previous.turn + 1}** · "
+                                                        f"{safe_markdown(question)}"))
+    if mode not in followup.previous.history:
+        messages += render.notice(NEW_HERE)
+    elif cut := followup.cuts.get(mode):
+        budget = app_settings().context_budget
+        messages += render.notice(CUT_NOTE.format(budget=budget, n=cut, s="" if cut == 1 else "s",
+                                                  were="was" if cut == 1 else "were", their="its" if cut == 1 else
+                                                  "their"))
+    return render.to_wire(messages)
+
+
+def threads_of(previous: Previous, modes: tuple[str, ...], question: str) -> dict[str, list[dict]]:
+    """Every panel's earlier turns (a recorded follow-up: its cuts were not recorded)."""
+    shown = FollowUp(previous, {})
+    return {m: thread(shown, m, question) for m in modes}
+
+
+def history_of(previous: Previous | None, panel: str) -> tuple[dict[str, Any], ...]:
+    """A fork's earlier turns: those of the mode it forks, within the context budget."""
+    if previous is None:
+        return ()
+    mode = forked[0] if (forked := forked_mode(panel)) else panel
+    return tuple(fit(previous.history.get(mode, ()), app_settings().context_budget)[0])
+
+
+def earlier_table(previous: Previous | None, modes: tuple[str, ...]) -> str:
+    """The earlier turns as table rows (turn, question, each mode's answer), above this turn's table."""
+    if previous is None:
+        return ""
+    head = "| Turn | Question | " + " | ".join(plain(mode_title(m)) for m in modes) + " |"
+    rule = "|---|---|" + "---|" * len(modes)
+    rows = [f"| {n} | {_cell(t['question'])} | " + " | ".join(_cell(t["answers"].get(m)) for m in modes) + " |"
+            for n, t in enumerate(previous.turns, start=1)]
+    return "\n".join(["**Earlier turns**", "", head, rule, *rows, "", f"**Turn {previous.turn + 1}**", ""])
+
+
+def _cell(value: Any) -> str:
+    text = "—" if value is None else " ".join(str(value).split())
+    return plain(text[:120] + ("…" if len(text) > 120 else "")).replace("|", "\\|")
+
+
+def export_fields(request: RunRequest, traces: Mapping[str, Trace], registry: ToolRegistry) -> dict[str, Any]:
+    """What a turn's export adds: its number, the block of the turns it continued (``previous``: a replay, a share
+    and a fork show and keep them) and the block it hands on (``followup``: the next turn's ``previous``)."""
+    previous = request.followup.previous if request.followup is not None else None
+    block = block_for(previous, request.question, traces, registry, request.config())
+    return {"turn": request.turn, **({"previous": previous.block()} if previous is not None else {}),
+            "followup": block}
