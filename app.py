@@ -39,7 +39,6 @@ from ui import mcp
 from ui.benchmark import open_in_compare
 from ui.benchmark.tab import build_benchmark_tab
 from ui.compare.handlers import CompareTab
-from ui.compare.layout import ComparePage, compare_layout
 from ui.compare.stepping import PauseBook, is_paused
 from ui.core import backend, route_errors, signatures, visitors
 from ui.core.admission import Admission
@@ -52,6 +51,7 @@ from ui.fork import accordion
 from ui.page import behaviour, parts
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
+from ui.tabs.compare import ComparePage, compare_layout
 
 log = logging.getLogger(__name__)
 MAX_UPLOAD_BYTES = MAX_REPLAY_BYTES  # the largest recording replay accepts
@@ -230,7 +230,7 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/core/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
     page.stop_btn.click(handlers.stop, **PAGE_EVENT)
-    # a follow-up: /compare again, `previous` read from this run's export (ui/compare/followup.py); offered once a
+    # a follow-up: /compare again, `previous` read from this run's export (ui/core/followup.py); offered once a
     # run has an export, and never for a replay (its export is gone: the file replayed is not this page's)
     page.followup_btn.click(handlers.compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports},
                             outputs=out.all(), api_visibility="private", **RUN_EVENT)

@@ -88,6 +88,8 @@ def conversation_of(trace: Trace, registry: ToolRegistry, config: RunConfig) -> 
         spec = get_mode(trace.mode)
     except ValueError:
         return None
+    if spec.id == "codeact":
+        return _programs_and_outputs(trace)
     if not spec.forkable:
         return None
     events = [e for _, e in trace.events]
@@ -120,6 +122,22 @@ def _replayed(spec: ModeSpec, trace: Trace, events: list, replies: list[Usage], 
     lead = 1 if model.sent[0].get("role") == "system" else 0
     answered = [{"role": "assistant", "content": model.reply}] if model.reply else []  # a failed last call: none
     return [*model.sent[lead:], *answered]
+
+
+def _programs_and_outputs(trace: Trace) -> list[Message] | None:
+    """CodeAct's conversation, read from its trace (its loop is no fork's to run again): the question, then each
+    reply with its program closed and what the program printed, as the loop appends them (``agents/modes/codeact``)."""
+    from agents.parsing_code import close_code
+
+    events = [e for _, e in trace.events]
+    start = max((i + 1 for i, e in enumerate(events) if isinstance(e, Retry)), default=0)
+    out: list[Message] = [{"role": "user", "content": prompts.question_message(trace.question)}]
+    for event in events[start:]:
+        if isinstance(event, Usage) and event.reply is not None:
+            out.append({"role": "assistant", "content": close_code(event.reply)})
+        elif isinstance(event, Observation) and not event.nested:
+            out.append({"role": "user", "content": prompts.observation_message(event.output)})
+    return out if len(out) > 1 else None
 
 
 def tokens(messages: Sequence[Message]) -> int:

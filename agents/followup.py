@@ -23,8 +23,10 @@ from typing import Any
 
 from agents import prompts
 from agents.conversation import checked, conversation_of, fit
+from agents.events import Reflection
 from agents.llm.base import Message
 from agents.modes.base import RunConfig
+from agents.modes.reflexion import lessons
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
@@ -78,10 +80,12 @@ def _digest(body: Mapping[str, Any]) -> str:
 
 
 def shared_turn(trace: Trace) -> list[Message]:
-    """A turn as the modes without a conversation of their own carry it (the hybrids): its question and answer."""
+    """A turn as the modes without a conversation of their own carry it (the hybrids, Reflexion): its question
+    and answer, and Reflexion's reflections, which its next turn starts its memory with."""
     answer = trace.answer if trace.answer is not None else f"(no answer: {trace.error or 'stopped'})"
+    learned = lessons([e.text for _, e in trace.events if isinstance(e, Reflection)])
     return [{"role": "user", "content": prompts.question_message(trace.question)},
-            {"role": "assistant", "content": f"Final Answer: {answer}"}]
+            {"role": "assistant", "content": f"Final Answer: {answer}{learned}"}]
 
 
 def next_history(previous: Previous | None, traces: Mapping[str, Trace], registry: ToolRegistry,

@@ -27,8 +27,8 @@ from agents.request import RunRequest
 from agents.trace import Trace
 from patches.gradio_mcp import OneTool
 from tools.registry import ToolRegistry
-from ui.compare.followup import export_fields, read_previous
 from ui.core.admission import Admission, Full
+from ui.core.followup import export_fields, read_previous
 from ui.core.modes import BASE
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, stream

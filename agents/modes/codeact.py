@@ -12,7 +12,7 @@ from collections.abc import Generator, Iterator
 
 from agents import prompts
 from agents.events import Action, Event, FinalAnswer, LLMError, Observation, ParseError, Thought
-from agents.llm.base import ChatModel
+from agents.llm.base import ChatModel, Message
 from agents.modes.base import RunConfig, complete, forced_answer
 from agents.modes.registry import ModeSpec, register
 from agents.parsing_code import CLOSE, CodeStep, close_code, final_from_code, parse_code
@@ -41,6 +41,7 @@ def codeact(question: str, model: ChatModel, registry: ToolRegistry, config: Run
     ]
     session = SandboxSession(tools, cancel=config.cancel)
     try:
+        restore(session, getattr(model, "earlier", ()), tools.names)
         for _ in range(config.max_steps):
             reply = yield from complete(model, messages, config, stop=CODE_STOP)
             if reply is None:
@@ -61,6 +62,23 @@ def codeact(question: str, model: ChatModel, registry: ToolRegistry, config: Run
         yield from forced_answer(model, messages, config, extract=final_from_code)
     finally:
         session.close()
+
+
+def restore(session: SandboxSession, earlier: list[Message] | tuple[Message, ...], tools: list[str]) -> int:
+    """A follow-up's variables: the programs of the earlier turns (``earlier``, the conversation a follow-up
+    carries: ``agents/conversation.Continuing``) run again, in order and unseen, in this turn's fresh sandbox.
+    A program that fails is passed over, as it was then; the calls they make go through the tools' cache.
+    Returns how many ran."""
+    ran = 0
+    for message in earlier:
+        if message.get("role") != "assistant":
+            continue
+        step = parse_code(str(message.get("content") or ""), tools)
+        if isinstance(step, CodeStep):
+            for _ in session.run(step.code):  # the step's call records: not shown, this turn did not make them
+                pass
+            ran += 1
+    return ran
 
 
 def run_code(step: CodeStep, session: SandboxSession,

@@ -30,7 +30,7 @@ from agents.events import (
     Thought,
     Trial,
 )
-from agents.llm.base import ChatModel
+from agents.llm.base import ChatModel, Message
 from agents.modes.acting import react
 from agents.modes.base import RunConfig, complete
 from agents.modes.registry import ModeSpec, RunOption, register
@@ -40,6 +40,7 @@ DEFAULT_TRIALS = 3
 MAX_TRIALS = 10
 TRIALS = RunOption("trials", "Reflexion trials", 1, MAX_TRIALS, DEFAULT_TRIALS, "Attempts Reflexion may make")
 MEMORY = 3  # reflections kept for the next trial (the paper bounds its memory to 1-3)
+LESSON = "Lesson learned: "  # a reflection carried to a follow-up (not "Reflection:", which an answer must not echo)
 OBSERVATION_CHARS = 300  # an observation as the evaluator and the reflection see it
 TRIAL_CHARS = 6000  # a whole trial as they see it (its start and its end are kept)
 REFLECTION_CHARS = 800
@@ -95,7 +96,7 @@ def reflexion(question: str, model: ChatModel, registry: ToolRegistry, config: R
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
         raise ValueError(f"the number of Reflexion trials must be a whole number from 1 to {MAX_TRIALS}")
     expected = clean_expected(expected)
-    memory: list[str] = []
+    memory: list[str] = carried(getattr(model, "earlier", ()))[-MEMORY:]  # a follow-up keeps what it learned
     attempt = Attempt()
     for n in range(1, trials + 1):
         yield Trial(n, trials)
@@ -189,6 +190,17 @@ def _outcome(attempt: Attempt, verdict: Evaluation) -> str:
     if verdict.by == GRADED:
         return f"Its answer was graded against the expected answer and is INCORRECT.{ran_out}"
     return f"Its own check judged the answer wrong: {verdict.reason}{ran_out}"
+
+
+def lessons(reflections: list[str]) -> str:
+    """How a turn's reflections travel to the next turn, after its answer (``agents/followup.shared_turn``)."""
+    return "".join(f"\n{LESSON}{r}" for r in reflections)
+
+
+def carried(earlier: list[Message] | tuple[Message, ...]) -> list[str]:
+    """The reflections of a follow-up's earlier turns (:func:`lessons`), oldest first."""
+    return [line[len(LESSON):].strip() for m in earlier if m.get("role") == "assistant"
+            for line in str(m.get("content") or "").splitlines() if line.startswith(LESSON)]
 
 
 def memory_note(reflections: list[str]) -> str:

@@ -210,3 +210,37 @@ def test_replay_share_and_fork_keep_the_turns(served, client, stub, kit):
     sent = json.dumps(stub.requests[0].body["messages"])
     assert "Observation: 396" in sent and "390" in sent and "Observation: 7" in sent  # turns 1 and 2, then the edit
     assert "Turn 3" in json.dumps(frames)
+
+
+def test_a_follow_up_steps_like_a_new_question(served, stub):
+    """``/compare_step`` takes ``previous`` too: the follow-up pauses after its first step, and goes on."""
+    import time
+
+    client = Client(served[1], verbose=False)
+    first = client.predict(question=FIRST, mode=["react"], api_name="/compare")
+    job = client.submit(question="And what is 2 + 3?", mode=["react"], previous=json.dumps(export_of(first)),
+                        api_name="/compare_step")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (job.outputs() and "Paused after step 1" in job.outputs()[-1][6]):
+        time.sleep(0.05)
+    paused = job.outputs()[-1]
+    assert "Paused after step 1" in paused[6] and "Turn 2" in json.dumps(paused[output_index("react")])
+    client.predict(api_name="/step_continue")
+    result = job.result()
+    assert "Done" in result[6] and export_of(result)["turn"] == 2
+
+
+def test_a_context_length_error_in_a_follow_up_is_one_line(served, stub, monkeypatch):
+    client = Client(served[1], verbose=False)
+    first = export_of(client.predict(question=FIRST, mode=["react"], api_name="/compare"))
+
+    def too_long(body: dict) -> StubReply:
+        if any(SECOND in str(m.get("content")) for m in body["messages"]):
+            return StubReply(status=400, error_code="context_length_exceeded",
+                             error_body="This model's maximum context length is 4096 tokens.")
+        return remembering(body)
+
+    monkeypatch.setattr(stub, "responder", too_long)
+    failed = client.predict(question=SECOND, mode=["react"], previous=json.dumps(first), api_name="/compare")
+    status = failed[6]
+    assert "longer than the model's context window" in status and "\n" not in status.strip()

@@ -1,4 +1,5 @@
-"""Imports point one way: ``app.py`` → features → ``ui/recordings`` → ``ui/core`` → ``agents``/``tools``/``patches``.
+"""Imports point one way: ``app.py`` → ``ui/tabs`` → features → ``ui/recordings`` → ``ui/core`` →
+``agents``/``tools``/``patches``.
 
 Every module under ``ui/`` is parsed (``ast``, nothing imported), so a lazy import inside a function counts too.
 A feature (``ui/compare``, ``ui/fork``, ``ui/share``, ``ui/benchmark``, ``ui/page``, ``ui/mcp.py``) imports
@@ -13,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE, RECORDINGS = "core", "recordings"
 FEATURES = ("compare", "fork", "share", "benchmark", "page", "mcp")
-LAYER = {CORE: 0, RECORDINGS: 1, **dict.fromkeys(FEATURES, 2)}
+LAYER = {CORE: 0, RECORDINGS: 1, **dict.fromkeys(FEATURES, 2), "tabs": 3}  # tabs: a tab's layout, of features
 
 
 def imported(path: Path) -> set[str]:

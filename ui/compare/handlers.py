@@ -8,21 +8,24 @@ before anything runs.
 """
 
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import gradio as gr
 
+from agents.followup import FollowupError
 from agents.modes.registry import mode_title, run_options
 from ui.compare.live_run import live_run
 from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_step
 from ui.core.frame import refusal
 from ui.core.handlers import TabHandlers
-from ui.core.inputs import beside_value, read_request
+from ui.core.inputs import PREVIOUS, beside_value, read_request
 from ui.core.modes import PANEL_MODES
 from ui.core.stream import session_of
 from ui.core.visitors import visitor_of
+from ui.recordings.export import own_export
 from ui.recordings.playback import DEFAULT_SPEED, beside_in_file, modes_on_screen, play, window_of
 from ui.recordings.reader import RecordingError, open_recording
 
@@ -77,6 +80,11 @@ class CompareTab(TabHandlers):
                    stepping: bool) -> AsyncIterator[list]:
         """One Compare run, stepping or not: read the request (one line for a bad one), then stream its frames."""
         # preprocess=False: inputs arrive as sent (plain strings, numbers, a list) and are checked once, here
+        try:  # a follow-up from the page names its export file: read off the event loop
+            inputs = {**inputs, PREVIOUS: await asyncio.to_thread(own_export, inputs.get(PREVIOUS))}
+        except FollowupError as exc:
+            yield refusal(str(exc)).to_outputs(self.outputs)
+            return
         checked = read_request(inputs, self.registry, stepping=stepping)
         if isinstance(checked, str):
             yield refusal(checked).to_outputs(self.outputs)

@@ -19,9 +19,8 @@ from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
 from agents.trace import Trace
 from tools.registry import ToolRegistry
-from ui.compare import followup
 from ui.compare.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
-from ui.core import render
+from ui.core import followup, render
 from ui.core.admission import Admission, Full
 from ui.core.frame import Frame, PanelsView, everywhere, refusal, run_status, waiting
 from ui.core.stream import THROTTLE_S, Outcome, StopSignal, stream

@@ -29,7 +29,7 @@ from agents.settings import (
     shown,
 )
 from tools.registry import ToolRegistry, normalize_name
-from ui.compare.followup import read_previous
+from ui.core.followup import read_previous
 from ui.core.modes import BASE, SINGLE_CHOICES, ModeChoiceError, chosen_modes, named_mode, selection_text
 from ui.core.verdicts import expected_problem
 

@@ -18,8 +18,7 @@ import gradio as gr
 from agents.fork import forkable_modes
 from agents.hosting import make_fork
 from agents.modes.registry import fork_id, mode_title
-from ui.compare import followup
-from ui.core import render
+from ui.core import followup, render
 from ui.core.admission import Full
 from ui.core.frame import Outputs
 from ui.core.handlers import TabHandlers

@@ -15,8 +15,7 @@ import gradio as gr
 
 from agents.events import Event
 from agents.modes.registry import mode_title
-from ui.compare import followup
-from ui.core import render
+from ui.core import followup, render
 from ui.core.frame import Frame, Outputs, PanelsView, output_index, run_status
 from ui.core.modes import BESIDE, PANEL_MODES
 from ui.core.stream import Outcome

@@ -17,13 +17,14 @@ from typing import Any
 
 from gradio.utils import get_upload_folder
 
+from agents.followup import FollowupError
 from agents.llm import pricing
 from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
 from agents.trace import Trace
 from ui.core.table import agreement, comparison_rows
 from ui.core.verdicts import comparison_table, export_fields
-from ui.recordings.reader import traces_in
+from ui.recordings.reader import MAX_REPLAY_BYTES, traces_in
 
 FORMAT = "think-act-react/run@1"
 # Inside Gradio's own file cache: Gradio serves a file from there as it is, where a file from anywhere else is
@@ -127,6 +128,23 @@ def json_of(files: Any) -> str | None:
         if isinstance(path, str) and path.endswith(".json"):
             return path
     return None
+
+
+def own_export(value: Any) -> Any:
+    """``/compare``'s ``previous`` as the page sends it — its own export files — read into the export's JSON;
+    any other value as it is. Only a file in this app's export folder is read (a forged path is refused)."""
+    path = json_of(value) if isinstance(value, list) or (isinstance(value, dict) and "path" in value) else None
+    if path is None:
+        return value
+    file = Path(path).resolve()
+    if not file.is_relative_to(EXPORT_DIR.resolve()) or not file.is_file():
+        raise FollowupError("The earlier turn's export is gone (exports last an hour): ask the question anew.")
+    if file.stat().st_size > MAX_REPLAY_BYTES:
+        raise FollowupError("The earlier turn's export is too large to continue.")
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except ValueError:
+        raise FollowupError("The earlier turn's export is not readable: ask the question anew.") from None
 
 
 def to_json(data: dict[str, Any]) -> str:

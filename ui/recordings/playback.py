@@ -19,8 +19,7 @@ from pathlib import Path
 import gradio as gr
 
 from agents.modes.registry import forked_mode, mode_title
-from ui.compare import followup
-from ui.core import render
+from ui.core import followup, render
 from ui.core.frame import Frame, PanelsView, output_index
 from ui.core.modes import BESIDE, PANEL_MODES
 from ui.core.stream import THROTTLE_S, TICK_S, StopSignal, counted, frame_interval

@@ -1,22 +1,20 @@
-"""Follow-up questions on the page and at ``/compare``: reading ``previous``, and showing the earlier turns.
+"""Follow-up questions on the page, at ``/compare`` and in MCP: reading ``previous``, showing the earlier turns.
 
 A follow-up names the turn it follows by that turn's sealed block (``agents/followup.py``): the page hands back
-its own export file (only one inside the app's export folder), an API caller the export's or the MCP answer's JSON.
+its own export file, an API caller the export's or the MCP answer's JSON.
 Each panel then shows the conversation as a thread — every earlier turn's question and that mode's answer, then
 the new question — and the table gets a row per earlier turn.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from agents.conversation import fit
-from agents.followup import FollowUp, FollowupError, Previous, block_for, follow_up, opened
+from agents.followup import FollowUp, Previous, block_for, follow_up, opened
 from agents.modes.registry import forked_mode, mode_title
 from agents.request import RunRequest
 from agents.trace import Trace
@@ -24,43 +22,23 @@ from tools.registry import ToolRegistry
 from ui.core import render
 from ui.core.safe_text import plain, safe_markdown
 from ui.core.settings import app_settings
-from ui.recordings.export import EXPORT_DIR, json_of
-from ui.recordings.reader import MAX_REPLAY_BYTES
 
 CUT_NOTE = ("✂ To fit the context budget ({budget:,} tokens), {n} earlier observation{s} of this mode "
             "{were} cut to {their} first line.")
 NEW_HERE = "This mode was not in the earlier turns: it starts this conversation afresh."
+RESTORED = ("CodeAct's earlier programs ran again in this turn's fresh sandbox, unseen: their variables are back "
+            "(the tools they called answered from the tools' cache, or again).")
 
 
 def read_previous(raw: Any, modes: tuple[str, ...]) -> tuple[FollowUp, dict[str, tuple]] | None:
     """``/compare``'s ``previous`` input opened for ``modes`` (None when there is none), or :class:`FollowupError`
-    (one line). It is an earlier turn's export or MCP answer (JSON text or object), or, from the page, its export
-    file."""
+    (one line). It is an earlier turn's export or MCP answer (JSON text or object); the page's own export file is
+    read before (``ui/recordings/export.own_export``)."""
     if raw is None or raw == "" or raw == []:
         return None
     settings = app_settings()
-    previous = opened(_loaded(raw), max_turns=settings.followup_turns)
+    previous = opened(raw, max_turns=settings.followup_turns)
     return follow_up(previous, modes, settings.context_budget)
-
-
-def _loaded(raw: Any) -> Any:
-    """The JSON behind ``raw``: a file value from the page is read only from the app's own export folder."""
-    path = json_of(raw) if isinstance(raw, list | dict) and not _is_json_object(raw) else None
-    if path is None:
-        return raw
-    file = Path(path).resolve()
-    if not file.is_relative_to(EXPORT_DIR.resolve()) or not file.is_file():
-        raise FollowupError("The earlier turn's export is gone (exports last an hour): ask the question anew.")
-    if file.stat().st_size > MAX_REPLAY_BYTES:
-        raise FollowupError("The earlier turn's export is too large to continue.")
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except ValueError:
-        raise FollowupError("The earlier turn's export is not readable: ask the question anew.") from None
-
-
-def _is_json_object(raw: Any) -> bool:
-    return isinstance(raw, dict) and ("followup" in raw or "format" in raw)
 
 
 def thread(followup: FollowUp, mode: str, question: str) -> list[dict]:
@@ -78,6 +56,8 @@ def thread(followup: FollowUp, mode: str, question: str) -> list[dict]:
                                                         f"{safe_markdown(question)}"))
     if mode not in followup.previous.history:
         messages += render.notice(NEW_HERE)
+    elif mode == "codeact":
+        messages += render.notice(RESTORED)
     elif cut := followup.cuts.get(mode):
         budget = app_settings().context_budget
         messages += render.notice(CUT_NOTE.format(budget=budget, n=cut, s="" if cut == 1 else "s",
