@@ -92,6 +92,15 @@ def servers_from_env(environ: Mapping[str, str] | None = None) -> list[McpServer
     return servers
 
 
+def env_problem(environ: Mapping[str, str] | None = None) -> str | None:
+    """The one line ``app.main`` prints for a bad ``APP_MCP_SERVERS`` before anything starts, else None."""
+    try:
+        servers_from_env(environ)
+    except McpConfigError as exc:
+        return str(exc)
+    return None
+
+
 def _server(item: Any, index: int, env: Mapping[str, str]) -> McpServer:
     where = f"{ENV}, server {index + 1}"
     if not isinstance(item, dict):

@@ -21,10 +21,12 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tools.mcp_config import McpServer, servers_from_env
+from tools.mcp_config import McpConfigError, McpServer, servers_from_env
 from tools.registry import Tool, ToolFailure, ToolRegistry, normalize_name
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ MAX_DESCRIPTION = 1_000
 MAX_SCHEMA_CHARS = 8_000
 MAX_NAME = 64  # OpenAI-style function names: ^[a-zA-Z0-9_-]{1,64}$
 MAX_MESSAGE = 300
+MIN_REFRESH_S = 10.0
 
 
 def run_async(server: McpServer, work: Callable[[], Awaitable[T]]) -> T:
@@ -272,15 +275,12 @@ class McpTools:
     """The owner's servers and the tools last found on them. :meth:`extend` adds them to a registry at start;
     :meth:`refresh` looks again and puts what it finds in that same registry, in place, for every reader."""
 
-    def __init__(self, servers: Iterable[McpServer]) -> None:
+    def __init__(self, servers: Iterable[McpServer], min_refresh_s: float = MIN_REFRESH_S) -> None:
         self.servers = list(servers)
+        self.min_refresh_s = min_refresh_s
         self._lock = threading.Lock()
         self._builtin: list[Tool] | None = None  # the registry's own tools, before extend() added the servers'
-
-    @classmethod
-    def from_env(cls) -> McpTools:
-        """The servers of ``APP_MCP_SERVERS`` (McpConfigError for a bad value: ``app.main`` checks it first)."""
-        return cls(servers_from_env())
+        self._asked_at = float("-inf")
 
     def find(self, builtin: Iterable[Tool]) -> tuple[list[Tool], list[str]]:
         """Every server's tools, the servers asked in parallel, in the order named; and the problems, logged."""
@@ -299,6 +299,7 @@ class McpTools:
             thread.start()
         for thread in threads:
             thread.join()
+        self._asked_at = time.monotonic()
         results = [tools_of(server, listed[i], taken) for i, server in enumerate(self.servers)]
         tools = [t for found, _ in results for t in found]
         problems = [p for _, found in results for p in found]
@@ -307,37 +308,60 @@ class McpTools:
         return tools, problems
 
     def extend(self, registry: ToolRegistry) -> ToolRegistry:
-        """``registry`` with the servers' tools after its own (a new registry; the same one with no servers)."""
+        """``registry`` with the servers' tools after its own: a new :class:`McpRegistry` (``registry`` itself
+        when no server is named)."""
         if not self.servers:
             return registry
-        tools, _ = self.find(registry.tools)
         self._builtin = list(registry.tools)
-        return ToolRegistry([*registry.tools, *tools], registry.max_output_chars)
+        tools, _ = self.find(self._builtin)
+        return McpRegistry([*self._builtin, *tools], registry.max_output_chars, mcp=self)
 
     def refresh(self, registry: ToolRegistry) -> list[str]:
-        """Ask the servers again and put the tools found in ``registry`` (one :meth:`extend` made), replacing
-        the MCP tools it had. Returns the problems, one line each."""
+        """Ask the servers again and put the tools found in ``registry`` (one :meth:`extend` made), in place of
+        the MCP tools it had. Returns the problems, one line each. At most once every ``min_refresh_s``: the
+        button is on a public page, and each click would reach every server."""
         with self._lock:
+            waited = time.monotonic() - self._asked_at
+            if waited < self.min_refresh_s:
+                return [f"the MCP servers were asked {waited:.0f} s ago; try again in "
+                        f"{self.min_refresh_s - waited:.0f} s."]
             builtin = self._builtin if self._builtin is not None else [t for t in registry.tools if not _is_mcp(t)]
             tools, problems = self.find(builtin)
             registry.replace_tools([*builtin, *tools])
             return problems
+
+    def tool_names(self, registry: ToolRegistry) -> list[str]:
+        """The names in ``registry`` of the tools found on the servers."""
+        return [t.name for t in registry.tools if _is_mcp(t)]
+
+
+@dataclass
+class McpRegistry(ToolRegistry):
+    """The app's registry when ``APP_MCP_SERVERS`` names servers: its own tools, then theirs; ``mcp`` refreshes
+    them (the page's button, ``ui/page/tool_picker.py``)."""
+
+    mcp: McpTools | None = field(default=None, repr=False, compare=False)
 
 
 def _is_mcp(t: Tool) -> bool:
     return getattr(t.fn, "__module__", None) == __name__
 
 
-def with_servers(registry: ToolRegistry) -> tuple[ToolRegistry, McpTools | None]:
-    """The app's registry: ``registry`` plus the tools of ``APP_MCP_SERVERS`` (unchanged, and None, when it names
-    none or is bad: ``app.main`` has already refused a bad value with its line; here it is logged once)."""
-    from tools.mcp_config import McpConfigError
+def app_registry() -> ToolRegistry:
+    """The app's registry: the built-in tools, plus those of ``APP_MCP_SERVERS`` (found now, so start-up waits
+    for them, at most a server's timeout). A bad value adds nothing: ``app.main`` has refused it with its line
+    already; here (a test's ``build_demo``) it is logged."""
+    from tools import default_registry
 
+    return with_servers(default_registry())
+
+
+def with_servers(registry: ToolRegistry, environ: Mapping[str, str] | None = None) -> ToolRegistry:
+    """``registry`` plus the tools of the servers ``APP_MCP_SERVERS`` names (itself when it names none, or is
+    bad: logged in one line)."""
     try:
-        servers = McpTools.from_env()
+        servers = servers_from_env(environ)
     except McpConfigError as exc:
         log.error("%s", exc)
-        return registry, None
-    if not servers.servers:
-        return registry, None
-    return servers.extend(registry), servers
+        return registry
+    return McpTools(servers).extend(registry)

@@ -19,9 +19,9 @@ from agents.modes.codeact import codeact
 from agents.trace import Trace
 from tests.tools.mcp_kit import FACTS, free_port, mcp_server
 from tools import default_registry
-from tools.mcp_config import McpServer
-from tools.mcp_servers import McpTools, make_tool, tools_of, with_servers
-from tools.registry import ToolRegistry
+from tools.mcp_config import McpServer, env_problem
+from tools.mcp_servers import McpRegistry, McpTools, app_registry, make_tool, tools_of
+from tools.registry import ToolRegistry, tool_ref
 
 TOKEN = "mcp-canary-9b2e71f04c"  # the header secret: it must show nowhere but in the request
 
@@ -73,6 +73,7 @@ def test_discovery_adds_the_servers_tools_after_the_built_in_ones_with_their_sch
             '{"value": number, "unit": string (optional)}.') in text
     assert "def classfacts_convert(value: float, unit: str = None) -> str:" in prompts.system_prompt(
         "codeact", registry)
+    assert tool_ref(convert) is None  # a run using it stays in the app's process, which holds the secrets
 
 
 def test_react_uses_the_servers_tool_over_the_text_protocol(url):
@@ -187,7 +188,7 @@ def test_a_wrong_header_secret_is_one_line(guarded_url, monkeypatch, caplog):
 
 def test_a_refresh_finds_a_server_that_came_up_and_updates_the_registry_in_place():
     port = free_port()
-    servers = McpTools([McpServer("classfacts", f"http://127.0.0.1:{port}/mcp", timeout_s=3)])
+    servers = McpTools([McpServer("classfacts", f"http://127.0.0.1:{port}/mcp", timeout_s=3)], min_refresh_s=0)
     registry = servers.extend(default_registry())
     held = registry.subset(None)  # what the page holds: the same registry
     assert held.names == default_registry().names
@@ -195,6 +196,9 @@ def test_a_refresh_finds_a_server_that_came_up_and_updates_the_registry_in_place
         assert servers.refresh(registry) == []
         assert held.resolve("classfacts_lookup") is not None and held.call("classfacts lookup", "room").output == "B12"
     assert servers.refresh(registry) != [] and registry.names == default_registry().names
+    servers.min_refresh_s = 60
+    (line,) = servers.refresh(registry)
+    assert line.startswith("the MCP servers were asked 0 s ago; try again in ")
 
 
 def test_a_remote_tool_cannot_shadow_a_built_in_one_and_odd_names_become_identifiers(caplog):
@@ -217,11 +221,12 @@ def test_a_remote_tool_cannot_shadow_a_built_in_one_and_odd_names_become_identif
 
 def test_the_apps_registry_reads_the_environment_and_a_bad_value_adds_nothing(url, monkeypatch, caplog):
     monkeypatch.setenv("APP_MCP_SERVERS", json.dumps([{"name": "classfacts", "url": url}]))
-    registry, servers = with_servers(default_registry())
-    assert servers is not None and "classfacts_lookup" in registry.names
+    registry = app_registry()
+    assert isinstance(registry, McpRegistry) and registry.mcp.tool_names(registry)[0] == "classfacts_lookup"
     monkeypatch.setenv("APP_MCP_SERVERS", "[{]")
     with caplog.at_level(logging.ERROR, logger="tools.mcp_servers"):
-        registry, servers = with_servers(default_registry())
-    assert servers is None and registry.names == default_registry().names and len(caplog.records) == 1
+        registry = app_registry()
+    assert type(registry) is ToolRegistry and registry.names == default_registry().names
+    assert [r.getMessage() for r in caplog.records] == [env_problem()]
     monkeypatch.delenv("APP_MCP_SERVERS")
-    assert with_servers(default_registry())[1] is None
+    assert type(app_registry()) is ToolRegistry and env_problem() is None
