@@ -20,7 +20,7 @@ from agents.trace import Trace
 from tests.tools.mcp_kit import FACTS, free_port, mcp_server
 from tools import default_registry
 from tools.mcp_config import McpServer, env_problem
-from tools.mcp_servers import McpRegistry, McpTools, app_registry, make_tool, tools_of
+from tools.mcp_servers import McpRegistry, McpTools, app_registry, make_tool, tools_of, typed
 from tools.registry import ToolRegistry, tool_ref
 
 TOKEN = "mcp-canary-9b2e71f04c"  # the header secret: it must show nowhere but in the request
@@ -140,6 +140,13 @@ def test_a_slow_tool_is_cut_at_the_servers_timeout_and_the_run_goes_on(url):
     assert obs.is_error
     assert obs.output == "classfacts_slow failed: the MCP server 'classfacts' gave no answer within 1 s."
     assert trace.answer == "unknown"
+
+
+def test_numbers_and_booleans_written_as_text_take_the_schemas_type():
+    parameters = {"properties": {"n": {"type": "integer"}, "x": {"type": "number"}, "on": {"type": "boolean"},
+                                 "s": {"type": "string"}}}
+    assert typed({"n": "5", "x": "2.5", "on": "True", "s": "7"}, parameters) == {"n": 5, "x": 2.5, "on": True, "s": "7"}
+    assert typed({"n": "2.5", "x": "two", "on": "1"}, parameters) == {"n": "2.5", "x": "two", "on": "1"}
 
 
 def test_a_tools_own_error_is_an_observation(url):
