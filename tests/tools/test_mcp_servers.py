@@ -76,6 +76,20 @@ def test_discovery_adds_the_servers_tools_after_the_built_in_ones_with_their_sch
     assert tool_ref(convert) is None  # a run using it stays in the app's process, which holds the secrets
 
 
+def test_a_run_enabling_a_servers_tool_stays_in_the_apps_process_and_one_without_goes_to_a_worker(url, monkeypatch):
+    from agents import hosting
+    from agents.llm.settings import LLMSettings
+    from agents.request import RunRequest
+
+    monkeypatch.setenv("APP_RUN_WORKERS", "2")
+    monkeypatch.setattr(hosting, "default_host", lambda: "a worker")  # where it would go; nothing is started
+    registry = registry_with(McpServer("classfacts", url))
+    request = RunRequest("Who teaches?", ("react",))
+    settings = LLMSettings(model="m", base_url="http://127.0.0.1:9/v1")
+    assert hosting.make_run(request, settings, registry).host is hosting.local_host()
+    assert hosting.make_run(request, settings, registry.subset(["calculate"])).host == "a worker"
+
+
 def test_react_uses_the_servers_tool_over_the_text_protocol(url):
     registry = registry_with(McpServer("classfacts", url))
     model = ScriptedModel([react_call("classfacts_lookup", "teacher"), "Thought: known.\nFinal Answer: Ms Okafor"])
