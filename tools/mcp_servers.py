@@ -131,7 +131,7 @@ def tools_of(server: McpServer, remotes: list[Any] | BaseException, taken: set[s
     for remote in remotes[:MAX_TOOLS_PER_SERVER]:
         try:
             t = make_tool(server, remote)
-        except (ValueError, TypeError, AttributeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a server's odd schema leaves its tool out, never the app down
             problems.append(one_line(f"the MCP server '{server.name}': its tool {str(remote.name)[:60]!r} is left "
                                      f"out: {exc}."))
             continue

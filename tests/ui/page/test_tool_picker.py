@@ -45,6 +45,9 @@ def test_the_servers_tools_are_offered_and_a_refresh_finds_a_server_come_up(monk
     builtin = default_registry().names
     assert [c[1] for c in picker.choices][len(builtin):][:2] == ["classfacts_lookup", "classfacts_convert"]
     assert refresh is not None and refresh.on_load() == gr.skip()  # nothing changed: the page's own config
+    events = {f.fn.__name__: [t[1] for t in f.targets] for f in demo.fns.values()
+              if getattr(f.fn, "__self__", None) is refresh}
+    assert events == {"click": ["click"], "on_load": ["load"]}
     refresh.registry.mcp.min_refresh_s = 0
     with mcp_server(port=port), pytest.warns(UserWarning, match="'classfacts' could not be reached"):
         update = refresh.click(["calculate"])  # the first server is down now: a warning (a toast), its tools gone
