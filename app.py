@@ -32,7 +32,7 @@ from agents.settings import (
 from patches import gradio_login_check, gradio_queue, gradio_sessions, matplotlib_probe, page_cache
 from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
-from tools import sandbox_wasm
+from tools import mcp_config, sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.registry import ToolRegistry
 from ui import mcp
@@ -48,7 +48,7 @@ from ui.core.launcher import launcher
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.fork import accordion
-from ui.page import behaviour, parts
+from ui.page import behaviour, parts, tool_picker
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
 from ui.tabs.compare import ComparePage, compare_layout
@@ -101,9 +101,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     gradio_sessions.install(app_settings().session_ttl_s)  # per-visitor state: cheap to make, given back when idle
     matplotlib_probe.install()  # Gradio's import of it around every frame fails at once, without a sys.path search
     if registry is None:
-        from tools import default_registry
+        from tools.mcp_servers import app_registry
 
-        registry = default_registry()
+        registry = app_registry()  # the built-in tools, then those of APP_MCP_SERVERS' servers
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     stops = Stops()  # each visitor's live streams, for the Stop buttons
     # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
@@ -181,7 +181,7 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
             max_steps = lenient(gr.Slider(1, REQUEST_MAX_STEPS, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
             temperature = lenient(gr.Slider(*TEMPERATURE_RANGE, value=DEFAULT_TEMPERATURE, step=0.1,
                                             label="Temperature"))
-            tools = gr.CheckboxGroup(registry.names, value=registry.names, label="Enabled tools")
+            tools = tool_picker.tool_picker(registry)  # with MCP servers named, a button to ask them again
             # a request may ask for at most MAX_TOKENS_LIMIT (a larger LLM_MAX_TOKENS still applies when it is empty)
             max_tokens = gr.Number(min(settings.max_tokens, MAX_TOKENS_LIMIT), label="Max tokens", minimum=1,
                                    maximum=MAX_TOKENS_LIMIT, precision=0, elem_id="max-tokens",
@@ -301,7 +301,7 @@ def main() -> int:
         settings = LLMSettings.from_env()
         limits = app_settings()
         hosting.workers_from_env()
-        if (problem := patches.env_problem()) is not None:
+        if (problem := patches.env_problem() or mcp_config.env_problem()) is not None:
             raise SettingError(problem)
     except SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)

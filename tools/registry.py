@@ -210,6 +210,12 @@ class ToolRegistry:
     def __post_init__(self) -> None:
         self._by_key = {normalize_name(t.name): t for t in self.tools}
 
+    def replace_tools(self, tools: Iterable[Tool]) -> None:
+        """Swap the tools in place, for every holder of this registry (MCP tools found again on a refresh)."""
+        tools = list(tools)
+        by_key = {normalize_name(t.name): t for t in tools}
+        self.tools, self._by_key = tools, by_key
+
     @property
     def names(self) -> list[str]:
         return [t.name for t in self.tools]

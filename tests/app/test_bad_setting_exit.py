@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
     ({"APP_CONCURRENCY": "abc"}, "error: APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'"),
     ({"LLM_TIMEOUT": "soon"}, "error: LLM_TIMEOUT must be a number of seconds from 0.1 to 86400, got 'soon'"),
     ({"APP_MCP": "2"}, "error: APP_MCP must be one of 1/0, true/false, on/off, yes/no, got '2'"),
+    ({"APP_MCP_SERVERS": '[{"name": "facts", "url": "https://x.org/", "headers": {"Authorization": "Bearer ${T}"}}]'},
+     "error: APP_MCP_SERVERS, server 'facts', header 'Authorization': ${T} must name a secret: a name ending in "
+     "_TOKEN, _KEY, _SECRET or _PASSWORD (e.g. T_TOKEN), which the app keeps out of its other processes"),
 ])
 def test_python_app_py_exits_with_one_line_and_no_traceback(env, line):
     """The line comes from app.main(), after every module was imported: so no import reads a setting either."""
