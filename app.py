@@ -206,7 +206,7 @@ def wire_new_run(page: ComparePage) -> None:
     the fork's panel. Wired before the runs: Gradio's page starts a trigger's events in turn, a later one only once
     a run before it has streamed to its end."""
     starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit,
-              page.followup_btn.click]
+              page.followup.ask_btn.click, page.followup.step_btn.click]
     behaviour.show_run_on([*starts, page.replay_btn.click, page.fork.button.click])
     gr.on(starts, lambda: ("", gr.Column(visible=False)), outputs=[page.share_link, page.beside_col], **PAGE_EVENT)
     page.fork.button.click(lambda: "", outputs=page.share_link, **PAGE_EVENT)
@@ -232,9 +232,9 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     page.stop_btn.click(handlers.stop, **PAGE_EVENT)
     # a follow-up: /compare again, `previous` read from this run's export (ui/core/followup.py); offered once a
     # run has an export, and never for a replay (its export is gone: the file replayed is not this page's)
-    page.followup_btn.click(handlers.compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports},
-                            outputs=out.all(), api_visibility="private", **RUN_EVENT)
-    out.exports.change(lambda files: gr.Button(visible=bool(files)), out.exports, page.followup_btn, **PAGE_EVENT)
+    page.followup.ask_btn.click(handlers.compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports},
+                                outputs=out.all(), api_visibility="private", **RUN_EVENT)
+    out.exports.change(lambda files: gr.Row(visible=bool(files)), out.exports, page.followup.row, **PAGE_EVENT)
 
 
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:
@@ -261,6 +261,10 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
     buttons.step_btn.click(show(True), outputs=controls, **PAGE_EVENT).then(
         handlers.step_compare, inputs_kwargs=run_inputs(page, knobs), outputs=out.all(), api_name="compare_step",
         **RUN_EVENT).then(
+        show(False), outputs=controls, **PAGE_EVENT)
+    page.followup.step_btn.click(show(True), outputs=controls, **PAGE_EVENT).then(  # a follow-up, stepping
+        handlers.step_compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports}, outputs=out.all(),
+        api_visibility="private", **RUN_EVENT).then(
         show(False), outputs=controls, **PAGE_EVENT)
     # Next step is clickable only while the run waits: disabled at the click, enabled by the next pause
     # (the status line says so). A click that slips through is harmless: the engine grants one step per pause.

@@ -35,6 +35,7 @@ def test_ask_a_follow_up_then_share_and_follow_up_again(browser, url, kit):
         kit.pick_modes(page, ["Think", "ReAct"])
         ask(page, kit, FIRST, "#run-btn")
         page.locator("#followup-btn").wait_for(state="visible", timeout=15_000)
+        assert page.locator("#followup-step-btn").is_visible()
         ask(page, kit, SECOND, "#followup-btn", turn=2)
         react, think = page.inner_text("#panel-react"), page.inner_text("#panel-think")
         assert "Turn 1" in react and "Turn 2" in react and "396" in react and "5" in react.split("Turn 2")[-1]
@@ -54,3 +55,17 @@ def test_ask_a_follow_up_then_share_and_follow_up_again(browser, url, kit):
         ask(shared, kit, THIRD, "#followup-btn", turn=3)
         react = shared.inner_text("#panel-react")
         assert "Turn 3" in react and "100" in react.split("Turn 3")[-1]
+
+
+def test_step_through_a_follow_up(browser, url, kit):
+    with kit.open_page(browser, url) as page:
+        kit.pick_modes(page, ["ReAct"])
+        ask(page, kit, FIRST, "#run-btn")
+        page.fill("#question textarea", SECOND)
+        page.click("#followup-step-btn")
+        kit.wait_text(page, "#run-status", "Paused after step 1", timeout=30_000)
+        assert "Turn 2" in page.inner_text("#panel-react")
+        page.click("#continue-btn")
+        kit.wait_text(page, "#run-status", "Done", timeout=30_000)
+        react = page.inner_text("#panel-react")
+        assert "Turn 1" in react and "5" in react.split("Turn 2")[-1]

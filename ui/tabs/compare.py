@@ -33,7 +33,7 @@ class ComparePage:
     beside_col: gr.Column  # the panel beside the modes (a fork continued in a new panel)
     fourth: gr.Textbox  # /compare's older `fourth` input (docs/api.md): hidden, the page never fills it
     previous: gr.Textbox  # /compare's `previous` input: hidden and empty (a new question); a follow-up reads the export
-    followup_btn: gr.Button  # "Ask a follow-up": after a run, the question goes on in every mode's conversation
+    followup: FollowupButtons  # after a run: the question goes on in every mode's conversation
     replay_file: gr.File
     speed: gr.Radio
     replay_btn: gr.Button
@@ -47,6 +47,15 @@ class ComparePage:
         """What a run put on screen from a file also sets (a shared link, a benchmark item): the question, the
         expected answer, the picker and the panel beside (``ui/recordings/playback.run_on_screen``)."""
         return [self.question, self.expected, self.modes, self.beside_col]
+
+
+@dataclass(frozen=True)
+class FollowupButtons:
+    """The row under the question once a run has an export: Ask a follow-up, and Step through one."""
+
+    row: gr.Row
+    ask_btn: gr.Button
+    step_btn: gr.Button
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,6 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
                            gr.Button("› Next step", variant="primary", elem_id="next-btn", scale=0, min_width=130,
                                      visible=False),
                            gr.Button("» Continue", elem_id="continue-btn", scale=0, min_width=120, visible=False))
-        followup_btn = gr.Button("↪ Ask a follow-up", elem_id="followup-btn", scale=0, min_width=150, visible=False)
         stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", scale=0, min_width=90)
     expected = gr.Textbox("", lines=1, max_lines=1, elem_id="expected",  # its label stays, inline (theme.css)
                           label="Expected answer", max_length=MAX_EXPECTED_CHARS,
@@ -78,6 +86,11 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
     examples = parts.examples(question, expected, toy=toy)
     with gr.Row(elem_id="status-row"):
         status = gr.Markdown("", label="Status", elem_id="run-status")
+        with gr.Row(elem_id="followup-row", visible=False) as followup_row:  # once a run has an export
+            followup_btn = gr.Button("↪ Ask a follow-up", variant="primary", elem_id="followup-btn", scale=0,
+                                     min_width=160, size="sm")
+            followup_step = gr.Button("▷ Step a follow-up", elem_id="followup-step-btn", scale=0, min_width=160,
+                                      size="sm")
         parts.presentation_toggle()
     with gr.Row(elem_id="panels", equal_height=True):
         columns = [parts.panel_column(m, mode_title(m), f"**{mode_title(m)}** — press Run", visible=m in BASE)
@@ -102,6 +115,7 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
                 replay_btn = gr.Button("▶ Replay", elem_id="replay-btn", scale=1, min_width=80)
     outputs = Outputs(tuple(c[1] for c in columns), tuple(c[2] for c in columns), status, table,  # type: ignore[arg-type]
                       exports, beside_chat, beside_metrics)
+    followup = FollowupButtons(followup_row, followup_btn, followup_step)
     return ComparePage(question, expected, modes, run_btn, stop_btn, outputs, tuple(c[0] for c in columns), beside_col,
-                       fourth, previous, followup_btn, replay_file, speed, replay_btn, share_btn, share_link, step,
-                       fork, examples)
+                       fourth, previous, followup, replay_file, speed, replay_btn, share_btn, share_link, step, fork,
+                       examples)
