@@ -43,7 +43,7 @@ class FollowupError(ValueError):
 class Previous:
     """An opened follow-up block: the turns so far and each mode's conversation over them."""
 
-    turns: tuple[dict[str, Any], ...]  # oldest first: {"question", "answers": {mode: answer or None}}
+    turns: tuple[dict[str, Any], ...]  # oldest first: {"question", "answers": {mode: answer}, "numbers": {mode: …}}
     history: dict[str, tuple[Message, ...]]
 
     @property
@@ -100,6 +100,12 @@ def next_history(previous: Previous | None, traces: Mapping[str, Trace], registr
     return out
 
 
+def numbers(trace: Trace) -> dict[str, Any]:
+    """A turn's row of figures for one mode, which the next turns' tables and exports keep."""
+    return {"steps": trace.step_count, "llm_calls": trace.llm_calls, "tool_calls": trace.tool_calls,
+            "tokens": trace.prompt_tokens + trace.completion_tokens, "seconds": round(trace.elapsed_s, 2)}
+
+
 def sealed(turns: list[dict[str, Any]], history: Mapping[str, Any]) -> dict[str, Any]:
     """The block a turn hands on: its turns (this one last) and each mode's conversation."""
     body = {"format": FORMAT, "turns": [dict(t) for t in turns],
@@ -111,7 +117,8 @@ def block_for(previous: Previous | None, question: str, traces: Mapping[str, Tra
               config: RunConfig) -> dict[str, Any]:
     """The sealed block of a finished turn (its export's and the MCP answer's ``followup``)."""
     history = next_history(previous, traces, registry, config)
-    turn = {"question": question, "answers": {m: t.answer for m, t in traces.items()}}
+    turn = {"question": question, "answers": {m: t.answer for m, t in traces.items()},
+            "numbers": {m: numbers(t) for m, t in traces.items()}}
     return sealed([*(previous.turns if previous else ()), turn], history)
 
 

@@ -52,7 +52,8 @@ def test_a_block_opens_and_carries_each_turn_s_questions_and_answers():
     model = ScriptedModel(["Thought: add.\nAction: calculate\nAction Input: 2+3", "Final Answer: 5"])
     _, block = turn("react", "What is 2+3?", model)
     previous = open_block(block)
-    assert previous.turn == 1 and previous.turns[0] == {"question": "What is 2+3?", "answers": {"react": "5"}}
+    assert previous.turn == 1 and previous.turns[0]["question"] == "What is 2+3?"
+    assert previous.turns[0]["answers"] == {"react": "5"} and previous.turns[0]["numbers"]["react"]["steps"] == 1
     assert "Observation: 5" in json.dumps(previous.history["react"])
 
 
@@ -115,3 +116,17 @@ def test_reflexion_keeps_its_lessons_across_turns():
     sent = json.dumps(model.requests[0].messages)
     assert json.dumps(memory_note([lesson]))[1:-1] in sent  # its first trial starts with what turn 1 learned
     assert "What is 2+3?" in sent
+
+
+def test_the_earlier_turns_table_has_a_row_per_turn_with_its_figures_and_survives_odd_ones():
+    from ui.core.followup import earlier_table
+
+    model = ScriptedModel(["Thought: add.\nAction: calculate\nAction Input: 2+3", "Final Answer: 5"])
+    _, block = turn("react", "What is 2+3?", model)
+    table = earlier_table(open_block(block), ("react", "think"))
+    assert "| 1 | What is 2\\+3? | 5 (1 step · " in table and table.rstrip().endswith("**Turn 2**")
+    odd = {**block["turns"][0], "numbers": {"react": {"steps": "x", "tokens": None, "seconds": []}}}
+    from agents.followup import recorded
+
+    shown = earlier_table(recorded({**block, "turns": [odd]}), ("react",))
+    assert "| 1 | What is 2\\+3? | 5 |" in shown

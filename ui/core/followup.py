@@ -86,9 +86,20 @@ def earlier_table(previous: Previous | None, modes: tuple[str, ...]) -> str:
         return ""
     head = "| Turn | Question | " + " | ".join(plain(mode_title(m)) for m in modes) + " |"
     rule = "|---|---|" + "---|" * len(modes)
-    rows = [f"| {n} | {_cell(t['question'])} | " + " | ".join(_cell(t["answers"].get(m)) for m in modes) + " |"
+    rows = [f"| {n} | {_cell(t['question'])} | " + " | ".join(_answered(t, m) for m in modes) + " |"
             for n, t in enumerate(previous.turns, start=1)]
     return "\n".join(["**Earlier turns**", "", head, rule, *rows, "", f"**Turn {previous.turn + 1}**", ""])
+
+
+def _answered(turn: dict[str, Any], mode: str) -> str:
+    """A mode's cell of an earlier turn: its answer, then its steps, tokens and seconds."""
+    if mode not in turn["answers"]:
+        return "—"
+    figures = turn.get("numbers", {}).get(mode) if isinstance(turn.get("numbers"), dict) else None
+    got = [figures.get(k) for k in ("steps", "tokens", "seconds")] if isinstance(figures, dict) else []
+    shown = (f" ({got[0]} step{'' if got[0] == 1 else 's'} · {got[1]:,} tokens · {got[2]:.1f} s)"
+             if got and all(isinstance(x, int | float) and not isinstance(x, bool) for x in got) else "")
+    return _cell(turn["answers"][mode]) + shown  # a recording's figures of another shape: the answer alone
 
 
 def _cell(value: Any) -> str:
