@@ -161,7 +161,7 @@ def _parsed(previous: Any) -> Any:
             raise FollowupError(f"previous is longer than {MAX_PREVIOUS_CHARS:,} characters.")
         try:
             return json.loads(previous)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested past the parser's depth
             raise FollowupError("previous must be JSON: the text this app returned for the earlier turn.") from None
     return previous
 

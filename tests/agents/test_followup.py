@@ -61,6 +61,7 @@ def test_changed_foreign_malformed_and_past_the_limit_are_one_line_each():
     _, block = turn("think", "What is 2+3?", ScriptedModel(["Final Answer: 5"]))
     changed = {**block, "turns": [{"question": "What is 9+9?", "answers": {"think": "18"}}]}
     for bad, words in [(changed, "was changed"), ({"format": "x"}, "no follow-up block"), ("{", "must be JSON"),
+                       ("[" * 100_000, "must be JSON"),
                        ({**block, "seal": "0" * 64}, "was changed")]:
         with pytest.raises(FollowupError, match=words) as caught:
             opened(bad if isinstance(bad, str) else {"followup": bad}, max_turns=5)

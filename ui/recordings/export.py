@@ -143,7 +143,7 @@ def own_export(value: Any) -> Any:
         raise FollowupError("The earlier turn's export is too large to continue.")
     try:
         return json.loads(file.read_text(encoding="utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):
         raise FollowupError("The earlier turn's export is not readable: ask the question anew.") from None
 
 

@@ -98,7 +98,7 @@ def compare_layout(*, toy: bool = False) -> ComparePage:
         beside_col, beside_chat, beside_metrics = parts.panel_column("beside", "Fork",
                                                                      "A fork continued in a new panel", visible=False)
     fourth = gr.Textbox("", visible=False, elem_id="fourth-input")
-    previous = gr.Textbox("", visible=False, elem_id="previous-input")
+    previous = gr.Textbox("", visible=False, label="Previous turn (a follow-up)", elem_id="previous-input")
     table = gr.Markdown("", label="Comparison", elem_id="comparison")
     fork = accordion.layout()  # under the table: pick a panel's observation, edit it, fork
     with gr.Row(elem_id="share-row", equal_height=True):
