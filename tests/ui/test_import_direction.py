@@ -1,7 +1,7 @@
 """Imports point one way: ``app.py`` → features → ``ui/recordings`` → ``ui/core`` → ``agents``/``tools``/``patches``.
 
 Every module under ``ui/`` is parsed (``ast``, nothing imported), so a lazy import inside a function counts too.
-A feature (``ui/compare``, ``ui/fork``, ``ui/share``, ``ui/benchmark``, ``ui/page``, ``ui/mcp.py``) imports
+A feature (``ui/compare``, ``ui/fork``, ``ui/share``, ``ui/benchmark``, ``ui/page``, ``ui/poll``, ``ui/mcp.py``) imports
 no other feature; what two features need lives in ``ui/core`` (or, for saved runs, ``ui/recordings``).
 """
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE, RECORDINGS = "core", "recordings"
-FEATURES = ("compare", "fork", "share", "benchmark", "page", "mcp")
+FEATURES = ("compare", "fork", "share", "benchmark", "page", "mcp", "poll")
 LAYER = {CORE: 0, RECORDINGS: 1, **dict.fromkeys(FEATURES, 2)}
 
 

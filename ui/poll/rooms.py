@@ -87,9 +87,11 @@ class Round:
     counts: dict[str, int]
     votes: dict[str, str] = field(default_factory=dict)
     locked: bool = False
+    reveal: dict[str, dict[str, Any]] = field(default_factory=dict)  # mode id → {"answer", "correct"}
 
     def public(self) -> dict[str, Any]:
-        return {"tally": dict(self.counts), "total": len(self.votes), "locked": self.locked}
+        return {"tally": dict(self.counts), "total": len(self.votes), "locked": self.locked,
+                "reveal": self.reveal}
 
 
 @dataclass
@@ -105,8 +107,8 @@ class Room:
     rounds: list[Round] = field(default_factory=list)
     state: str = "open"
     notice: str = ""
-    reveal: dict[str, dict[str, Any]] = field(default_factory=dict)  # mode id → {"answer", "correct"}
     link: str = ""  # the run's share link, for "open the full run"
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(16))  # the teacher's page holds it
     version: int = 1
     _body: tuple[int, bytes] | None = None
 
@@ -117,6 +119,11 @@ class Room:
     @property
     def current(self) -> Round:
         return self.rounds[-1]
+
+    @property
+    def reveal(self) -> dict[str, dict[str, Any]]:
+        """The current round's answers and marks (each round keeps its own, shown side by side)."""
+        return self.current.reveal
 
     def changed(self, now: float) -> None:
         self.version += 1
@@ -180,6 +187,23 @@ class RoomStore:
             self._rooms[code] = room
             return room
 
+    def handle(self, room: Room) -> str:
+        """What the teacher's page keeps to act on its room: code, secret and this process's boot."""
+        return f"{room.code}.{room.secret}.{BOOT}"
+
+    def owned(self, handle: Any) -> Room:
+        """The teacher's room from its handle; one line when it ended, expired, or the app restarted."""
+        code, secret, boot = (handle.split(".") + ["", "", ""])[:3] if isinstance(handle, str) else ("", "", "")
+        if not code:
+            raise PollError("Start a class poll first.")
+        if boot != BOOT:
+            raise PollError("The app restarted: that class poll has ended. Start a new one.", 410)
+        with self._lock:
+            room = self._live(code)
+            if not secrets.compare_digest(room.secret, secret):
+                raise PollError("That class poll is not yours.", 403)
+            return room
+
     def update(self, code: str, change: Callable[[Room], None]) -> Room:
         """Apply ``change`` to the room under the lock and mark it changed (the teacher's buttons)."""
         with self._lock:
@@ -202,7 +226,7 @@ class RoomStore:
                 raise PollError(f"A poll has at most {MAX_ROUNDS} rounds: start a new poll.")
             room.current.locked = True
             room.rounds.append(Round(dict.fromkeys(room.choices, 0)))
-            room.state, room.notice, room.reveal = "open", "", {}
+            room.state, room.notice, room.link = "open", "", ""
         return self.update(code, reopened)
 
     def set_state(self, code: str, state: str, notice: str | None = None) -> Room:
@@ -220,7 +244,7 @@ class RoomStore:
 
     def set_reveal(self, code: str, reveal: dict[str, dict[str, Any]], link: str | None = None) -> Room:
         def revealed(room: Room) -> None:
-            room.reveal = {m: reveal[m] for m, _ in room.modes if m in reveal}
+            room.current.reveal = {m: dict(reveal[m]) for m, _ in room.modes if m in reveal}
             room.current.locked = True
             room.state = "revealed"
             if link is not None:

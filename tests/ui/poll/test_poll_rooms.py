@@ -53,7 +53,7 @@ def test_a_vote_changes_and_never_counts_twice(store: RoomStore):
     store.vote(room.code, VOTER, "react", "1.2.3.4")
     store.vote(room.code, voter(2), NONE, "1.2.3.4")
     tally = store.get(room.code).current.public()
-    assert tally == {"tally": {"think": 0, "act": 0, "react": 1, NONE: 1}, "total": 2, "locked": False}
+    assert tally == {"tally": {"think": 0, "act": 0, "react": 1, NONE: 1}, "total": 2, "locked": False, "reveal": {}}
 
 
 def test_the_phones_see_counts_only(store: RoomStore):
