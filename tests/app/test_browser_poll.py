@@ -1,0 +1,114 @@
+"""The class poll in headless Chromium: a teacher at 1366×768 and three phones at 390×844 join by the link, vote,
+see the tally move, the lock and the reveal; a second round shows beside the first; the share link reaches the
+phones. Screenshots of both screens go to artifacts/ (docs/app.md shows them)."""
+
+from __future__ import annotations
+
+import re
+from contextlib import ExitStack
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+QUESTION, EXPECTED = "What is 17 * 23 + 5?", "396"  # the stub: Think-only ✗, Act-only ✓, ReAct ✓
+
+
+@pytest.fixture(scope="module")
+def url(kit):
+    with kit.app_on_stub(latency=0.05, token_delay=0.005) as local_url:
+        yield local_url
+
+
+def phone(browser, link: str):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
+               else route.abort())
+    page.goto(link)
+    page.wait_for_selector("#choices .choice")
+    return context, page
+
+
+def board_has(teacher, text: str, timeout: float = 15_000) -> None:
+    teacher.wait_for_function("(t) => (document.querySelector('#poll-board')?.innerText || '').includes(t)",
+                              arg=text, timeout=timeout)
+
+
+def tap(page, title: str) -> None:
+    page.get_by_role("button", name=title, exact=True).click()
+    page.wait_for_function("(t) => document.querySelector('#mine').innerText.includes(t)", arg=title)
+
+
+def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
+    kit.artifacts.mkdir(exist_ok=True)
+    with kit.open_page(browser, url) as teacher, ExitStack() as phones:
+        teacher.fill("#question textarea", QUESTION)
+        teacher.fill("#expected textarea, #expected input", EXPECTED)
+        teacher.click("#poll button:has-text('Class poll')")
+        teacher.click("#poll-start")
+        teacher.wait_for_selector("#poll-code")
+        code = teacher.inner_text("#poll-code").strip()
+        link = teacher.get_attribute("#poll-link", "href")
+        assert re.fullmatch(r"[2-9A-HJKMNP-Z]{6}", code) and link.endswith(f"/?room={code}")
+        qr = teacher.locator("#poll-join svg").bounding_box()
+        assert qr["height"] >= 768 / 4 and qr["width"] >= 4 * 29  # a quarter of the viewport, >= 4 px a module
+
+        devices = []
+        for _ in range(3):
+            context, page = phone(browser, link)
+            phones.callback(context.close)
+            devices.append(page)
+        one, two, three = devices
+        assert one.inner_text("#question") == QUESTION
+        assert [b.inner_text() for b in one.locator("#choices .choice").all()] == \
+            ["Think-only", "Act-only", "ReAct", "None of them"]
+        tap(one, "Think-only")
+        tap(two, "ReAct")
+        tap(three, "Act-only")
+        board_has(teacher, "3 voted")
+        tap(three, "ReAct")  # a changed vote moves the tally, and is still one vote
+        board_has(teacher, "67 % predicted ReAct")
+        board_has(teacher, "3 voted")
+        three.screenshot(path=str(kit.artifacts / "poll-phone-vote-390x844.png"))
+        teacher.locator("#poll").scroll_into_view_if_needed()
+        teacher.screenshot(path=str(kit.artifacts / "poll-teacher-open-1366x768.png"))
+
+        teacher.click("#run-btn")  # Run locks the votes
+        for page in devices:
+            page.wait_for_function("() => document.querySelector('#choices .choice').disabled", timeout=15_000)
+        late = one.evaluate("""async (code) => { const r = await fetch(`poll/${code}/vote`, {method: 'POST',
+            headers: {'Content-Type': 'application/json'}, body: JSON.stringify({voter: 'late-phone-00000001',
+            choice: 'act'})}); return [r.status, (await r.json()).error]; }""", code)
+        assert late[0] == 409 and "locked" in late[1]
+
+        board_has(teacher, "33 % predicted Think-only — ✗ wrong", timeout=60_000)
+        board_has(teacher, "67 % predicted ReAct — ✓ right")
+        board_has(teacher, "0 % predicted None of them — ✗ wrong")
+        for page, said in ((one, "wrong."), (two, "right!"), (three, "right!")):
+            page.wait_for_function("(t) => document.querySelector('#reveal').innerText.includes(t)", arg=said,
+                                   timeout=15_000)
+        reveal = one.inner_text("#reveal")
+        assert "Think-only:" in reveal and "✗ wrong" in reveal and "ReAct: 396" in reveal and "✓ right" in reveal
+
+        teacher.click("#share-btn")  # the share link reaches the phones: "open the full run"
+        one.wait_for_selector("#full:not([hidden])", timeout=15_000)
+        assert "?run=" in one.get_attribute("#link", "href")
+        one.screenshot(path=str(kit.artifacts / "poll-phone-reveal-390x844.png"))
+
+        teacher.click("#poll-again")  # a second round after discussion
+        for page in devices:
+            page.wait_for_function("() => !document.querySelector('#choices .choice').disabled", timeout=15_000)
+        tap(one, "ReAct")
+        tap(two, "ReAct")
+        board_has(teacher, "Round 2 · 2 voted")
+        rounds = teacher.locator("#poll-board .poll-round")
+        assert rounds.count() == 2
+        first, second = rounds.nth(0).bounding_box(), rounds.nth(1).bounding_box()
+        assert abs(first["y"] - second["y"]) < 5 and second["x"] > first["x"]  # side by side
+        assert "Round 1 · 3 voted" in teacher.inner_text("#poll-board")
+        teacher.locator("#poll-board").scroll_into_view_if_needed()
+        teacher.screenshot(path=str(kit.artifacts / "poll-teacher-rounds-1366x768.png"))
+
+        teacher.click("#poll-end")
+        one.wait_for_function("() => document.querySelector('#msg').innerText.includes('ended')", timeout=15_000)
