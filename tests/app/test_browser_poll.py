@@ -112,3 +112,30 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
 
         teacher.click("#poll-end")
         one.wait_for_function("() => document.querySelector('#msg').innerText.includes('ended')", timeout=15_000)
+
+
+def test_a_phone_reads_one_line_for_a_bad_code_and_for_a_restart(browser, url, monkeypatch):
+    from ui.poll import rooms as poll_rooms
+    from ui.poll import routes as poll_routes
+
+    base = url.rstrip("/")
+    context, page = browser.new_context(viewport={"width": 390, "height": 844}), None
+    try:
+        page = context.new_page()
+        page.goto(f"{base}/?room=ZZZZZZ")
+        page.wait_for_function("() => document.querySelector('#msg').innerText.includes('No class poll has that code')")
+        assert page.is_visible("#join") and not page.is_visible("#vote")
+        page.goto(f"{base}/?room=hello")
+        assert "not a room code" in page.inner_text("#msg") and page.is_visible("#join")
+
+        room = poll_rooms.rooms().create("teacher", "Which is larger, 9.11 or 9.9?", [("react", "ReAct")])
+        page.goto(f"{base}/?room={room.code}")
+        page.wait_for_selector("#choices .choice")
+        monkeypatch.setattr(poll_rooms, "_store", poll_rooms.RoomStore())  # the app restarted: no rooms, a new boot
+        monkeypatch.setattr(poll_rooms, "BOOT", "n3wb00t0")
+        monkeypatch.setattr(poll_routes, "BOOT", "n3wb00t0")
+        page.wait_for_function("() => document.querySelector('#msg').innerText.includes('The app restarted')",
+                               timeout=10_000)
+        assert not page.is_visible("#vote")
+    finally:
+        context.close()

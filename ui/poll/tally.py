@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ui.poll.qr import qr_svg
 from ui.poll.rooms import NONE
+from ui.recordings.reader import read_text
 
 SHORT_ANSWER = 80  # characters of a final answer a phone shows
 RUN_LINK = re.compile(r"\((https?://[^\s()]+[?&]run=[A-Za-z0-9_-]{16,64})\)")
@@ -165,13 +166,13 @@ def reveal_of(export: dict[str, Any], modes: list[str], marks: list[str] | None 
 
 
 def read_export(path: str | None) -> dict[str, Any] | None:
-    """A run's JSON export (this app wrote it), or None when there is none or it does not read."""
+    """A run's JSON export (this app's, or a replayed file of at most 20 MB), or None when there is none or it does
+    not read."""
     if not path:
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
+        data = json.loads(read_text(path))
+    except (OSError, ValueError):  # RecordingError is a ValueError: missing, or too large
         return None
     return data if isinstance(data, dict) else None
 

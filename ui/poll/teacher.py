@@ -154,14 +154,15 @@ def on_run(kind: str | None) -> Callable[[str], None]:
     return moved
 
 
-async def reveal(handle: str, exports: Any, share_line: Any, marks: Any = None) -> tuple:
-    """Each polled mode's short answer and ✓/✗ from the run's export; ``marks`` (the Reveal button) take the
-    place of missing verdicts. Nothing happens before a room's votes were locked by a run."""
+async def reveal(handle: str, exports: Any, share_line: Any, marks: Any = None, replayed: Any = None) -> tuple:
+    """Each polled mode's short answer and ✓/✗ from the run's export, or from the replayed file (a replay makes no
+    export); ``marks`` (the Reveal button) take the place of missing verdicts. Nothing happens before a room's
+    votes were locked by a run."""
     try:
         room = rooms().owned(handle)
     except PollError:
         return gr.skip(), gr.skip()
-    path = _json_of(exports)
+    path = _json_of(exports) or (_json_of(replayed) if marks is not None else None)
     export = await asyncio.to_thread(tally.read_export, path)
     if export is None:
         line = "Run the question first: the reveal reads the run's answers." if marks is not None else ""
@@ -229,6 +230,7 @@ class PageHooks:
     modes: gr.Dropdown
     exports: gr.File
     share_link: gr.Markdown
+    replay_file: gr.File
     runs: list[Trigger]  # what starts a live run: Run, Enter in the question or expected answer
     step: Trigger
     stop: Trigger
@@ -238,7 +240,7 @@ class PageHooks:
 
 def hooks_of(page: Any) -> PageHooks:
     """What the poll needs of ``app.ComparePage`` (taken by name: a feature does not import the app)."""
-    return PageHooks(page.question, page.modes, page.outputs.exports, page.share_link,
+    return PageHooks(page.question, page.modes, page.outputs.exports, page.share_link, page.replay_file,
                      runs=[page.run_btn.click, page.question.submit, page.expected.submit],
                      step=page.step.step_btn.click, stop=page.stop_btn.click, fork=page.fork.button.click,
                      replay=page.replay_btn.click)
@@ -262,5 +264,6 @@ def wire_poll(poll: PollControls, page: Any) -> None:
     for kind in ("step", "stop", "fork", "replay"):
         getattr(hooks, kind)(on_run(kind), h, **PAGE_EVENT)
     hooks.exports.change(reveal, [h, hooks.exports, hooks.share_link], board, **PAGE_EVENT)
-    poll.reveal.click(reveal, [h, hooks.exports, hooks.share_link, poll.marks], board, **PAGE_EVENT)
+    poll.reveal.click(reveal, [h, hooks.exports, hooks.share_link, poll.marks, hooks.replay_file], board,
+                      **PAGE_EVENT)
     hooks.share_link.change(shared, [h, hooks.share_link], **PAGE_EVENT)

@@ -175,3 +175,16 @@ def test_an_ended_room_or_a_restart_is_one_line_and_the_timer_stops(store):
     assert "The app restarted" in board
     board, _, _ = teacher.tick(f"{code}.wrong-secret.{BOOT}", 0)
     assert "not yours" in board
+
+
+def test_a_replay_is_revealed_from_the_replayed_file(store, tmp_path):
+    handle, _ = started()
+    teacher.on_run("replay")(handle)
+    path = export(tmp_path)
+    asyncio.run(teacher.reveal(handle, None, "", [], path))  # a replay makes no export: Reveal reads its file
+    room = store.get(handle.split(".")[0])
+    assert room.state == "revealed" and "replay" in room.notice
+    assert {m: r["correct"] for m, r in room.reveal.items()} == {"think": False, "act": True, "react": True}
+    assert tally.read_export(str(tmp_path / "missing.json")) is None
+    (tmp_path / "bad.json").write_text("[1, 2")
+    assert tally.read_export(str(tmp_path / "bad.json")) is None
