@@ -23,7 +23,7 @@ import gradio as gr
 from agents.modes.registry import mode_title
 from ui.core import visitors
 from ui.core.handlers import PAGE_EVENT
-from ui.poll import tally
+from ui.poll import records, tally
 from ui.poll.rooms import PollError, Room, rooms
 
 Trigger = Any  # a Gradio event listener (``button.click``), as ``gr.on`` takes it
@@ -177,7 +177,10 @@ async def reveal(handle: str, exports: Any, share_line: Any, marks: Any = None, 
         rooms().set_reveal(room.code, answers, tally.run_link_in(share_line))
         if notice or room.notice:
             rooms().set_state(room.code, "revealed", notice or room.notice)
-        return _drawn(rooms().owned(handle))
+        room = rooms().owned(handle)
+        if path == _json_of(exports):  # the live run's own export (never a visitor's replayed file)
+            await asyncio.to_thread(records.keep_with_export, path, room.public())
+        return _drawn(room)
     except PollError as refused:
         return tally.tally_html(None, refused.line), -1
 

@@ -45,7 +45,7 @@ def export(tmp_path, *, expected: bool = True, stopped: bool = False, errors=())
             {"mode": "act", "answer": "396", "error": None},
             {"mode": "react", "answer": None if "react" in errors else "396",
              "error": "HTTP 503: overloaded" if "react" in errors else None}]
-    data = {"format": "think-act-react/run@1", "stopped": stopped, "comparison": {"rows": rows},
+    data = {"format": "think-act-react/run@1", "stopped": stopped, "comparison": {"rows": rows}, "traces": {},
             "verdicts": {"think": {"correct": False}, "act": {"correct": True}, "react": {"correct": True}}
             if expected else {}}
     path = tmp_path / "run.json"
@@ -106,6 +106,8 @@ def test_the_export_reveals_each_modes_answer_and_mark(store, tmp_path):
     room = store.get(code)
     assert room.state == "revealed" and room.link == "http://x:1/?run=abcdefghijklmnop1234"
     assert room.reveal["act"] == {"answer": "396", "correct": True}
+    kept = json.loads((tmp_path / "run.json").read_text())["poll"]  # the tallies are kept with the run's export
+    assert kept["rounds"][0]["tally"] == {"think": 7, "act": 0, "react": 3, "none": 0}
 
 
 def test_without_an_expected_answer_the_teacher_marks_then_reveals(store, tmp_path):
@@ -181,7 +183,9 @@ def test_a_replay_is_revealed_from_the_replayed_file(store, tmp_path):
     handle, _ = started()
     teacher.on_run("replay")(handle)
     path = export(tmp_path)
+    before = open(path).read()
     asyncio.run(teacher.reveal(handle, None, "", [], path))  # a replay makes no export: Reveal reads its file
+    assert open(path).read() == before  # a visitor's file is read, never written
     room = store.get(handle.split(".")[0])
     assert room.state == "revealed" and "replay" in room.notice
     assert {m: r["correct"] for m, r in room.reveal.items()} == {"think": False, "act": True, "react": True}
