@@ -61,7 +61,11 @@ def test_a_phone_reads_the_room_and_its_refresh_is_a_304(app_url, store):
     again = httpx.get(f"{app_url}/poll/{room.code.lower()}", headers={"If-None-Match": first.headers["etag"]},
                       timeout=10)
     assert again.status_code == 304 and again.content == b""
-    assert vote(app_url, room.code, "phone-one-000000001", "react").status_code == 200
+    voted = vote(app_url, room.code, "phone-one-000000001", "react")
+    assert voted.status_code == 200 and voted.json()["rounds"][0]["tally"] is None  # no counts while the vote is open
+    same = httpx.get(f"{app_url}/poll/{room.code}", headers={"If-None-Match": first.headers["etag"]}, timeout=10)
+    assert same.status_code == 304  # votes do not change what phones are shown: the refresh stays cheap
+    store.lock(room.code)
     moved = httpx.get(f"{app_url}/poll/{room.code}", headers={"If-None-Match": first.headers["etag"]}, timeout=10)
     assert moved.status_code == 200 and moved.json()["rounds"][0]["tally"]["react"] == 1
 
@@ -72,6 +76,7 @@ def test_votes_change_and_count_once(app_url, store):
         answer = vote(app_url, room.code, "phone-one-000000001", choice)
         assert answer.status_code == 200, answer.text
     vote(app_url, room.code, "phone-two-000000002", "none")
+    store.lock(room.code)
     tally = httpx.get(f"{app_url}/poll/{room.code}", timeout=10).json()["rounds"][0]
     assert tally["tally"] == {"think": 0, "act": 0, "react": 1, "none": 1} and tally["total"] == 2
     assert "phone-one" not in httpx.get(f"{app_url}/poll/{room.code}", timeout=10).text

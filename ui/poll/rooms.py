@@ -109,7 +109,8 @@ class Room:
     notice: str = ""
     link: str = ""  # the run's share link, for "open the full run"
     secret: str = field(default_factory=lambda: secrets.token_urlsafe(16))  # the teacher's page holds it
-    version: int = 1
+    version: int = 1  # every change (the teacher's screen redraws on it)
+    seen: int = 1  # every change a phone shows: not a vote in an open round, whose counts phones do not see
     _body: tuple[int, bytes] | None = None
 
     @property
@@ -125,25 +126,36 @@ class Room:
         """The current round's answers and marks (each round keeps its own, shown side by side)."""
         return self.current.reveal
 
-    def changed(self, now: float) -> None:
+    def changed(self, now: float, *, phones: bool = True) -> None:
         self.version += 1
+        self.seen += phones
         self.touched = now
 
     def public(self) -> dict[str, Any]:
-        """What a phone may know: no voter ids, counts only."""
+        """Everything but the voters: counts only (the teacher's screen, the CSV, the export)."""
         return {"code": self.code, "boot": BOOT, "version": self.version, "state": self.state, "notice": self.notice,
                 "question": self.question, "modes": [{"id": m, "title": t} for m, t in self.modes],
                 "choices": self.choices, "round": len(self.rounds), "rounds": [r.public() for r in self.rounds],
                 "reveal": self.reveal, "link": self.link}
 
+    def phone(self) -> dict[str, Any]:
+        """What a phone reads: as :meth:`public`, without the counts of a round still open. Students commit before
+        they see the class's split (peer instruction's first vote is their own), and the phones' copy changes only
+        when the teacher acts, so during the vote a refresh is a ``304``."""
+        data = self.public()
+        data["version"] = self.seen
+        data["rounds"] = [r if r["locked"] else {**r, "tally": None, "total": None} for r in data["rounds"]]
+        return data
+
     def body(self) -> bytes:
-        if self._body is None or self._body[0] != self.version:
-            self._body = (self.version, json.dumps(self.public(), separators=(",", ":")).encode())
+        """:meth:`phone` as JSON, made once per change the phones see."""
+        if self._body is None or self._body[0] != self.seen:
+            self._body = (self.seen, json.dumps(self.phone(), separators=(",", ":")).encode())
         return self._body[1]
 
     @property
     def etag(self) -> str:
-        return f'"{BOOT}-{self.code}-{self.version}"'
+        return f'"{BOOT}-{self.code}-{self.seen}"'
 
 
 class RoomStore:
@@ -315,7 +327,7 @@ class RoomStore:
                 ballot.counts[before] -= 1
             ballot.votes[voter] = choice
             ballot.counts[choice] += 1
-            room.changed(self.clock())
+            room.changed(self.clock(), phones=False)
             return room
 
     # -- upkeep ------------------------------------------------------------------------------------------------

@@ -63,7 +63,10 @@ def test_the_phones_see_counts_only(store: RoomStore):
     assert VOTER not in body and "teacher" not in body and "1.2.3.4" not in body
     data = json.loads(body)
     assert data["choices"] == ["think", "act", "react", NONE] and data["boot"] == rooms.BOOT
-    assert data["rounds"][0]["tally"]["act"] == 1
+    assert data["rounds"][0]["tally"] is None and data["rounds"][0]["total"] is None  # not while the vote is open
+    store.lock(room.code)
+    data = json.loads(store.get(room.code).body())
+    assert data["rounds"][0]["tally"]["act"] == 1 and data["rounds"][0]["total"] == 1
 
 
 def test_a_vote_after_the_lock_is_one_line_and_not_counted(store: RoomStore):
@@ -208,14 +211,16 @@ def test_the_store_is_safe_across_threads():
     assert ballot.counts == {"think": 0, "act": 0, "react": 200, NONE: 0} and len(ballot.votes) == 200
 
 
-def test_the_version_moves_with_every_change(store: RoomStore):
+def test_the_phones_copy_changes_only_when_the_teacher_acts(store: RoomStore):
     room = store.create("teacher", "Q?", MODES)
-    tags = [room.etag]
-    store.vote(room.code, VOTER, "act", "1.2.3.4")
-    tags.append(store.get(room.code).etag)
-    store.vote(room.code, VOTER, "act", "1.2.3.4")  # the same vote again changes nothing
-    tags.append(store.get(room.code).etag)
+    versions, tags = [room.version], [room.etag]
+    for choice in ("act", "act", "think"):  # the same vote again changes nothing
+        store.vote(room.code, VOTER, choice, "1.2.3.4")
+        versions.append(room.version)
+        tags.append(room.etag)
     store.set_state(room.code, "running", "The teacher is stepping through the run.")
-    tags.append(store.get(room.code).etag)
-    assert tags[0] != tags[1] == tags[2] != tags[3]
+    versions.append(room.version)
+    tags.append(room.etag)
+    assert versions[0] < versions[1] == versions[2] < versions[3] < versions[4]  # the teacher's screen redraws
+    assert tags[0] == tags[1] == tags[2] == tags[3] != tags[4]  # a phone's refresh stays a 304 during the vote
     assert store.get(room.code).current.locked
