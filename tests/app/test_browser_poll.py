@@ -95,8 +95,13 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
 
         teacher.click("#share-btn")  # the share link reaches the phones: "open the full run"
         one.wait_for_selector("#full:not([hidden])", timeout=15_000)
-        assert "?run=" in one.get_attribute("#link", "href")
+        shared = one.get_attribute("#link", "href")
+        assert "?run=" in shared
         one.screenshot(path=str(kit.artifacts / "poll-phone-reveal-390x844.png"))
+        with kit.open_page(browser, teacher.url.split("?")[0] + "?" + shared.split("?")[1]) as visitor:
+            kit.wait_text(visitor, "#poll-record", "The class voted 1/0/2/0 (Think-only/Act-only/ReAct/none); "
+                                                   "right: Act-only, ReAct.")  # the tallies travel with the run
+            assert visitor.is_visible("#poll-record")
 
         teacher.click("#poll-again")  # a second round after discussion
         for page in devices:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from ui.poll.rooms import NONE
 from ui.recordings.export import to_json
 
 MAX_EXPORT_BYTES = 20_000_000  # as a replayable recording
+TAIL_BYTES = 32_768  # the ``poll`` block is the export's last key, and small (5 rounds of 13 choices at most)
+MAX_TEXT = 500
+POLL_KEY = re.compile(r'"poll"\s*:\s*\{')
 
 
 def record_of(room: dict[str, Any]) -> dict[str, Any]:
@@ -40,7 +44,11 @@ def summary(record: dict[str, Any]) -> str:
         return ""
     line = f"The class voted {counts[0]} ({names})"
     later = [f"round {n}: {c}" for n, c in enumerate(counts[1:], 2)]
-    return line + (f"; after discussion, {', '.join(later)}" if later else "") + "."
+    titles = {c["id"]: c["title"] for c in record["choices"]}
+    marks = next((r["right"] for r in record["rounds"] if isinstance(r.get("right"), dict) and r["right"]), {})
+    right = [titles.get(m, m) for m, ok in marks.items() if ok is True]
+    return (line + (f"; after discussion, {', '.join(later)}" if later else "")
+            + (f"; right: {', '.join(right) or 'none of the modes'}" if marks else "") + ".")
 
 
 def keep_with_export(json_path: str | None, room: dict[str, Any]) -> bool:
@@ -73,3 +81,41 @@ def _replace(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.poll")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+def record_in(json_path: str | None) -> dict[str, Any] | None:
+    """The ``poll`` block of an export (a shared run's, a replayed file's), or None. Only the file's tail is read:
+    :func:`keep_with_export` adds the block last, so a run's end costs one small read, not a parse of the run. The
+    file may be anyone's: the block is checked before a line is made of it."""
+    if not json_path:
+        return None
+    try:
+        with open(json_path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            tail = f.read().decode("utf-8", errors="replace").rstrip()
+    except OSError:
+        return None
+    found = [m.end() - 1 for m in POLL_KEY.finditer(tail)]
+    if not found or not tail.endswith("}"):
+        return None
+    try:
+        record = json.loads(tail[found[-1]:-1])
+    except ValueError:
+        return None
+    return record if _well_formed(record) else None
+
+
+def _well_formed(record: Any) -> bool:
+    """A block as :func:`record_of` makes it: text ids and titles, whole counts, at most 5 rounds of 13 choices."""
+    if not isinstance(record, dict) or not isinstance(record.get("choices"), list) \
+            or not isinstance(record.get("rounds"), list) or not 0 < len(record["rounds"]) <= 5:
+        return False
+    choices = record["choices"]
+    if not 0 < len(choices) <= 13 or not all(
+            isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("title"), str)
+            and len(c["id"]) + len(c["title"]) <= MAX_TEXT for c in choices):
+        return False
+    return all(isinstance(r, dict) and isinstance(r.get("tally"), dict) and all(
+        isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 1_000_000 for n in r["tally"].values())
+        for r in record["rounds"])

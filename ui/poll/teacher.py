@@ -23,6 +23,7 @@ import gradio as gr
 from agents.modes.registry import mode_title
 from ui.core import visitors
 from ui.core.handlers import PAGE_EVENT
+from ui.core.safe_text import plain
 from ui.poll import records, tally
 from ui.poll.rooms import PollError, Room, rooms
 
@@ -40,6 +41,8 @@ CSV_DIR = Path(tempfile.gettempdir()) / "think-act-react-poll"
 class PollControls:
     """The class poll's components on the Compare tab."""
 
+    accordion: gr.Accordion
+    record: gr.Markdown  # a shared or replayed run's class poll, in one line
     start: gr.Button
     box: gr.Column  # shown while a room is open
     join: gr.HTML  # code, link and QR code
@@ -59,7 +62,8 @@ class PollControls:
 def poll_layout() -> PollControls:
     """The Class poll accordion: a Start button, then the join box, the live tally and the teacher's buttons."""
     with gr.Accordion("Class poll: the class predicts on their phones, then sees the reveal", open=False,
-                      elem_id="poll"):
+                      elem_id="poll") as accordion:
+        record = gr.Markdown("", elem_id="poll-record")
         start = gr.Button("Start a class poll", elem_id="poll-start", size="sm", variant="primary")
         with gr.Column(visible=False, elem_id="poll-box") as box:
             join = gr.HTML("", elem_id="poll-join")
@@ -76,8 +80,8 @@ def poll_layout() -> PollControls:
         handle = gr.Textbox("", visible=False, elem_id="poll-handle")
         seen = gr.State(0)
         timer = gr.Timer(1.0, active=False)
-    return PollControls(start, box, join, board, lock, again, reveal, end, marks, csv_btn, csv_file, handle, seen,
-                        timer)
+    return PollControls(accordion, record, start, box, join, board, lock, again, reveal, end, marks, csv_btn, csv_file,
+                        handle, seen, timer)
 
 
 def _drawn(room: Room, problem: str = "") -> tuple[str, int]:
@@ -173,16 +177,28 @@ async def reveal(handle: str, exports: Any, share_line: Any, marks: Any = None, 
     verdicts = export.get("verdicts") if isinstance(export.get("verdicts"), dict) else {}
     use_marks = marks if isinstance(marks, list) and not verdicts else None
     answers, notice = tally.reveal_of(export, modes, use_marks)
+    if path == _json_of(exports):  # the live run's own export (never a visitor's replayed file), before the phones
+        kept = room.public()  # see the reveal, so a Share pressed then stores the tallies too
+        kept["rounds"][-1]["reveal"] = answers
+        await asyncio.to_thread(records.keep_with_export, path, kept)
     try:
         rooms().set_reveal(room.code, answers, tally.run_link_in(share_line))
         if notice or room.notice:
             rooms().set_state(room.code, "revealed", notice or room.notice)
-        room = rooms().owned(handle)
-        if path == _json_of(exports):  # the live run's own export (never a visitor's replayed file)
-            await asyncio.to_thread(records.keep_with_export, path, room.public())
-        return _drawn(room)
+        return _drawn(rooms().owned(handle))
     except PollError as refused:
         return tally.tally_html(None, refused.line), -1
+
+
+async def recorded(handle: str, files: Any) -> tuple:
+    """A run put on screen with a class poll kept in its export (a shared link, a replayed file): its line, and the
+    accordion opened to show it. A page holding a room of its own leaves its board alone."""
+    if handle:
+        return gr.skip(), gr.skip()
+    record = await asyncio.to_thread(records.record_in, _json_of(files) or (files if isinstance(files, str) else None))
+    if record is None:
+        return "", gr.skip()
+    return f"**This run's class poll:** {plain(records.summary(record))}", gr.Accordion(open=True)
 
 
 def shared(handle: str, share_line: Any) -> None:
@@ -270,3 +286,5 @@ def wire_poll(poll: PollControls, page: Any) -> None:
     poll.reveal.click(reveal, [h, hooks.exports, hooks.share_link, poll.marks, hooks.replay_file], board,
                       **PAGE_EVENT)
     hooks.share_link.change(shared, [h, hooks.share_link], **PAGE_EVENT)
+    hooks.exports.change(recorded, [h, hooks.exports], [poll.record, poll.accordion], **PAGE_EVENT)  # a shared run
+    hooks.replay(recorded, [h, hooks.replay_file], [poll.record, poll.accordion], **PAGE_EVENT)

@@ -50,8 +50,9 @@ def test_the_export_keeps_the_tallies_and_still_replays(tmp_path):
     assert read_recording(json_path).question == "What is 17 * 23 + 5?"
     report = open(md_path, encoding="utf-8").read()
     assert report.count("## Class poll") == 1
-    assert ("The class voted 12/5/9/0 (Think-only/Act-only/ReAct/none); after discussion, round 2: 0/0/20/0."
-            in report)
+    assert ("The class voted 12/5/9/0 (Think-only/Act-only/ReAct/none); after discussion, round 2: 0/0/20/0; "
+            "right: Act-only, ReAct." in report)
+    assert records.record_in(json_path) == data["poll"]  # read back from the file's tail alone
 
 
 def test_anything_but_an_export_is_left_alone(tmp_path):
@@ -61,3 +62,21 @@ def test_anything_but_an_export_is_left_alone(tmp_path):
     assert other.read_text() == '{"hello": 1}'
     assert not records.keep_with_export(str(tmp_path / "missing.json"), polled_room())
     assert not records.keep_with_export(None, polled_room())
+
+
+def test_a_record_is_read_from_the_tail_and_checked(tmp_path):
+    good = records.record_of(polled_room())
+    cases = {
+        "plain.json": '{"traces": {}}',
+        "broken.json": '{"traces": {}, "poll":{"choices": [}',
+        "wrong-types.json": json.dumps({"traces": {}, "poll": {**good, "rounds": [{"tally": {"act": "lots"}}]}}),
+        "too-many-rounds.json": json.dumps({"traces": {}, "poll": {**good, "rounds": good["rounds"] * 3}}),
+        "script.json": json.dumps({"traces": {}, "poll": {**good, "choices": [{"id": 1, "title": "<b>"}]}}),
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        assert records.record_in(str(tmp_path / name)) is None, name
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"traces": {"x": "y" * 100_000}, "poll": good}))
+    assert records.record_in(str(big)) == good
+    assert records.record_in(str(tmp_path / "missing.json")) is None and records.record_in(None) is None

@@ -192,3 +192,20 @@ def test_a_replay_is_revealed_from_the_replayed_file(store, tmp_path):
     assert tally.read_export(str(tmp_path / "missing.json")) is None
     (tmp_path / "bad.json").write_text("[1, 2")
     assert tally.read_export(str(tmp_path / "bad.json")) is None
+
+
+def test_a_shared_or_replayed_run_shows_its_class_poll(store, tmp_path):
+    handle, _ = started()
+    code = handle.split(".")[0]
+    store.vote(code, VOTERS[0], "react", "10.0.0.1")
+    teacher.on_run(None)(handle)
+    path = export(tmp_path)
+    asyncio.run(teacher.reveal(handle, [path], ""))  # the tallies go into the run's export
+    line, accordion = asyncio.run(teacher.recorded("", path))  # another page opens that run (a link, a replay)
+    assert line == ("**This run's class poll:** The class voted 0/0/1/0 \\(Think-only/Act-only/ReAct/none\\); "
+                    "right: Act-only, ReAct.")
+    assert accordion.open is True
+    assert not any(isinstance(v, str) for v in asyncio.run(teacher.recorded(handle, path)))  # a page with a room
+    plain_run = tmp_path / "plain.json"
+    plain_run.write_text('{"traces": {}}')
+    assert asyncio.run(teacher.recorded("", [str(plain_run)]))[0] == ""
