@@ -184,3 +184,18 @@ def test_the_phone_page_and_the_poll_box_pass_an_accessibility_audit(browser, ur
             assert serious(page, source) == []
         finally:
             context.close()
+
+
+def test_a_visitor_who_is_not_polling_makes_no_poll_call(browser, url, kit):
+    """Run, Stop and the run's end reach the poll's handlers only on a page that holds a room."""
+    with kit.open_page(browser, url) as page:
+        page.evaluate("""() => { window.pollSignals = 0; document.querySelectorAll('[id^=poll-signal-]')
+            .forEach(b => b.addEventListener('click', () => window.pollSignals++)); }""")
+        assert page.evaluate("() => document.querySelectorAll('[id^=poll-signal-]').length") == 9
+        page.fill("#question textarea", QUESTION)
+        page.click("#run-btn")
+        kit.wait_text(page, "#run-status", "Done", timeout=60_000)
+        page.click("#stop-btn")
+        page.click("#share-btn")
+        page.wait_for_function("() => (document.querySelector('#share-link')?.innerText || '').includes('run=')")
+        assert page.evaluate("() => window.pollSignals") == 0

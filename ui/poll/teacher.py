@@ -6,7 +6,9 @@ Gradio's maintainers recommend for state shared across sessions). The page's own
 locks it, Step, Stop, Fork and Replay each give the phones one line, and the run's export reveals each mode's
 answer and ✓/✗ (from the expected answer, else the teacher's marks). The page keeps only the room's *handle*
 (code, secret, boot) in a hidden box, so after a restart it reads that the room ended rather than nothing.
-Every event here is private and unqueued: a click or a tick is a dict lookup in the store.
+Every event here is private and unqueued: a click or a tick is a dict lookup in the store. The page's own events
+reach the poll through hidden signal buttons, clicked in the browser only when the page holds a room (or, for a
+run's tallies, opened a shared link), so a visitor who is not polling costs the server nothing more per run.
 """
 
 from __future__ import annotations
@@ -35,6 +37,18 @@ NOTICES = {  # what the phones read when the teacher's run is not a plain live r
     "replay": "This is a replay of a saved run, not a live one.",
 }
 CSV_DIR = Path(tempfile.gettempdir()) / "think-act-react-poll"
+SIGNALS = ("run", "step", "stop", "fork", "replay", "reveal", "shared", "record", "replayed")
+
+
+def gate(when_polling: str | None, otherwise: str | None = None, *, shared_page: bool = False) -> str:
+    """A browser-only event (no server call) that clicks the signal ``when_polling`` if this page holds a room,
+    else ``otherwise`` (only on a page opened by a shared link, with ``shared_page``). A visitor who is not polling
+    costs the server nothing on Run, Stop or a run's end."""
+    other = f"document.getElementById('poll-signal-{otherwise}')?.click();" if otherwise else ""
+    if other and shared_page:
+        other = f"if (/[?&]run=/.test(location.search)) {{ {other} }}"
+    polling = f"document.getElementById('poll-signal-{when_polling}')?.click();" if when_polling else ""
+    return f"(h) => {{ if (h) {{ {polling} }} else {{ {other} }} }}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,7 @@ class PollControls:
     handle: gr.Textbox  # hidden: "CODE.SECRET.BOOT" of this page's room
     seen: gr.State  # the room version last drawn: a tick that finds it unchanged sends nothing
     timer: gr.Timer
+    signals: dict[str, gr.Button]  # rendered but hidden: the page's events click them only when they concern a poll
 
 
 def poll_layout() -> PollControls:
@@ -80,8 +95,9 @@ def poll_layout() -> PollControls:
         handle = gr.Textbox("", visible=False, elem_id="poll-handle")
         seen = gr.State(0)
         timer = gr.Timer(1.0, active=False)
+        signals = {kind: gr.Button(visible="hidden", elem_id=f"poll-signal-{kind}") for kind in SIGNALS}
     return PollControls(accordion, record, start, box, join, board, lock, again, reveal, end, marks, csv_btn, csv_file,
-                        handle, seen, timer)
+                        handle, seen, timer, signals)
 
 
 def _drawn(room: Room, problem: str = "") -> tuple[str, int]:
@@ -279,12 +295,20 @@ def wire_poll(poll: PollControls, page: Any) -> None:
     poll.again.click(acting(lambda code: rooms().again(code)), h, board, **PAGE_EVENT)
     poll.end.click(end, h, [h, poll.box, poll.join, poll.board, poll.seen, poll.timer, poll.csv_file], **PAGE_EVENT)
     poll.csv_btn.click(csv_of, h, poll.csv_file, **PAGE_EVENT)
-    gr.on(hooks.runs, on_run(None), h, **PAGE_EVENT)
-    for kind in ("step", "stop", "fork", "replay"):
-        getattr(hooks, kind)(on_run(kind), h, **PAGE_EVENT)
-    hooks.exports.change(reveal, [h, hooks.exports, hooks.share_link], board, **PAGE_EVENT)
+    signals = poll.signals
+    browser_only = {"fn": None, "inputs": h, "queue": False, "api_visibility": "private", "show_progress": "hidden"}
+    gr.on(hooks.runs, js=gate("run"), **browser_only)
+    signals["run"].click(on_run(None), h, **PAGE_EVENT)
+    for kind in ("step", "stop", "fork"):
+        getattr(hooks, kind)(js=gate(kind), **browser_only)
+        signals[kind].click(on_run(kind), h, **PAGE_EVENT)
+    hooks.replay(js=gate("replay", "replayed"), **browser_only)  # a replayed file may hold a class poll
+    signals["replay"].click(on_run("replay"), h, **PAGE_EVENT)
+    signals["replayed"].click(recorded, [h, hooks.replay_file], [poll.record, poll.accordion], **PAGE_EVENT)
+    hooks.exports.change(js=gate("reveal", "record", shared_page=True), **browser_only)  # a run's end, a shared run
+    signals["reveal"].click(reveal, [h, hooks.exports, hooks.share_link], board, **PAGE_EVENT)
+    signals["record"].click(recorded, [h, hooks.exports], [poll.record, poll.accordion], **PAGE_EVENT)
     poll.reveal.click(reveal, [h, hooks.exports, hooks.share_link, poll.marks, hooks.replay_file], board,
                       **PAGE_EVENT)
-    hooks.share_link.change(shared, [h, hooks.share_link], **PAGE_EVENT)
-    hooks.exports.change(recorded, [h, hooks.exports], [poll.record, poll.accordion], **PAGE_EVENT)  # a shared run
-    hooks.replay(recorded, [h, hooks.replay_file], [poll.record, poll.accordion], **PAGE_EVENT)
+    hooks.share_link.change(js=gate("shared"), **browser_only)
+    signals["shared"].click(shared, [h, hooks.share_link], **PAGE_EVENT)
