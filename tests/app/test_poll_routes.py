@@ -135,3 +135,10 @@ def test_guessing_codes_is_limited_per_address(app_url):
         assert "Too many wrong codes" in refusal(httpx.get(f"{app_url}/poll/{room.code}", timeout=10), 429)
     finally:
         poll_rooms._store = saved
+
+
+def test_a_head_request_gets_headers_only(app_url, store):
+    room = store.create("teacher", "Q?", MODES)
+    for path in (f"/poll/{room.code}", f"/?room={room.code}"):
+        head = httpx.head(f"{app_url}{path}", timeout=10)
+        assert head.status_code == 200 and head.content == b""
