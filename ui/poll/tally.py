@@ -20,7 +20,7 @@ from ui.poll.rooms import NONE
 from ui.recordings.reader import read_text
 
 SHORT_ANSWER = 80  # characters of a final answer a phone shows
-RUN_LINK = re.compile(r"\((https?://[^\s()]+[?&]run=[A-Za-z0-9_-]{16,64})\)")
+RUN_LINK = re.compile(r"\(https?://[^\s()?]+\?(?:[^\s()]*&)?run=([A-Za-z0-9_-]{16,64})\)")
 
 
 def join_url(page_url: str, code: str) -> str:
@@ -178,9 +178,10 @@ def read_export(path: str | None) -> dict[str, Any] | None:
 
 
 def run_link_in(markdown: Any) -> str | None:
-    """The share link in the Share line's Markdown, if it holds one."""
+    """The share link in the Share line's Markdown as ``?run=<id>``, if it holds one: a phone opens it on the page
+    it is on (this app, whatever its address), so no line the teacher's page sends can point a phone elsewhere."""
     found = RUN_LINK.search(markdown) if isinstance(markdown, str) else None
-    return found.group(1) if found else None
+    return f"?run={found.group(1)}" if found else None
 
 
 def tallies_csv(room: dict[str, Any]) -> str:

@@ -104,7 +104,9 @@ def test_the_export_reveals_each_modes_answer_and_mark(store, tmp_path):
     assert "70 % predicted Think-only — <span class=\"poll-wrong\">✗ wrong" in board
     assert "30 % predicted ReAct — <span class=\"poll-right\">✓ right" in board
     room = store.get(code)
-    assert room.state == "revealed" and room.link == "http://x:1/?run=abcdefghijklmnop1234"
+    assert room.state == "revealed" and room.link == "?run=abcdefghijklmnop1234"  # on the phone's own app
+    assert tally.run_link_in("[x](https://evil.example/?run=abcdefghijklmnop1234)") == "?run=abcdefghijklmnop1234"
+    assert tally.run_link_in("[x](https://x/?run=short)") is None and tally.run_link_in(None) is None
     assert room.reveal["act"] == {"answer": "396", "correct": True}
     kept = json.loads((tmp_path / "run.json").read_text())["poll"]  # the tallies are kept with the run's export
     assert kept["rounds"][0]["tally"] == {"think": 7, "act": 0, "react": 3, "none": 0}
