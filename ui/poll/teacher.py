@@ -112,7 +112,7 @@ def start(handle: str, question: str, modes: Any, request: gr.Request | None = N
         earlier = store.owned(handle) if handle else None
     except PollError:
         earlier = None
-    if earlier is not None:
+    if earlier is not None and str(question or "").strip() and picked:  # a refused start keeps the room it had
         store.end(earlier.code, "The teacher started a new poll: this one has ended.")
     try:
         room = store.create(visitors.visitor_of(request) or "?", question, [(m, mode_title(m)) for m in picked])

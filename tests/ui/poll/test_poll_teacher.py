@@ -72,6 +72,8 @@ def test_start_refuses_without_a_question_in_one_line(store):
 
 def test_starting_again_ends_the_pages_earlier_room(store):
     first, _ = started()
+    teacher.start(first, "", ["react"], request())  # refused (no question): the room stays
+    assert store.get(first.split(".")[0]) is not None
     second = teacher.start(first, "Another question?", ["react"], request())[0]
     assert len(store) == 1 and second != first
     assert "started a new poll" in store.gone_why(first.split(".")[0])
