@@ -117,6 +117,17 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
         teacher.locator("#poll-board").scroll_into_view_if_needed()
         teacher.screenshot(path=str(kit.artifacts / "poll-teacher-rounds-1366x768.png"))
 
+        teacher.click("#run-btn")  # the run again after the discussion: round 2 revealed, both rounds in its export
+        board_has(teacher, "100 % predicted ReAct — ✓ right", timeout=60_000)
+        two.wait_for_function("() => document.querySelector('#reveal').innerText.includes('right!')", timeout=15_000)
+        teacher.click("#share-btn")
+        teacher.wait_for_function("(old) => { const a = document.querySelector('#share-link a'); "
+                                  "return a && !a.href.endsWith(old); }", arg=shared, timeout=15_000)
+        again = teacher.get_attribute("#share-link a", "href")
+        with kit.open_page(browser, again) as visitor:  # the share link of the run shows both rounds
+            kit.wait_text(visitor, "#poll-record", "The class voted 1/0/2/0 (Think-only/Act-only/ReAct/none); "
+                                                   "after discussion, round 2: 0/0/2/0; right: Act-only, ReAct.")
+
         teacher.click("#poll-end")
         one.wait_for_function("() => document.querySelector('#msg').innerText.includes('ended')", timeout=15_000)
 
