@@ -210,3 +210,16 @@ def test_a_visitor_who_is_not_polling_makes_no_poll_call(browser, url, kit):
         page.click("#share-btn")
         page.wait_for_function("() => (document.querySelector('#share-link')?.innerText || '').includes('run=')")
         assert page.evaluate("() => window.pollSignals") == 0
+
+
+def test_the_teachers_screen_says_a_restart_ended_the_poll(browser, url, kit, monkeypatch):
+    from ui.poll import rooms as poll_rooms
+
+    with kit.open_page(browser, url) as teacher:
+        teacher.fill("#question textarea", QUESTION)
+        teacher.click("#poll button:has-text('Class poll')")
+        teacher.click("#poll-start")
+        teacher.wait_for_selector("#poll-code")
+        monkeypatch.setattr(poll_rooms, "_store", poll_rooms.RoomStore())  # the app restarted: no rooms, a new boot
+        monkeypatch.setattr(poll_rooms, "BOOT", "n3wb00t0")
+        board_has(teacher, "The app restarted: that class poll has ended. Start a new one.")
