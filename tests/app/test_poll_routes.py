@@ -142,3 +142,19 @@ def test_a_head_request_gets_headers_only(app_url, store):
     for path in (f"/poll/{room.code}", f"/?room={room.code}"):
         head = httpx.head(f"{app_url}{path}", timeout=10)
         assert head.status_code == 200 and head.content == b""
+
+
+def test_a_phone_from_before_a_restart_is_told_so_without_a_lookup(app_url):
+    saved = poll_rooms._store
+    poll_rooms._store = RoomStore(guesses=2)
+    try:
+        room = poll_rooms._store.create("teacher", "Q?", MODES)
+        for _ in range(5):  # a class's phones after a restart: one line each, no wrong code counted
+            line = refusal(httpx.get(f"{app_url}/poll/{room.code}?boot=0ldb00t", timeout=10), 410)
+            assert "restarted" in line
+        stale = httpx.post(f"{app_url}/poll/{room.code}/vote?boot=0ldb00t",
+                           json={"voter": "phone-one-000000001", "choice": "act"}, timeout=10)
+        assert "restarted" in refusal(stale, 410) and poll_rooms._store.get(room.code).current.votes == {}
+        assert httpx.get(f"{app_url}/poll/{room.code}?boot={BOOT}", timeout=10).status_code == 200
+    finally:
+        poll_rooms._store = saved

@@ -162,7 +162,7 @@ class RoomStore:
     """Every room of this process. All methods are thread-safe and cheap (a dict lookup under one lock)."""
 
     def __init__(self, *, idle_s: float = 7200.0, phones: int = 300, per_teacher: int = 3, max_rooms: int = MAX_ROOMS,
-                 guesses: int = 30, guess_span_s: float = 600.0, votes_per_address: int = 600,
+                 guesses: int = 100, guess_span_s: float = 600.0, votes_per_address: int = 600,
                  votes_per_voter: int = 20, vote_span_s: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_s, self.phones, self.per_teacher, self.max_rooms = idle_s, phones, per_teacher, max_rooms
@@ -282,10 +282,11 @@ class RoomStore:
                 raise PollError("Too many wrong codes from this network: wait a few minutes, then check the code.",
                                 429)
             if room is None:
-                self._misses.allow(address)
                 why = self._gone.get(cleaned or "")
-                raise PollError(why or "No class poll has that code: check it on the teacher's screen.",
-                                410 if why else 404)
+                if why:  # a room that was: a whole class's phones read this at once, and it is no guess
+                    raise PollError(why, 410)
+                self._misses.allow(address)
+                raise PollError("No class poll has that code: check it on the teacher's screen.", 404)
             if len(self._joined) >= MAX_ADDRESSES:
                 self._joined.clear()  # bounded: a phone that loses its place just finds its room again
             self._joined.setdefault(address, set()).add(room.code)

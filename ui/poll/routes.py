@@ -66,6 +66,8 @@ class PollRoutes:
         code, _, action = path[len(PREFIX):].partition("/")
         address = visitors.visitor_of(SimpleNamespace(request=SimpleNamespace(scope=scope)))
         try:
+            if stale(scope):  # the phone joined before a restart: no lookup (no guess counted, nothing learnt)
+                raise PollError("The app restarted: this poll has ended.", 410)
             if action == "" and method in ("GET", "HEAD"):
                 room = self.store.find(code, address)
                 await self.room(room, scope, send)
@@ -109,6 +111,15 @@ class PollRoutes:
             await send({"type": "http.response.body", "body": b""})
             return
         await answer(send, 200, room.body(), [(b"etag", etag.encode())])
+
+
+def stale(scope: Scope) -> bool:
+    """Whether the phone says it joined under another start of the app (``?boot=`` of its first answer)."""
+    query = scope.get("query_string", b"")
+    if b"boot=" not in query:
+        return False
+    seen = parse_qs(query.decode("latin-1")).get("boot", [""])[0]
+    return bool(seen) and seen != BOOT
 
 
 async def read_body(receive: Receive) -> dict[str, Any]:

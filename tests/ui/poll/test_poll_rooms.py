@@ -224,3 +224,15 @@ def test_the_phones_copy_changes_only_when_the_teacher_acts(store: RoomStore):
     assert versions[0] < versions[1] == versions[2] < versions[3] < versions[4]  # the teacher's screen redraws
     assert tags[0] == tags[1] == tags[2] == tags[3] != tags[4]  # a phone's refresh stays a 304 during the vote
     assert store.get(room.code).current.locked
+
+
+def test_a_whole_class_reading_its_ended_room_is_no_guessing(clock: Clock):
+    store = RoomStore(clock=clock, guesses=3)
+    room = store.create("teacher", "Q?", MODES)
+    store.end(room.code)
+    for _ in range(200):  # every phone behind the school's one address, once
+        with pytest.raises(PollError, match="ended") as ended:
+            store.find(room.code, "9.9.9.9")
+        assert ended.value.status == 410
+    following = store.create("teacher", "Q?", MODES)
+    assert store.find(following.code, "9.9.9.9").code == following.code
