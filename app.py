@@ -89,8 +89,8 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
         if not visitors.peer_address_pinned(getattr(self, "server", None)):
             log.warning("the server may take client addresses from X-Forwarded-For: per-visitor limits trust them")
         gradio_login_check.install(self.server_app)  # a REST call's login check inline, not on the thread pool
+        poll.routes.install(self.server_app)  # the class poll's phone page and JSON (the page cache passes them on)
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
-        poll.routes.install(self.server_app)  # the class poll's phone page and JSON, before the page cache
         launcher.call(hosting.start_default_host)  # the live runs' worker processes, off the event loop
         if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
             gc_tuning.settle()  # the start-up heap is never walked again (agents/gc_tuning.py)

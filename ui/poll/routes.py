@@ -2,8 +2,8 @@
 
 200 phones refreshing once a second would be 200 queued Gradio events a second on the loop the runs stream
 through; here a refresh is one dict lookup and, most of the time, a ``304`` (the phone sends the ``ETag`` of what
-it has). :class:`PollRoutes` sits in front of the app's ASGI stack, as ``patches/page_cache.py`` does, and takes
-only its own paths; everything else goes on untouched.
+it has). :class:`PollRoutes` sits in front of the app's ASGI stack (just inside ``patches/page_cache.py``'s) and
+takes only its own paths; everything else goes on untouched.
 
 * ``GET /?room=CODE`` and ``GET /join``: the phone page (``phone.html``: plain HTML and a little JS, no Gradio);
 * ``GET /poll/CODE``: the room's state and counts (JSON), ``304`` when unchanged;
@@ -152,9 +152,10 @@ async def answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes
 
 
 def install(app: Any, store: RoomStore | None = None) -> PollRoutes | None:
-    """Put :class:`PollRoutes` in front of a running Starlette/FastAPI ``app`` (Gradio's server app), outside the
-    page cache so that ``/?room=`` is never the cached page. Starlette builds its middleware stack on the first
-    request and refuses ``add_middleware`` after that, so the built stack is wrapped (as ``page_cache`` does)."""
+    """Put :class:`PollRoutes` in front of a running Starlette/FastAPI ``app`` (Gradio's server app). Installed
+    before the page cache, which then wraps it and passes these paths on (it keeps no page with a query, such as
+    ``/?room=``). Starlette builds its middleware stack on the first request and refuses ``add_middleware`` after
+    that, so the built stack is wrapped (as ``page_cache`` does)."""
     if not hasattr(app, "middleware_stack") or not callable(getattr(app, "build_middleware_stack", None)):
         log.warning("the class poll's routes are off: the server app is not the Starlette app they expect")
         return None

@@ -9,9 +9,10 @@ answer and ✓/✗ (from the expected answer, else the teacher's marks). The pag
 Every event here is private and unqueued: a click or a tick is a dict lookup in the store. The page's own events
 reach the poll through hidden signal buttons, clicked in the browser only when the page holds a room (or, for a
 run's tallies, opened a shared link), so a visitor who is not polling costs the server nothing more per run.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: Gradio reads a handler's type hints at every event, and string
+annotations would be evaluated again each time (``tests/app/test_serving.py``).
+"""
 
 import asyncio
 import tempfile
