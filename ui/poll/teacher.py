@@ -15,7 +15,9 @@ annotations would be evaluated again each time (``tests/app/test_serving.py``).
 """
 
 import asyncio
+import contextlib
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,7 @@ NOTICES = {  # what the phones read when the teacher's run is not a plain live r
     "replay": "This is a replay of a saved run, not a live one.",
 }
 CSV_DIR = Path(tempfile.gettempdir()) / "think-act-react-poll"
+CSV_KEPT_S = 86400.0
 SIGNALS = ("run", "step", "stop", "fork", "replay", "reveal", "shared", "record", "replayed")
 
 
@@ -235,6 +238,10 @@ def csv_of(handle: str) -> Any:
     if room is None:
         return gr.File(visible=False)
     CSV_DIR.mkdir(parents=True, exist_ok=True)
+    for old in CSV_DIR.glob("class-poll-*.csv"):  # a day's downloads at most: a CSV is made again in one click
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > CSV_KEPT_S:
+                old.unlink()
     path = CSV_DIR / f"class-poll-{room['code']}-v{room['version']}.csv"
     path.write_text(tally.tallies_csv(room), encoding="utf-8")
     return gr.File(str(path), visible=True)
