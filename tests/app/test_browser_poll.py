@@ -69,6 +69,9 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
         tap(two, "ReAct")
         tap(three, "Act-only")
         board_has(teacher, "3 voted")
+        one.wait_for_function("() => document.querySelector('#mine').innerText.includes('3 voted so far')",
+                              timeout=5_000)  # the phones see how many voted, not the split
+        assert one.is_hidden("#tally")
         tap(three, "ReAct")  # a changed vote moves the tally, and is still one vote
         board_has(teacher, "67 % predicted ReAct")
         board_has(teacher, "3 voted")

@@ -61,12 +61,15 @@ def test_a_phone_reads_the_room_and_its_refresh_is_a_304(app_url, store):
     again = httpx.get(f"{app_url}/poll/{room.code.lower()}", headers={"If-None-Match": first.headers["etag"]},
                       timeout=10)
     assert again.status_code == 304 and again.content == b""
-    voted = vote(app_url, room.code, "phone-one-000000001", "react")
-    assert voted.status_code == 200 and voted.json()["rounds"][0]["tally"] is None  # no counts while the vote is open
-    same = httpx.get(f"{app_url}/poll/{room.code}", headers={"If-None-Match": first.headers["etag"]}, timeout=10)
-    assert same.status_code == 304  # votes do not change what phones are shown: the refresh stays cheap
+    voted = vote(app_url, room.code, "phone-one-000000001", "act")
+    assert voted.status_code == 200
+    assert voted.json()["rounds"][0]["tally"] is None and voted.json()["rounds"][0]["total"] == 1  # no split yet
+    changed = vote(app_url, room.code, "phone-one-000000001", "react")
+    assert changed.headers["etag"] == voted.headers["etag"]  # a changed vote changes nothing a phone shows
+    same = httpx.get(f"{app_url}/poll/{room.code}", headers={"If-None-Match": voted.headers["etag"]}, timeout=10)
+    assert same.status_code == 304
     store.lock(room.code)
-    moved = httpx.get(f"{app_url}/poll/{room.code}", headers={"If-None-Match": first.headers["etag"]}, timeout=10)
+    moved = httpx.get(f"{app_url}/poll/{room.code}", headers={"If-None-Match": voted.headers["etag"]}, timeout=10)
     assert moved.status_code == 200 and moved.json()["rounds"][0]["tally"]["react"] == 1
 
 

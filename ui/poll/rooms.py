@@ -110,7 +110,7 @@ class Room:
     link: str = ""  # the run's share link, for "open the full run"
     secret: str = field(default_factory=lambda: secrets.token_urlsafe(16))  # the teacher's page holds it
     version: int = 1  # every change (the teacher's screen redraws on it)
-    seen: int = 1  # every change a phone shows: not a vote in an open round, whose counts phones do not see
+    seen: int = 1  # every change a phone shows: in an open round only the number voted, not who chose what
     _body: tuple[int, bytes] | None = None
 
     @property
@@ -139,12 +139,12 @@ class Room:
                 "reveal": self.reveal, "link": self.link}
 
     def phone(self) -> dict[str, Any]:
-        """What a phone reads: as :meth:`public`, without the counts of a round still open. Students commit before
-        they see the class's split (peer instruction's first vote is their own), and the phones' copy changes only
-        when the teacher acts, so during the vote a refresh is a ``304``."""
+        """What a phone reads: as :meth:`public`, with only the number voted in a round still open. Students commit
+        before they see the class's split (peer instruction's first vote is their own); a changed vote changes
+        nothing a phone shows, so it costs the other phones no fresh copy."""
         data = self.public()
         data["version"] = self.seen
-        data["rounds"] = [r if r["locked"] else {**r, "tally": None, "total": None} for r in data["rounds"]]
+        data["rounds"] = [r if r["locked"] else {**r, "tally": None} for r in data["rounds"]]
         return data
 
     def body(self) -> bytes:
@@ -292,6 +292,12 @@ class RoomStore:
             self._joined.setdefault(address, set()).add(room.code)
             return room
 
+    def snapshot(self, room: Room) -> tuple[str, bytes]:
+        """A room's phone ETag and JSON, made under the lock: a teacher's button (on Gradio's thread pool) may be
+        changing the room while the loop answers a phone."""
+        with self._lock:
+            return room.etag, room.body()
+
     def get(self, code: str) -> Room | None:
         """The teacher's look at their own room (no limits), or None when it ended."""
         with self._lock:
@@ -328,7 +334,7 @@ class RoomStore:
                 ballot.counts[before] -= 1
             ballot.votes[voter] = choice
             ballot.counts[choice] += 1
-            room.changed(self.clock(), phones=False)
+            room.changed(self.clock(), phones=before is None)  # the phones show how many voted, not the split
             return room
 
     # -- upkeep ------------------------------------------------------------------------------------------------

@@ -70,11 +70,11 @@ class PollRoutes:
                 raise PollError("The app restarted: this poll has ended.", 410)
             if action == "" and method in ("GET", "HEAD"):
                 room = self.store.find(code, address)
-                await self.room(room, scope, send)
+                await self.room(self.store, room, scope, send)
             elif action == "vote" and method == "POST":
                 body = await read_body(receive)
                 room = self.store.vote(code, body.get("voter"), body.get("choice"), address)
-                await self.room(room, scope, send, fresh=True)
+                await self.room(self.store, room, scope, send, fresh=True)
             else:
                 raise PollError("Not a class poll route: GET /poll/CODE or POST /poll/CODE/vote.",
                                 405 if action in ("", "vote") else 404)
@@ -102,15 +102,15 @@ class PollRoutes:
         await send({"type": "http.response.body", "body": b"" if method == "HEAD" else PAGE})
 
     @staticmethod
-    async def room(room: Room, scope: Scope, send: Send, *, fresh: bool = False) -> None:
+    async def room(store: RoomStore, room: Room, scope: Scope, send: Send, *, fresh: bool = False) -> None:
         """The room's JSON, or ``304`` when the phone already has this version."""
-        etag = room.etag
+        etag, body = store.snapshot(room)
         seen = next((v for k, v in scope.get("headers", ()) if k == b"if-none-match"), None)
         if not fresh and seen is not None and seen.decode("latin-1") == etag:
             await send({"type": "http.response.start", "status": 304, "headers": [(b"etag", etag.encode())]})
             await send({"type": "http.response.body", "body": b""})
             return
-        await answer(send, 200, room.body(), [(b"etag", etag.encode())])
+        await answer(send, 200, body, [(b"etag", etag.encode())])
 
 
 def stale(scope: Scope) -> bool:
