@@ -298,6 +298,11 @@ class RoomStore:
         with self._lock:
             return room.etag, room.body()
 
+    def view(self, room: Room) -> dict[str, Any]:
+        """:meth:`Room.public` under the lock (phones vote on the loop while the teacher's handlers run in threads)."""
+        with self._lock:
+            return room.public()
+
     def get(self, code: str) -> Room | None:
         """The teacher's look at their own room (no limits), or None when it ended."""
         with self._lock:

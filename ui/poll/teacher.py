@@ -105,7 +105,7 @@ def poll_layout() -> PollControls:
 
 
 def _drawn(room: Room, problem: str = "") -> tuple[str, int]:
-    return tally.tally_html(room.public(), problem), room.version
+    return tally.tally_html(rooms().view(room), problem), room.version
 
 
 def start(handle: str, question: str, modes: Any, request: gr.Request | None = None) -> tuple:
@@ -156,7 +156,7 @@ def acting(action: Callable[[str], Room]) -> Callable[[str], tuple]:
 
 def _public(handle: str) -> dict[str, Any] | None:
     try:
-        return rooms().owned(handle).public()
+        return rooms().view(rooms().owned(handle))
     except PollError:
         return None
 
@@ -190,7 +190,7 @@ async def reveal(handle: str, exports: Any, share_line: Any, marks: Any = None, 
     export = await asyncio.to_thread(tally.read_export, path)
     if export is None:
         line = "Run the question first: the reveal reads the run's answers." if marks is not None else ""
-        return (tally.tally_html(room.public(), line), -1) if line else (gr.skip(), gr.skip())
+        return (tally.tally_html(rooms().view(room), line), -1) if line else (gr.skip(), gr.skip())
     if marks is None and room.state not in ("running", "locked"):
         return gr.skip(), gr.skip()
     modes = [m for m, _ in room.modes]
@@ -198,7 +198,7 @@ async def reveal(handle: str, exports: Any, share_line: Any, marks: Any = None, 
     use_marks = marks if isinstance(marks, list) and not verdicts else None
     answers, notice = tally.reveal_of(export, modes, use_marks)
     if path == _json_of(exports):  # the live run's own export (never a visitor's replayed file), before the phones
-        kept = room.public()  # see the reveal, so a Share pressed then stores the tallies too
+        kept = rooms().view(room)  # see the reveal, so a Share pressed then stores the tallies too
         kept["rounds"][-1]["reveal"] = answers
         await asyncio.to_thread(records.keep_with_export, path, kept)
     try:
