@@ -100,6 +100,10 @@ def test_each_refusal_is_one_line(app_url, store):
     assert "token" in refusal(vote(app_url, room.code, "me", "act"), 400)
     bad_json = httpx.post(f"{app_url}/poll/{room.code}/vote", content=b"{nope", timeout=10)
     assert "JSON object" in refusal(bad_json, 400)
+    for odd in (b"[" * 1000, b'{"voter": ["x"], "choice": {"a": 1}}', b'"text"', b"\xff\xfe", b"null"):
+        assert refusal(httpx.post(f"{app_url}/poll/{room.code}/vote", content=odd, timeout=10), 400)
+    for code in ("", "%00", "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9", "A" * 40):
+        assert refusal(httpx.get(f"{app_url}/poll/{code}", timeout=10), 404)
     huge = httpx.post(f"{app_url}/poll/{room.code}/vote", content=b"x" * 5000, timeout=10)
     assert "too large" in refusal(huge, 413)
     assert "route" in refusal(httpx.delete(f"{app_url}/poll/{room.code}", timeout=10), 405)

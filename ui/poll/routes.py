@@ -138,7 +138,7 @@ async def read_body(receive: Receive) -> dict[str, Any]:
             break
     try:
         body = json.loads(b"".join(chunks) or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         body = None
     if not isinstance(body, dict):
         raise PollError('A vote is a JSON object: {"voter": "…", "choice": "…"}.')
