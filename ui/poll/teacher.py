@@ -28,6 +28,7 @@ import gradio as gr
 from agents.modes.registry import mode_title
 from ui.core import visitors
 from ui.core.handlers import PAGE_EVENT
+from ui.core.modes import PANEL_MODES
 from ui.core.safe_text import plain
 from ui.poll import records, tally
 from ui.poll.rooms import PollError, Room, rooms
@@ -111,7 +112,7 @@ def _drawn(room: Room, problem: str = "") -> tuple[str, int]:
 def start(handle: str, question: str, modes: Any, request: gr.Request | None = None) -> tuple:
     """A new room for the question and modes on screen (this page's earlier room ends)."""
     store = rooms()
-    picked = [m for m in (modes if isinstance(modes, list) else [modes]) if isinstance(m, str) and m]
+    picked = [m for m in (modes if isinstance(modes, list) else [modes]) if isinstance(m, str) and m in PANEL_MODES]
     try:
         earlier = store.owned(handle) if handle else None
     except PollError:

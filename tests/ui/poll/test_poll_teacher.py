@@ -68,6 +68,8 @@ def test_start_shows_the_code_link_and_qr_and_the_tally_follows_the_votes(store)
 def test_start_refuses_without_a_question_in_one_line(store):
     out = teacher.start("", "   ", ["react"], request())
     assert "Type the question first" in out[3] and len(store) == 0
+    out = teacher.start("", "Q?", ["x" * 10_000, 3, None], request())  # only the page's modes
+    assert "Pick at least one mode" in out[3] and len(store) == 0
 
 
 def test_starting_again_ends_the_pages_earlier_room(store):
