@@ -35,7 +35,7 @@ from patches.gradio_refusals import ReadableRefusals
 from tools import mcp_config, sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.registry import ToolRegistry
-from ui import mcp
+from ui import mcp, poll
 from ui.benchmark import open_in_compare
 from ui.benchmark.tab import build_benchmark_tab
 from ui.compare.handlers import CompareTab
@@ -70,8 +70,8 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     optional last inputs ``optional_tail`` names) and ``ReadableRefusals`` (``patches/gradio_refusals.py``:
     an input Gradio refuses is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), answers a
     call to an unknown event with a 404 line (``ui/core/route_errors.py``), serves the page from memory
-    (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
-    collector (``agents/gc_tuning.py``)."""
+    (``patches/page_cache.py``) and the class poll's phones (``ui/poll/routes.py``), starts the run workers and,
+    when it serves until stopped, settles the garbage collector (``agents/gc_tuning.py``)."""
 
     # /compare's expected answer and run options were added after its first callers
     # and then `previous` (a follow-up's earlier turn)
@@ -86,6 +86,7 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
         if not visitors.peer_address_pinned(getattr(self, "server", None)):
             log.warning("the server may take client addresses from X-Forwarded-For: per-visitor limits trust them")
         gradio_login_check.install(self.server_app)  # a REST call's login check inline, not on the thread pool
+        poll.routes.install(self.server_app)  # the class poll's phone page and JSON (the page cache passes them on)
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
         launcher.call(hosting.start_default_host)  # the live runs' worker processes, off the event loop
         if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
@@ -115,6 +116,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         with gr.Tabs(overflow_behavior="wrap"):  # on a phone every tab shows, on two lines if need be
             with gr.Tab("Compare", id="compare", elem_id="compare-tab"):
                 page = compare_layout(toy=settings.toy)
+                poll.teacher.wire_poll(poll.teacher.poll_layout(), page)  # the class poll: wired before the runs
                 knobs = settings_layout(settings, registry)
             with gr.Tab("Prompts", id="prompts"):
                 parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)

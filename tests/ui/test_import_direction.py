@@ -2,7 +2,7 @@
 ``agents``/``tools``/``patches``.
 
 Every module under ``ui/`` is parsed (``ast``, nothing imported), so a lazy import inside a function counts too.
-A feature (``ui/compare``, ``ui/fork``, ``ui/share``, ``ui/benchmark``, ``ui/page``, ``ui/mcp.py``) imports
+A feature (``ui/compare``, ``ui/fork``, ``ui/share``, ``ui/benchmark``, ``ui/page``, ``ui/poll``, ``ui/mcp.py``) imports
 no other feature; what two features need lives in ``ui/core`` (or, for saved runs, ``ui/recordings``).
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE, RECORDINGS = "core", "recordings"
-FEATURES = ("compare", "fork", "share", "benchmark", "page", "mcp")
+FEATURES = ("compare", "fork", "share", "benchmark", "page", "mcp", "poll")
 LAYER = {CORE: 0, RECORDINGS: 1, **dict.fromkeys(FEATURES, 2), "tabs": 3}  # tabs: a tab's layout, of features
 
 

@@ -66,6 +66,8 @@ _INTS = {
     "APP_PAUSED_PER_VISITOR": ("paused_per_visitor", 3, 1, 1000),  # stepping runs one visitor may hold at once
     "APP_FOLLOWUP_TURNS": ("followup_turns", 5, 1, 50),  # turns in one conversation: a question and its follow-ups
     "APP_CONTEXT_BUDGET": ("context_budget", 6000, 200, 1_000_000),  # tokens of earlier turns a follow-up carries
+    "APP_POLL_PHONES": ("poll_phones", 300, 1, 5000),  # phones (voters) one class poll room holds (ui/poll/)
+    "APP_POLL_ROOMS": ("poll_rooms", 3, 1, 100),  # class poll rooms one teacher (address) may hold at once
 }
 _SHARE_MB_PER_HOUR = (1, 100_000)  # megabytes of new links per visitor per hour; unset: a tenth of the store
 _SHARES = {
@@ -74,6 +76,7 @@ _SHARES = {
 _SECONDS = {
     "APP_SESSION_TTL": ("session_ttl_s", 900.0, 1.0, 7 * 86400.0),  # an idle visitor's session state is kept
     "APP_PAUSE_TTL": ("pause_ttl_s", 300.0, 1.0, 86400.0),  # a paused run ends after this long without Next/Continue
+    "APP_POLL_IDLE": ("poll_idle_s", 7200.0, 10.0, 7 * 86400.0),  # a class poll room ends after this long idle
 }
 _DAYS = {
     "APP_SHARE_DAYS": ("share_days", 30.0, 0.001, 3650.0),  # a share link works this many days
@@ -112,6 +115,9 @@ class AppSettings:
     paused_share: float = _SHARES["APP_PAUSED_SHARE"][1]
     followup_turns: int = _INTS["APP_FOLLOWUP_TURNS"][1]
     context_budget: int = _INTS["APP_CONTEXT_BUDGET"][1]
+    poll_phones: int = _INTS["APP_POLL_PHONES"][1]
+    poll_rooms: int = _INTS["APP_POLL_ROOMS"][1]
+    poll_idle_s: float = _SECONDS["APP_POLL_IDLE"][1]
     trusted_proxies: tuple[str, ...] = ()  # APP_TRUSTED_PROXIES (ui/core/visitors.py); on a Space: its proxy
 
     @property

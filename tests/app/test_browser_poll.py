@@ -1,0 +1,228 @@
+"""The class poll in headless Chromium: a teacher at 1366×768 and three phones at 390×844 join by the link, vote,
+see the tally move, the lock and the reveal; a second round shows beside the first; the share link reaches the
+phones. Screenshots of both screens go to artifacts/ (docs/app.md shows them)."""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+QUESTION, EXPECTED = "What is 17 * 23 + 5?", "396"  # the stub: Think-only ✗, Act-only ✓, ReAct ✓
+
+
+@pytest.fixture(scope="module")
+def url(kit):
+    with kit.app_on_stub(latency=0.05, token_delay=0.005) as local_url:
+        yield local_url
+
+
+def phone(browser, link: str):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
+               else route.abort())
+    page.goto(link)
+    page.wait_for_selector("#choices .choice")
+    return context, page
+
+
+def board_has(teacher, text: str, timeout: float = 15_000) -> None:
+    teacher.wait_for_function("(t) => (document.querySelector('#poll-board')?.innerText || '').includes(t)",
+                              arg=text, timeout=timeout)
+
+
+def tap(page, title: str) -> None:
+    page.get_by_role("button", name=title, exact=True).click()
+    page.wait_for_function("(t) => document.querySelector('#mine').innerText.includes(t)", arg=title)
+
+
+def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
+    kit.artifacts.mkdir(exist_ok=True)
+    with kit.open_page(browser, url) as teacher, ExitStack() as phones:
+        teacher.fill("#question textarea", QUESTION)
+        teacher.fill("#expected textarea, #expected input", EXPECTED)
+        teacher.click("#poll button:has-text('Class poll')")
+        teacher.click("#poll-start")
+        teacher.wait_for_selector("#poll-code")
+        code = teacher.inner_text("#poll-code").strip()
+        link = teacher.get_attribute("#poll-link", "href")
+        assert re.fullmatch(r"[2-9A-HJKMNP-Z]{6}", code) and link.endswith(f"/?room={code}")
+        qr = teacher.locator("#poll-join svg").bounding_box()
+        assert qr["height"] >= 768 / 4 and qr["width"] >= 4 * 29  # a quarter of the viewport, >= 4 px a module
+
+        devices = []
+        for _ in range(3):
+            context, page = phone(browser, link)
+            phones.callback(context.close)
+            devices.append(page)
+        one, two, three = devices
+        assert one.inner_text("#question") == QUESTION
+        assert [b.inner_text() for b in one.locator("#choices .choice").all()] == \
+            ["Think-only", "Act-only", "ReAct", "None of them"]
+        tap(one, "Think-only")
+        tap(two, "ReAct")
+        tap(three, "Act-only")
+        board_has(teacher, "3 voted")
+        one.wait_for_function("() => document.querySelector('#mine').innerText.includes('3 voted so far')",
+                              timeout=5_000)  # the phones see how many voted, not the split
+        assert one.is_hidden("#tally")
+        tap(three, "ReAct")  # a changed vote moves the tally, and is still one vote
+        board_has(teacher, "67 % predicted ReAct")
+        board_has(teacher, "3 voted")
+        three.screenshot(path=str(kit.artifacts / "poll-phone-vote-390x844.png"))
+        teacher.locator("#poll").scroll_into_view_if_needed()
+        teacher.screenshot(path=str(kit.artifacts / "poll-teacher-open-1366x768.png"))
+
+        teacher.click("#run-btn")  # Run locks the votes
+        for page in devices:
+            page.wait_for_function("() => document.querySelector('#choices .choice').disabled", timeout=15_000)
+        late = one.evaluate("""async (code) => { const r = await fetch(`poll/${code}/vote`, {method: 'POST',
+            headers: {'Content-Type': 'application/json'}, body: JSON.stringify({voter: 'late-phone-00000001',
+            choice: 'act'})}); return [r.status, (await r.json()).error]; }""", code)
+        assert late[0] == 409 and "locked" in late[1]
+
+        board_has(teacher, "33 % predicted Think-only — ✗ wrong", timeout=60_000)
+        board_has(teacher, "67 % predicted ReAct — ✓ right")
+        board_has(teacher, "0 % predicted None of them — ✗ wrong")
+        for page, said in ((one, "wrong."), (two, "right!"), (three, "right!")):
+            page.wait_for_function("(t) => document.querySelector('#reveal').innerText.includes(t)", arg=said,
+                                   timeout=15_000)
+        reveal = one.inner_text("#reveal")
+        assert "Think-only:" in reveal and "✗ wrong" in reveal and "ReAct: 396" in reveal and "✓ right" in reveal
+
+        teacher.click("#share-btn")  # the share link reaches the phones: "open the full run"
+        one.wait_for_selector("#full:not([hidden])", timeout=15_000)
+        shared = one.get_attribute("#link", "href")
+        assert "?run=" in shared
+        one.screenshot(path=str(kit.artifacts / "poll-phone-reveal-390x844.png"))
+        with kit.open_page(browser, teacher.url.split("?")[0] + "?" + shared.split("?")[1]) as visitor:
+            kit.wait_text(visitor, "#poll-record", "The class voted 1/0/2/0 (Think-only/Act-only/ReAct/none); "
+                                                   "right: Act-only, ReAct.")  # the tallies travel with the run
+            assert visitor.is_visible("#poll-record")
+
+        teacher.click("#poll-again")  # a second round after discussion
+        for page in devices:
+            page.wait_for_function("() => !document.querySelector('#choices .choice').disabled", timeout=15_000)
+        tap(one, "ReAct")
+        tap(two, "ReAct")
+        board_has(teacher, "Round 2 · 2 voted")
+        rounds = teacher.locator("#poll-board .poll-round")
+        assert rounds.count() == 2
+        first, second = rounds.nth(0).bounding_box(), rounds.nth(1).bounding_box()
+        assert abs(first["y"] - second["y"]) < 5 and second["x"] > first["x"]  # side by side
+        assert "Round 1 · 3 voted" in teacher.inner_text("#poll-board")
+        teacher.locator("#poll-board").scroll_into_view_if_needed()
+        teacher.screenshot(path=str(kit.artifacts / "poll-teacher-rounds-1366x768.png"))
+
+        teacher.click("#run-btn")  # the run again after the discussion: round 2 revealed, both rounds in its export
+        board_has(teacher, "100 % predicted ReAct — ✓ right", timeout=60_000)
+        two.wait_for_function("() => document.querySelector('#reveal').innerText.includes('right!')", timeout=15_000)
+        teacher.click("#share-btn")
+        teacher.wait_for_function("(old) => { const a = document.querySelector('#share-link a'); "
+                                  "return a && !a.href.endsWith(old); }", arg=shared, timeout=15_000)
+        again = teacher.get_attribute("#share-link a", "href")
+        with kit.open_page(browser, again) as visitor:  # the share link of the run shows both rounds
+            kit.wait_text(visitor, "#poll-record", "The class voted 1/0/2/0 (Think-only/Act-only/ReAct/none); "
+                                                   "after discussion, round 2: 0/0/2/0; right: Act-only, ReAct.")
+
+        teacher.click("#poll-end")
+        one.wait_for_function("() => document.querySelector('#msg').innerText.includes('ended')", timeout=15_000)
+
+
+def test_a_phone_reads_one_line_for_a_bad_code_and_for_a_restart(browser, url, monkeypatch):
+    from ui.poll import rooms as poll_rooms
+    from ui.poll import routes as poll_routes
+
+    base = url.rstrip("/")
+    context, page = browser.new_context(viewport={"width": 390, "height": 844}), None
+    try:
+        page = context.new_page()
+        page.goto(f"{base}/?room=ZZZZZZ")
+        page.wait_for_function("() => document.querySelector('#msg').innerText.includes('No class poll has that code')")
+        assert page.is_visible("#join") and not page.is_visible("#vote")
+        page.goto(f"{base}/?room=hello")
+        assert "not a room code" in page.inner_text("#msg") and page.is_visible("#join")
+
+        room = poll_rooms.rooms().create("teacher", "Which is larger, 9.11 or 9.9?", [("react", "ReAct")])
+        page.goto(f"{base}/?room={room.code}")
+        page.wait_for_selector("#choices .choice")
+        monkeypatch.setattr(poll_rooms, "_store", poll_rooms.RoomStore())  # the app restarted: no rooms, a new boot
+        monkeypatch.setattr(poll_rooms, "BOOT", "n3wb00t0")
+        monkeypatch.setattr(poll_routes, "BOOT", "n3wb00t0")
+        page.wait_for_function("() => document.querySelector('#msg').innerText.includes('The app restarted')",
+                               timeout=10_000)
+        assert not page.is_visible("#vote")
+    finally:
+        context.close()
+
+
+LOCAL_AXE = Path(__file__).resolve().parents[2] / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def serious(page, source: str, context: str = "document") -> list[str]:
+    """axe-core's serious and critical violations inside ``context`` (as tests/app/test_browser_a11y.py runs it)."""
+    page.add_script_tag(content=source)
+    return page.evaluate("""async (context) => {
+        const result = await axe.run(context === 'document' ? document : context, {resultTypes: ['violations']});
+        return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+            .flatMap(v => v.nodes.map(n => `${v.impact} ${v.id}: ${n.target.join(' ')}`));
+    }""", context)
+
+
+def test_the_phone_page_and_the_poll_box_pass_an_accessibility_audit(browser, url, kit):
+    path = Path(os.environ.get("AXE_CORE_JS") or LOCAL_AXE)
+    if not path.is_file():
+        if os.environ.get("AXE_REQUIRED"):
+            pytest.fail(f"axe-core is not at {path}: .ci/run installs it")
+        pytest.skip("axe-core is not installed: npm install --prefix .cache/axe axe-core@4.14.1")
+    source = path.read_text(encoding="utf-8")
+    with kit.open_page(browser, url) as teacher:
+        teacher.fill("#question textarea", QUESTION)
+        teacher.click("#poll button:has-text('Class poll')")
+        teacher.click("#poll-start")
+        teacher.wait_for_selector("#poll-code")
+        link = teacher.get_attribute("#poll-link", "href")
+        assert serious(teacher, source, "#poll") == []
+        context, page = phone(browser, link)
+        try:
+            tap(page, "ReAct")
+            assert serious(page, source) == []
+            teacher.click("#poll-lock")
+            page.wait_for_selector("#tally:not([hidden])")
+            assert serious(page, source) == []
+        finally:
+            context.close()
+
+
+def test_a_visitor_who_is_not_polling_makes_no_poll_call(browser, url, kit):
+    """Run, Stop and the run's end reach the poll's handlers only on a page that holds a room."""
+    with kit.open_page(browser, url) as page:
+        page.evaluate("""() => { window.pollSignals = 0; document.querySelectorAll('[id^=poll-signal-]')
+            .forEach(b => b.addEventListener('click', () => window.pollSignals++)); }""")
+        assert page.evaluate("() => document.querySelectorAll('[id^=poll-signal-]').length") == 9
+        page.fill("#question textarea", QUESTION)
+        page.click("#run-btn")
+        kit.wait_text(page, "#run-status", "Done", timeout=60_000)
+        page.click("#stop-btn")
+        page.click("#share-btn")
+        page.wait_for_function("() => (document.querySelector('#share-link')?.innerText || '').includes('run=')")
+        assert page.evaluate("() => window.pollSignals") == 0
+
+
+def test_the_teachers_screen_says_a_restart_ended_the_poll(browser, url, kit, monkeypatch):
+    from ui.poll import rooms as poll_rooms
+
+    with kit.open_page(browser, url) as teacher:
+        teacher.fill("#question textarea", QUESTION)
+        teacher.click("#poll button:has-text('Class poll')")
+        teacher.click("#poll-start")
+        teacher.wait_for_selector("#poll-code")
+        monkeypatch.setattr(poll_rooms, "_store", poll_rooms.RoomStore())  # the app restarted: no rooms, a new boot
+        monkeypatch.setattr(poll_rooms, "BOOT", "n3wb00t0")
+        board_has(teacher, "The app restarted: that class poll has ended. Start a new one.")

@@ -1,0 +1,388 @@
+"""The class poll's rooms: an in-memory, thread-safe store shared by the teacher's page and the phones' routes.
+
+A room holds the question, the modes on screen, its rounds of votes and what the phones show (open, locked,
+running, revealed, ended, and one notice line). A vote is kept as *voter id → choice* only, so a phone can change
+it and is never counted twice; the voter id is a random token the phone's browser made, nothing personal, and only
+counts leave the store. Everything a phone may do is bounded: phones per room, rooms per teacher, guesses of codes
+and votes per address (:class:`Rate`), and a room ends after ``idle_s`` without activity. Rooms live in this
+process: a restart ends them, and :data:`BOOT` (new each start) lets a phone tell that from an expiry.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: a code read off a projector is typed right
+CODE_LENGTH = 6  # 31**6 ≈ 887 million codes
+NONE = "none"  # the choice "no mode gets it right"
+STATES = ("open", "locked", "running", "revealed", "ended")
+VOTER_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
+MAX_ROUNDS = 5
+MAX_ROOMS = 500  # in the whole app, whoever holds them
+MAX_ADDRESSES = 100_000  # addresses remembered with the codes they found
+GONE_KEPT = 2000  # ended or expired codes remembered, so a phone reads why rather than "unknown"
+BOOT = secrets.token_hex(4)  # this process's start: a phone seeing another one knows a restart ended its room
+
+
+class PollError(Exception):
+    """One line for a phone or the teacher, with the HTTP status a route answers it with."""
+
+    def __init__(self, line: str, status: int = 400) -> None:
+        super().__init__(line)
+        self.line, self.status = line, status
+
+
+def new_code(length: int = CODE_LENGTH) -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(length))
+
+
+def clean_code(text: Any) -> str | None:
+    """A typed code as the store keeps it (upper case, spaces and dashes dropped), or None if it cannot be one."""
+    if not isinstance(text, str) or len(text) > 32:
+        return None
+    code = re.sub(r"[\s-]", "", text).upper()
+    return code if len(code) >= CODE_LENGTH and set(code) <= set(ALPHABET) else None
+
+
+class Rate:
+    """At most ``limit`` actions per key in any ``span_s`` seconds, on an injectable clock. Keys quiet for a whole
+    span are forgotten, so the map stays as small as the set of recent actors."""
+
+    def __init__(self, limit: int, span_s: float, clock: Callable[[], float]) -> None:
+        self.limit, self.span_s, self.clock = limit, span_s, clock
+        self._seen: dict[str, collections.deque[float]] = {}
+        self._swept = 0.0
+
+    def count(self, key: str) -> int:
+        """Actions of ``key`` in the last span."""
+        now = self.clock()
+        if now - self._swept > self.span_s:
+            self._seen = {k: d for k, d in self._seen.items() if d and now - d[-1] < self.span_s}
+            self._swept = now
+        times = self._seen.get(key)
+        while times and now - times[0] >= self.span_s:
+            times.popleft()
+        return len(times) if times else 0
+
+    def allow(self, key: str) -> bool:
+        """Count one action of ``key`` and return True, or False (nothing counted) past the limit."""
+        if self.count(key) >= self.limit:
+            return False
+        self._seen.setdefault(key, collections.deque()).append(self.clock())
+        return True
+
+
+@dataclass
+class Round:
+    """One round of votes: each voter's choice, the counts kept in step, and whether the teacher locked it."""
+
+    counts: dict[str, int]
+    votes: dict[str, str] = field(default_factory=dict)
+    locked: bool = False
+    reveal: dict[str, dict[str, Any]] = field(default_factory=dict)  # mode id → {"answer", "correct"}
+
+    def public(self) -> dict[str, Any]:
+        return {"tally": dict(self.counts), "total": len(self.votes), "locked": self.locked,
+                "reveal": self.reveal}
+
+
+@dataclass
+class Room:
+    """One class's poll. Changed only under the store's lock; :meth:`body` is the phones' JSON, made once per
+    version."""
+
+    code: str
+    owner: str  # the teacher's address: rooms per teacher are capped
+    question: str
+    modes: tuple[tuple[str, str], ...]  # (id, title) of the modes on screen, in the page's order
+    touched: float
+    rounds: list[Round] = field(default_factory=list)
+    state: str = "open"
+    notice: str = ""
+    link: str = ""  # the run's share link, for "open the full run"
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(16))  # the teacher's page holds it
+    version: int = 1  # every change (the teacher's screen redraws on it)
+    seen: int = 1  # every change a phone shows: in an open round only the number voted, not who chose what
+    _body: tuple[int, bytes] | None = None
+
+    @property
+    def choices(self) -> list[str]:
+        return [m for m, _ in self.modes] + [NONE]
+
+    @property
+    def current(self) -> Round:
+        return self.rounds[-1]
+
+    @property
+    def reveal(self) -> dict[str, dict[str, Any]]:
+        """The current round's answers and marks (each round keeps its own, shown side by side)."""
+        return self.current.reveal
+
+    def changed(self, now: float, *, phones: bool = True) -> None:
+        self.version += 1
+        self.seen += phones
+        self.touched = now
+
+    def public(self) -> dict[str, Any]:
+        """Everything but the voters: counts only (the teacher's screen, the CSV, the export)."""
+        return {"code": self.code, "boot": BOOT, "version": self.version, "state": self.state, "notice": self.notice,
+                "question": self.question, "modes": [{"id": m, "title": t} for m, t in self.modes],
+                "choices": self.choices, "round": len(self.rounds), "rounds": [r.public() for r in self.rounds],
+                "reveal": self.reveal, "link": self.link}
+
+    def phone(self) -> dict[str, Any]:
+        """What a phone reads: as :meth:`public`, with only the number voted in a round still open. Students commit
+        before they see the class's split (peer instruction's first vote is their own); a changed vote changes
+        nothing a phone shows, so it costs the other phones no fresh copy."""
+        data = self.public()
+        data["version"] = self.seen
+        data["rounds"] = [r if r["locked"] else {**r, "tally": None} for r in data["rounds"]]
+        return data
+
+    def body(self) -> bytes:
+        """:meth:`phone` as JSON, made once per change the phones see."""
+        if self._body is None or self._body[0] != self.seen:
+            self._body = (self.seen, json.dumps(self.phone(), separators=(",", ":")).encode())
+        return self._body[1]
+
+    @property
+    def etag(self) -> str:
+        return f'"{BOOT}-{self.code}-{self.seen}"'
+
+
+class RoomStore:
+    """Every room of this process. All methods are thread-safe and cheap (a dict lookup under one lock)."""
+
+    def __init__(self, *, idle_s: float = 7200.0, phones: int = 300, per_teacher: int = 3, max_rooms: int = MAX_ROOMS,
+                 guesses: int = 100, guess_span_s: float = 600.0, votes_per_address: int = 600,
+                 votes_per_voter: int = 20, vote_span_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.idle_s, self.phones, self.per_teacher, self.max_rooms = idle_s, phones, per_teacher, max_rooms
+        self.clock = clock
+        self._rooms: dict[str, Room] = {}
+        self._gone: collections.OrderedDict[str, str] = collections.OrderedDict()  # code → why it ended
+        self._lock = threading.Lock()
+        self._misses = Rate(guesses, guess_span_s, clock)  # unknown codes tried, per address
+        self._joined: dict[str, set[str]] = {}  # address → codes it found: a guesser over its limit learns no more
+        self._votes = Rate(votes_per_address, vote_span_s, clock)  # a class behind one address votes together
+        self._voter_votes = Rate(votes_per_voter, vote_span_s, clock)  # one phone's flood
+        self._swept = clock()
+
+    # -- the teacher's side ------------------------------------------------------------------------------------
+    def create(self, owner: str, question: str, modes: Iterable[tuple[str, str]]) -> Room:
+        """A new open room; refused with one line past the teacher's or the app's number of rooms."""
+        question = " ".join(str(question or "").split())[:500]
+        modes = tuple((str(m), str(t)) for m, t in modes)[:12]
+        if not question:
+            raise PollError("Type the question first: the class votes on it.")
+        if not modes:
+            raise PollError("Pick at least one mode first: the class predicts which one gets it right.")
+        with self._lock:
+            now = self._sweep()
+            if sum(r.owner == owner for r in self._rooms.values()) >= self.per_teacher:
+                raise PollError(f"You already hold {self.per_teacher} open class polls: end one first.", 429)
+            if len(self._rooms) >= self.max_rooms:
+                raise PollError("The app holds as many class polls as it can: try again later.", 503)
+            code = new_code()
+            while code in self._rooms or code in self._gone:
+                code = new_code()
+            room = Room(code, owner, question, modes, now)
+            room.rounds.append(Round(dict.fromkeys(room.choices, 0)))
+            self._rooms[code] = room
+            return room
+
+    def handle(self, room: Room) -> str:
+        """What the teacher's page keeps to act on its room: code, secret and this process's boot."""
+        return f"{room.code}.{room.secret}.{BOOT}"
+
+    def owned(self, handle: Any) -> Room:
+        """The teacher's room from its handle; one line when it ended, expired, or the app restarted."""
+        code, secret, boot = (handle.split(".") + ["", "", ""])[:3] if isinstance(handle, str) else ("", "", "")
+        if not code:
+            raise PollError("Start a class poll first.")
+        if boot != BOOT:
+            raise PollError("The app restarted: that class poll has ended. Start a new one.", 410)
+        with self._lock:
+            room = self._live(code)
+            if not secrets.compare_digest(room.secret, secret):
+                raise PollError("That class poll is not yours.", 403)
+            return room
+
+    def update(self, code: str, change: Callable[[Room], None]) -> Room:
+        """Apply ``change`` to the room under the lock and mark it changed (the teacher's buttons)."""
+        with self._lock:
+            room = self._live(code)
+            change(room)
+            room.changed(self.clock())
+            return room
+
+    def lock(self, code: str) -> Room:
+        def locked(room: Room) -> None:
+            room.current.locked = True
+            if room.state == "open":
+                room.state = "locked"
+        return self.update(code, locked)
+
+    def again(self, code: str) -> Room:
+        """A new round after discussion: votes open again from zero, the earlier rounds kept beside it."""
+        def reopened(room: Room) -> None:
+            if len(room.rounds) >= MAX_ROUNDS:
+                raise PollError(f"A poll has at most {MAX_ROUNDS} rounds: start a new poll.")
+            room.current.locked = True
+            room.rounds.append(Round(dict.fromkeys(room.choices, 0)))
+            room.state, room.notice, room.link = "open", "", ""
+        return self.update(code, reopened)
+
+    def set_state(self, code: str, state: str, notice: str | None = None) -> Room:
+        """``running`` locks the round too; ``notice`` replaces the one line when given."""
+        if state not in STATES:
+            raise PollError(f"Unknown poll state {state!r}.")
+
+        def moved(room: Room) -> None:
+            if state in ("locked", "running", "revealed"):
+                room.current.locked = True
+            room.state = state
+            if notice is not None:
+                room.notice = notice[:200]
+        return self.update(code, moved)
+
+    def set_reveal(self, code: str, reveal: dict[str, dict[str, Any]], link: str | None = None) -> Room:
+        def revealed(room: Room) -> None:
+            room.current.reveal = {m: dict(reveal[m]) for m, _ in room.modes if m in reveal}
+            room.current.locked = True
+            room.state = "revealed"
+            if link is not None:
+                room.link = link
+        return self.update(code, revealed)
+
+    def end(self, code: str, why: str = "The teacher ended this poll.") -> None:
+        with self._lock:
+            if self._rooms.pop(code, None) is not None:
+                self._forget(code, why)
+
+    # -- the phones' side ----------------------------------------------------------------------------------------
+    def find(self, code: Any, address: str) -> Room:
+        """The live room of a code a phone sent; an unknown, ended or expired code is one line, and an address
+        that tried too many unknown codes learns no new ones."""
+        cleaned = clean_code(code)
+        with self._lock:
+            self._sweep()
+            room = self._rooms.get(cleaned or "")
+            if room is not None and room.code in self._joined.get(address, ()):
+                return room
+            if self._misses.count(address) >= self._misses.limit:
+                raise PollError("Too many wrong codes from this network: wait a few minutes, then check the code.",
+                                429)
+            if room is None:
+                why = self._gone.get(cleaned or "")
+                if why:  # a room that was: a whole class's phones read this at once, and it is no guess
+                    raise PollError(why, 410)
+                self._misses.allow(address)
+                raise PollError("No class poll has that code: check it on the teacher's screen.", 404)
+            if len(self._joined) >= MAX_ADDRESSES:
+                self._joined.clear()  # bounded: a phone that loses its place just finds its room again
+            self._joined.setdefault(address, set()).add(room.code)
+            return room
+
+    def snapshot(self, room: Room) -> tuple[str, bytes]:
+        """A room's phone ETag and JSON, made under the lock: a teacher's button (on Gradio's thread pool) may be
+        changing the room while the loop answers a phone."""
+        with self._lock:
+            return room.etag, room.body()
+
+    def view(self, room: Room) -> dict[str, Any]:
+        """:meth:`Room.public` under the lock (phones vote on the loop while the teacher's handlers run in threads)."""
+        with self._lock:
+            return room.public()
+
+    def get(self, code: str) -> Room | None:
+        """The teacher's look at their own room (no limits), or None when it ended."""
+        with self._lock:
+            self._sweep()
+            return self._rooms.get(code)
+
+    def gone_why(self, code: str) -> str | None:
+        with self._lock:
+            return self._gone.get(code)
+
+    def vote(self, code: Any, voter: Any, choice: Any, address: str) -> Room:
+        """Record (or change) one phone's vote in the open round; every refusal is one line."""
+        room = self.find(code, address)
+        if not isinstance(voter, str) or not VOTER_RE.fullmatch(voter):
+            raise PollError("This phone's vote token is malformed: reload the page.")
+        with self._lock:
+            if room.code not in self._rooms:
+                raise PollError("The teacher ended this poll.", 410)
+            if not isinstance(choice, str) or choice not in room.current.counts:
+                raise PollError("That is not one of this poll's choices.")
+            ballot = room.current
+            if ballot.locked:
+                raise PollError("Voting is locked: the teacher is revealing the answers.", 409)
+            if not self._voter_votes.allow(f"{room.code}:{voter}"):
+                raise PollError("Too many votes from this phone: wait a minute.", 429)
+            if not self._votes.allow(address):
+                raise PollError("Too many votes from this network: wait a minute.", 429)
+            before = ballot.votes.get(voter)
+            if before is None and len(ballot.votes) >= self.phones:
+                raise PollError(f"This poll is full ({self.phones} phones): your vote was not counted.", 403)
+            if before == choice:
+                return room
+            if before is not None:
+                ballot.counts[before] -= 1
+            ballot.votes[voter] = choice
+            ballot.counts[choice] += 1
+            room.changed(self.clock(), phones=before is None)  # the phones show how many voted, not the split
+            return room
+
+    # -- upkeep ------------------------------------------------------------------------------------------------
+    def _live(self, code: str) -> Room:
+        self._sweep()
+        room = self._rooms.get(code)
+        if room is None:
+            raise PollError(self._gone.get(code) or "This poll has ended.", 410)
+        return room
+
+    def _sweep(self) -> float:
+        """End rooms idle past ``idle_s`` (looked at most once a second); returns now."""
+        now = self.clock()
+        if now - self._swept >= 1.0:
+            self._swept = now
+            for code in [c for c, r in self._rooms.items() if now - r.touched >= self.idle_s]:
+                del self._rooms[code]
+                self._forget(code, f"This poll expired after {self.idle_s / 3600:g} h without activity.")
+        return now
+
+    def _forget(self, code: str, why: str) -> None:
+        self._gone[code] = why
+        while len(self._gone) > GONE_KEPT:
+            self._gone.popitem(last=False)
+        for codes in self._joined.values():
+            codes.discard(code)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._rooms)
+
+
+_store: RoomStore | None = None
+_store_lock = threading.Lock()
+
+
+def rooms() -> RoomStore:
+    """This process's one store, with the app's limits (``APP_POLL_*``, ``ui/core/settings.py``)."""
+    global _store
+    with _store_lock:
+        if _store is None:
+            from ui.core.settings import app_settings
+
+            limits = app_settings()
+            _store = RoomStore(idle_s=limits.poll_idle_s, phones=limits.poll_phones, per_teacher=limits.poll_rooms)
+        return _store
