@@ -52,6 +52,7 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
         "temperature": request.temperature,
         "tools": list(tools),
         **({"options": dict(request.options)} if request.options else {}),
+        **({"page_tools": [p.to_dict() for p in request.page_tools]} if request.page_tools else {}),  # their source
         # the price of the run's model as its traces use it (the server's listing, then the owner's)
         **({"price": price.to_dict()} if (price := pricing.price_of(settings.model, settings.price)) is not None
            else {}),
