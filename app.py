@@ -43,12 +43,12 @@ from ui.compare.stepping import PauseBook, is_paused
 from ui.core import backend, route_errors, signatures, visitors
 from ui.core.admission import Admission
 from ui.core.handlers import PAGE_EVENT
-from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, PREVIOUS
+from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, PAGE_TOOLS, PREVIOUS
 from ui.core.launcher import launcher
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.fork import accordion
-from ui.page import behaviour, parts, tool_picker
+from ui.page import behaviour, page_tools, parts, tool_picker
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
 from ui.tabs.compare import ComparePage, compare_layout
@@ -73,9 +73,10 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     (``patches/page_cache.py``), starts the run workers and, when it serves until stopped, settles the garbage
     collector (``agents/gc_tuning.py``)."""
 
-    # /compare's expected answer and run options were added after its first callers
-    # and then `previous` (a follow-up's earlier turn)
-    optional_tail = {"compare": 2 + len(run_options()), "compare_step": 2 + len(run_options()), "benchmark": 1}
+    # /compare's expected answer and run options were added after its first callers, then `previous` (a follow-up's
+    # earlier turn) and `page_tools` (a gr.State: the visitor's tools written on the page), as /prompts' too
+    optional_tail = {"compare": 3 + len(run_options()), "compare_step": 3 + len(run_options()), "benchmark": 1,
+                     "prompts": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -117,7 +118,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                 page = compare_layout(toy=settings.toy)
                 knobs = settings_layout(settings, registry)
             with gr.Tab("Prompts", id="prompts"):
-                parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
+                parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo, knobs.page_tools.own)
             with gr.Tab("Benchmark", id="benchmark"):
                 bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                             protocol=knobs.protocol, max_steps=knobs.max_steps,
@@ -136,6 +137,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
                              [*page.outputs.all(), *page.on_screen()])
         wire_stepping(handlers, page, knobs)
+        page_tools.wire(registry, knobs.page_tools, knobs.tools, page.replay_btn, page.replay_file)  # Add a tool
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                     admission=admission), page.fork, page, knobs)
         mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
@@ -166,6 +168,7 @@ class Knobs:
     tools: gr.CheckboxGroup
     max_tokens: gr.Number
     options: dict[str, gr.Slider]  # the modes' run options (agents/modes/registry.RunOption), by name
+    page_tools: page_tools.PageToolControls  # "Add a tool": the visitor's own, written on the page
 
 
 def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
@@ -181,23 +184,26 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
             max_steps = lenient(gr.Slider(1, REQUEST_MAX_STEPS, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
             temperature = lenient(gr.Slider(*TEMPERATURE_RANGE, value=DEFAULT_TEMPERATURE, step=0.1,
                                             label="Temperature"))
-            tools = tool_picker.tool_picker(registry)  # with MCP servers named, a button to ask them again
+            own = gr.State([])  # the visitor's tools written on the page (ui/page/page_tools.py)
+            tools = tool_picker.tool_picker(registry, own)  # with MCP servers named, a button to ask them again
             # a request may ask for at most MAX_TOKENS_LIMIT (a larger LLM_MAX_TOKENS still applies when it is empty)
             max_tokens = gr.Number(min(settings.max_tokens, MAX_TOKENS_LIMIT), label="Max tokens", minimum=1,
                                    maximum=MAX_TOKENS_LIMIT, precision=0, elem_id="max-tokens",
                                    info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
             options = {o.name: lenient(gr.Slider(o.low, o.high, value=o.default, step=1, label=o.label, elem_id=o.name,
                                                  info=o.info)) for o in run_options()}
-    return Knobs(model, protocol, max_steps, temperature, tools, max_tokens, options)
+        mine = page_tools.layout(own)
+    return Knobs(model, protocol, max_steps, temperature, tools, max_tokens, options, mine)
 
 
 def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
     """``/compare``'s (and ``/compare_step``'s) inputs by name, in their order: ``ui.core.inputs.COMPARE_INPUTS``,
-    then the run options."""
+    then the run options, ``previous`` and ``page_tools``."""
     named = {"question": page.question, "mode": page.modes, "model": knobs.model, "protocol": knobs.protocol,
              "max_steps": knobs.max_steps, "temperature": knobs.temperature, "tools": knobs.tools,
              "fourth": page.fourth, "max_tokens": knobs.max_tokens, "expected": page.expected}
-    return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options, PREVIOUS: page.previous}
+    return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options, PREVIOUS: page.previous,
+            PAGE_TOOLS: knobs.page_tools.own}
 
 
 def wire_new_run(page: ComparePage) -> None:

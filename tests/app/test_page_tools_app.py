@@ -1,0 +1,140 @@
+"""A tool written on the page, through the real app's HTTP queue (what the page itself sends): Settings' Add a tool
+(a private event, the visitor's session), then a ReAct run of that session using it in the sandbox (in a run worker:
+the tool travels as data), its export carrying the source, a fork of that export running it again, the Prompts tab
+listing it; another session, and a REST call, know nothing of it; a name that shadows a built-in tool is refused."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+import app
+from agents.llm.stub_server import StubLLMServer, StubReply
+from ui.core.frame import output_index
+from ui.core.modes import BESIDE
+from ui.fork.screen import choice_value
+from ui.page.page_tools import CLASS_FACTS
+
+STATUS, FILES = 2 * 3, 2 * 3 + 2  # /compare's status line and export files (ui/core/frame.Outputs.all)
+QUESTION = "Who teaches our class, and in which room?"
+
+
+def class_facts_model(body: dict) -> StubReply:
+    """ReAct asking the class's tool: the teacher, then the room, then the answer from what it was told."""
+    seen = [str(m.get("content")) for m in body.get("messages") or [] if str(m.get("content") or "").startswith(
+        "Observation:")]
+    if not seen:
+        return StubReply(text="Thought: ask the class's tool.\nAction: class_facts\nAction Input: teacher")
+    if len(seen) == 1:
+        return StubReply(text="Thought: now the room.\nAction: class_facts\nAction Input: room")
+    said = [s.removeprefix("Observation:").strip() for s in seen]
+    return StubReply(text=f"Thought: known.\nFinal Answer: {said[0]} in {said[1]}")
+
+
+@pytest.fixture(scope="module")
+def served(kit):
+    with StubLLMServer(responder=class_facts_model) as stub:
+        demo = app.build_demo(settings=kit.settings(stub), registry=kit.registry())
+        with kit.launched(demo) as base:
+            yield demo, base.rstrip("/"), stub
+
+
+def fn_index(demo, name: str) -> int:
+    return next(i for i, fn in demo.fns.items() if fn.name == name)
+
+
+def queue_call(base: str, fn: int, data: list, session: str) -> list:
+    """One event through ``/queue/join`` + ``/queue/data`` like the browser; every streamed output."""
+    joined = httpx.post(f"{base}/gradio_api/queue/join", json={"data": data, "fn_index": fn,
+                                                               "session_hash": session, "event_data": None},
+                        timeout=30)
+    assert joined.status_code == 200, joined.text
+    frames = []
+    with httpx.stream("GET", f"{base}/gradio_api/queue/data", params={"session_hash": session}, timeout=90) as s:
+        for line in s.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            message = json.loads(line[5:])
+            if message.get("msg") in ("process_generating", "process_completed") and message.get("output", {}).get(
+                    "data"):
+                frames.append(message["output"]["data"])
+            if message.get("msg") == "process_completed":
+                assert message.get("success", True), message
+                break
+    return frames
+
+
+def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(served):
+    demo, base, stub = served
+    session = "page-tool-visitor"
+    add = queue_call(base, fn_index(demo, "add"),
+                     ["class_facts", "Facts about our class.", CLASS_FACTS, None, ["calculate"]], session)
+    own, picker, status = add[-1]
+    assert "class_facts" in status and "added" in status
+    shadow = queue_call(base, fn_index(demo, "add"), ["Calculate", "Mine.", "return text", None, ["calculate"]],
+                        session)
+    assert "would shadow the tool 'calculate'" in shadow[-1][2]
+
+    compare = fn_index(demo, "compare")
+    inputs = demo.fns[compare].inputs
+    run = queue_call(base, compare, [_value(demo, b, ["calculate", "class_facts"]) for b in inputs], session)
+    last = run[-1]
+    react = json.dumps(last[output_index("react")], ensure_ascii=False)
+    assert "Ms Okafor" in react and "B12" in react, react[-2000:]
+    exports = last[FILES]
+    path = next(f["path"] for f in (exports.get("value", exports) if isinstance(exports, dict) else exports)
+                if str(f.get("path", "")).endswith(".json"))
+    with open(path, encoding="utf-8") as f:
+        exported = json.load(f)
+    assert exported["settings"]["tools"] == ["calculate", "class_facts"]
+    assert exported["settings"]["page_tools"] == [
+        {"name": "class_facts", "description": "Facts about our class.", "source": CLASS_FACTS}]
+    assert exported["traces"]["react"]["summary"]["answer"] == "Ms Okafor in B12"
+
+    # a fork, in a new session that never added the tool: it is made again from the export's source
+    stub.requests.clear()
+    fork = fn_index(demo, "fork")
+    data = ["react", choice_value(0, "Ms Okafor"), "Mr Adeyemi", "new", exports, None, None, "text", 5, 0.2,
+            ["calculate"], None]
+    frames = queue_call(base, fork, data, "someone-else")
+    beside = json.dumps(frames[-1][output_index(BESIDE)], ensure_ascii=False)
+    assert "Mr Adeyemi in B12" in beside, beside[-2000:]
+    assert len(stub.requests) == 2  # the room asked again (the page tool ran in the fork), then the answer
+
+    # another visitor's run does not know the tool
+    other = queue_call(base, compare, [_value(demo, b, ["calculate", "class_facts"]) for b in inputs], "another")
+    assert "Unknown tool(s): 'class_facts'" in other[-1][STATUS]
+
+
+def _value(demo, block, tools: list[str]):
+    """What the page sends for each /compare input: the run's values, None for the states and hidden inputs."""
+    import gradio as gr
+
+    if isinstance(block, gr.State):
+        return None
+    label = getattr(block, "label", None)
+    known = {"Question": QUESTION, "Modes": ["react"], "Protocol": "text", "Max steps": 5, "Temperature": 0.2,
+             "Enabled tools": tools, "Expected answer": ""}
+    return known.get(label)
+
+
+def test_the_prompts_tab_lists_the_visitors_tool(served):
+    demo, base, _ = served
+    session = "page-tool-prompts"
+    queue_call(base, fn_index(demo, "add"), ["class_facts", "Facts about our class.", CLASS_FACTS, None, []], session)
+    frames = queue_call(base, fn_index(demo, "show"), ["text", 5, ["class_facts"], None], session)
+    assert any("- class_facts(text): Facts about our class." in box for box in frames[-1])
+
+
+def test_rest_calls_are_unchanged_and_carry_no_page_tool(served):
+    _, base, _ = served
+    data = [QUESTION, ["react"], None, "text", 5, 0.2, ["calculate", "class_facts"], "None", None, ""]
+    posted = httpx.post(f"{base}/gradio_api/call/compare", json={"data": data}, timeout=60)
+    last = None
+    with httpx.stream("GET", f"{base}/gradio_api/call/compare/{posted.json()['event_id']}", timeout=60) as s:
+        for line in s.iter_lines():
+            if line.startswith("data:") and line[5:].strip() not in ("", "null"):
+                last = json.loads(line[5:])
+    assert last is not None and "Unknown tool(s): 'class_facts'" in last[STATUS]
