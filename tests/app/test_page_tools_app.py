@@ -6,6 +6,7 @@ listing it; another session, and a REST call, know nothing of it; a name that sh
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -45,9 +46,9 @@ def fn_index(demo, name: str) -> int:
     return next(i for i, fn in demo.fns.items() if fn.name == name)
 
 
-def queue_call(base: str, fn: int, data: list, session: str) -> list:
+def queue_call(base: str, fn: int, data: list, session: str, query: str = "") -> list:
     """One event through ``/queue/join`` + ``/queue/data`` like the browser; every streamed output."""
-    joined = httpx.post(f"{base}/gradio_api/queue/join", json={"data": data, "fn_index": fn,
+    joined = httpx.post(f"{base}/gradio_api/queue/join{query}", json={"data": data, "fn_index": fn,
                                                                "session_hash": session, "event_data": None},
                         timeout=30)
     assert joined.status_code == 200, joined.text
@@ -102,6 +103,20 @@ def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(ser
     beside = json.dumps(frames[-1][output_index(BESIDE)], ensure_ascii=False)
     assert "Mr Adeyemi in B12" in beside, beside[-2000:]
     assert len(stub.requests) == 2  # the room asked again (the page tool ran in the fork), then the answer
+
+    # a Share link of the run, opened by someone else: its export carries the source, and a fork of it runs it again
+    link = queue_call(base, fn_index(demo, "share"), [exports, None], session)[-1][0]
+    run_id = re.search(r"\?run=([\w-]+)", link).group(1)
+    opened = queue_call(base, fn_index(demo, "open"), [], "a-student", query=f"?run={run_id}")[-1]
+    shared = opened[FILES]
+    shared_path = next(f["path"] for f in (shared.get("value", shared) if isinstance(shared, dict) else shared))
+    with open(shared_path, encoding="utf-8") as f:
+        assert json.load(f)["settings"]["page_tools"][0]["source"] == CLASS_FACTS
+    stub.requests.clear()
+    data = ["react", choice_value(0, "Ms Okafor"), "Mx Lee", "new", shared, None, None, "text", 5, 0.2, [], None]
+    frames = queue_call(base, fork, data, "a-student")
+    assert "Mx Lee in B12" in json.dumps(frames[-1][output_index(BESIDE)], ensure_ascii=False)
+    assert len(stub.requests) == 2
 
     # another visitor's run does not know the tool
     other = queue_call(base, compare, [_value(demo, b, ["calculate", "class_facts"]) for b in inputs], "another")
