@@ -153,3 +153,8 @@ def test_rest_calls_are_unchanged_and_carry_no_page_tool(served):
             if line.startswith("data:") and line[5:].strip() not in ("", "null"):
                 last = json.loads(line[5:])
     assert last is not None and "Unknown tool(s): 'class_facts'" in last[STATUS]
+    prompts = httpx.post(f"{base}/gradio_api/call/prompts", json={"data": ["text", 5, ["calculate"]]}, timeout=30)
+    assert prompts.status_code == 200, prompts.text  # /prompts' three inputs, as before page_tools
+    with httpx.stream("GET", f"{base}/gradio_api/call/prompts/{prompts.json()['event_id']}", timeout=30) as s:
+        events = [line for line in s.iter_lines() if line.startswith("event:")]
+    assert "event: complete" in events
