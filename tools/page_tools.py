@@ -21,7 +21,7 @@ from typing import Any
 
 from tools.registry import Tool, ToolFailure, ToolRegistry, normalize_name
 from tools.sandbox import Limits, filters, run_python
-from tools.sandbox_policy import check_code
+from tools.sandbox_policy import ALLOWED_MODULES, check_code
 
 MAX_TOOLS = 3  # per visitor
 MAX_SOURCE_BYTES = 4096
@@ -58,7 +58,7 @@ def page_tool(name: Any, description: Any, source: Any, taken: Iterable[str] = (
     if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > MAX_NAME:
         raise PageToolError(f"A tool's name is a Python name of letters, digits and underscores, starting with a "
                             f"letter, at most {MAX_NAME} characters (got {str(name)[:50]!r}).")
-    if keyword.iskeyword(name) or hasattr(builtins, name) or name in RESERVED:
+    if keyword.iskeyword(name) or hasattr(builtins, name) or name in RESERVED | ALLOWED_MODULES:
         raise PageToolError(f"'{name}' is a name Python or CodeAct already uses: choose another.")
     clash = next((t for t in taken if normalize_name(t) == normalize_name(name)), None)
     if clash is not None:

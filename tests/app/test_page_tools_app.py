@@ -93,6 +93,8 @@ def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(ser
     assert exported["settings"]["page_tools"] == [
         {"name": "class_facts", "description": "Facts about our class.", "source": CLASS_FACTS}]
     assert exported["traces"]["react"]["summary"]["answer"] == "Ms Okafor in B12"
+    with open(path.removesuffix(".json") + ".md", encoding="utf-8") as f:
+        assert "**Tool written on the page:** `class_facts`" in f.read()  # the report shows the source too
 
     # a fork, in a new session that never added the tool: it is made again from the export's source
     stub.requests.clear()

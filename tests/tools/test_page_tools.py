@@ -113,6 +113,7 @@ def test_a_name_that_shadows_a_built_in_tool_is_refused_in_one_line(name):
 @pytest.mark.parametrize(("name", "description", "source", "says"), [
     ("print", "d", "return text", "Python or CodeAct already uses"),
     ("final_answer", "d", "return text", "already uses"),
+    ("math", "d", "return text", "already uses"),  # a module a CodeAct program may import
     ("2fast", "d", "return text", "a Python name"),
     ("my tool", "d", "return text", "a Python name"),
     (["x"], "d", "return text", "a Python name"),
