@@ -74,8 +74,8 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     collector (``agents/gc_tuning.py``)."""
 
     # /compare's expected answer and run options were added after its first callers, then `previous` (a follow-up's
-    # earlier turn) and `page_tools` (a gr.State: the visitor's tools written on the page), as /prompts' too
-    optional_tail = {"compare": 3 + len(run_options()), "compare_step": 3 + len(run_options()), "benchmark": 1,
+    # earlier turn) and `page_tools` (a gr.State: the visitor's tools written on the page; /prompts and /benchmark too)
+    optional_tail = {"compare": 3 + len(run_options()), "compare_step": 3 + len(run_options()), "benchmark": 2,
                      "prompts": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
@@ -123,7 +123,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                 bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                             protocol=knobs.protocol, max_steps=knobs.max_steps,
                                             temperature=knobs.temperature, tools=knobs.tools,
-                                            trials=knobs.options.get("trials"), on_space=on_space, stops=stops)
+                                            trials=knobs.options.get("trials"), on_space=on_space, stops=stops,
+                                            page_tools=knobs.page_tools.own)
                 picker = open_in_compare.picker_layout()
             with gr.Tab("About", id="about"):
                 parts.about_tab()

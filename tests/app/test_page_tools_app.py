@@ -160,3 +160,25 @@ def test_rest_calls_are_unchanged_and_carry_no_page_tool(served):
     with httpx.stream("GET", f"{base}/gradio_api/call/prompts/{prompts.json()['event_id']}", timeout=30) as s:
         events = [line for line in s.iter_lines() if line.startswith("event:")]
     assert "event: complete" in events
+
+
+def test_the_benchmark_uses_the_visitors_tool_and_refuses_it_for_anyone_else(kit, tmp_path):
+    import asyncio
+
+    from ui.benchmark import tab as bt
+    from ui.core.stream import Stops
+
+    items = tmp_path / "class.jsonl"
+    items.write_text(json.dumps({"question": QUESTION, "answer": "Ms Okafor in B12"}) + "\n", encoding="utf-8")
+    own = [{"name": "class_facts", "description": "Facts about our class.", "source": CLASS_FACTS}]
+
+    async def frames(tab, page_tools) -> list:
+        return [f async for f in tab.benchmark(bt.UPLOAD, str(items), 1, ["react"], 1, 1, "stub", "text", 5, 0.2,
+                                               ["class_facts"], None, page_tools)]
+
+    with StubLLMServer(responder=class_facts_model) as stub:
+        tab = bt.BenchmarkTab(kit.settings(stub), kit.registry(), stops=Stops(), refresh_s=0.2)
+        status = asyncio.run(frames(tab, own))[-1][0]
+        assert "1 / 1 pairs" in status, status
+        assert "Observation: B12" in json.dumps(stub.requests[-1].body)
+        assert "Unknown tool\\(s\\): 'class\\_facts'" in asyncio.run(frames(tab, None))[-1][0]  # Markdown-escaped
