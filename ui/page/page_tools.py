@@ -68,7 +68,7 @@ class PageToolControls:
 def layout(own: gr.State) -> PageToolControls:
     """In Settings, under the picker: the form, two examples, Add and Remove, and one line saying what happened;
     ``own`` holds the visitor's tools."""
-    with gr.Accordion("➕ Add a tool", open=False, elem_id="page-tools"):
+    with gr.Accordion("Add a tool", open=False, elem_id="page-tools"):
         gr.Markdown(INTRO)
         with gr.Row():
             name = gr.Textbox(label="Name", placeholder="class_facts", max_lines=1, elem_id="page-tool-name")
