@@ -313,10 +313,11 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
                             **PAGE_EVENT)
     defaults = {"model": settings.model, "protocol": "text", "max_steps": DEFAULT_MAX_STEPS,
-                "temperature": DEFAULT_TEMPERATURE, "tools": None, "trials": DEFAULT_TRIALS, "page_tools": []}
+                "temperature": DEFAULT_TEMPERATURE, "tools": None, "trials": DEFAULT_TRIALS}
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools,
-             "trials": trials, "page_tools": page_tools}
+             "trials": trials}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
+    extra += [page_tools] if page_tools is not None else []  # the visitor's tools written on the page, last
     tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory,
                        on_space=on_space, refresh_s=refresh_s)
     inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]
