@@ -138,7 +138,6 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
                              [*page.outputs.all(), *page.on_screen()])
         wire_stepping(handlers, page, knobs)
-        page_tools.wire(registry, knobs.page_tools, knobs.tools, page.replay_btn, page.replay_file)  # Add a tool
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                     admission=admission), page.fork, page, knobs)
         mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
@@ -221,7 +220,7 @@ def wire_new_run(page: ComparePage) -> None:
 
 
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
-    """Run, Replay, Stop, and the columns the mode picker shows."""
+    """Run, Replay, Stop, the columns the mode picker shows, and Settings' Add a tool."""
     out = page.outputs
     parts.example_hints(page.examples, out.status, page.modes, toy=handlers.settings.toy)
     # the picker's value changes by a click or from a file put on screen (a replay, a link): its columns follow
@@ -242,6 +241,8 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     page.followup_btn.click(handlers.compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports},
                             outputs=out.all(), api_visibility="private", **RUN_EVENT)
     out.exports.change(lambda files: gr.Button(visible=bool(files)), out.exports, page.followup_btn, **PAGE_EVENT)
+    # Settings' Add a tool (the visitor's tools written on the page), which a replay fills with the recording's
+    page_tools.wire(handlers.registry, knobs.page_tools, knobs.tools, page.replay_btn, page.replay_file)
 
 
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:

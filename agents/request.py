@@ -9,13 +9,15 @@ A new run option is declared in its mode's spec (:class:`~agents.modes.registry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.followup import FollowUp
 from agents.modes.base import RunConfig
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
-from tools.page_tools import PageTool, with_page_tools
-from tools.registry import ToolRegistry
+
+if TYPE_CHECKING:  # the sandbox is imported by a run that has tools written on the page, not by every importer
+    from tools.page_tools import PageTool
+    from tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class RunRequest:
     def run_registry(self, tools: ToolRegistry) -> ToolRegistry:
         """The run's tools: those of ``tools`` it enables, then its tools written on the page."""
         chosen = tools.subset(self.tools) if self.tools is not None else tools
+        if not self.page_tools:
+            return chosen
+        from tools.page_tools import with_page_tools
+
         return with_page_tools(chosen, self.page_tools)
 
     def config(self) -> RunConfig:

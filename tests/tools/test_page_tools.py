@@ -110,6 +110,11 @@ def test_a_name_that_shadows_a_built_in_tool_is_refused_in_one_line(name):
     assert "would shadow the tool" in str(refused.value) and "\n" not in str(refused.value)
 
 
+def test_a_name_that_shadows_an_mcp_servers_tool_is_refused_too():
+    with pytest.raises(PageToolError, match="would shadow the tool 'classfacts_lookup'"):
+        page_tool("ClassFacts_Lookup", "Mine.", "return text", [*default_registry().names, "classfacts_lookup"])
+
+
 @pytest.mark.parametrize(("name", "description", "source", "says"), [
     ("print", "d", "return text", "Python or CodeAct already uses"),
     ("final_answer", "d", "return text", "already uses"),
