@@ -137,6 +137,21 @@ def _value(demo, block, tools: list[str]):
     return known.get(label)
 
 
+def test_codeact_calls_the_visitors_tool_as_a_function_in_a_worker(served):
+    demo, base, stub = served
+    session = "page-tool-codeact"
+    queue_call(base, fn_index(demo, "add"), ["class_facts", "Facts about our class.", CLASS_FACTS, None, []], session)
+    stub.script("Thought: ask it twice.\n<code>\nwho, where = class_facts('teacher'), class_facts('room')\n"
+                "print(who, where)\n</code>",
+                "Thought: done.\n<code>\nfinal_answer(f'{who} in {where}')\n</code>")
+    compare = fn_index(demo, "compare")
+    data = [_value(demo, b, ["class_facts"]) for b in demo.fns[compare].inputs]
+    data[[getattr(b, "label", None) for b in demo.fns[compare].inputs].index("Modes")] = ["codeact"]
+    last = queue_call(base, compare, data, session)[-1]
+    codeact = json.dumps(last[output_index("codeact")], ensure_ascii=False)
+    assert "Ms Okafor B12" in codeact and "Ms Okafor in B12" in codeact, codeact[-2000:]
+
+
 def test_the_prompts_tab_lists_the_visitors_tool(served):
     demo, base, _ = served
     session = "page-tool-prompts"
