@@ -43,12 +43,12 @@ from ui.compare.stepping import PauseBook, is_paused
 from ui.core import backend, route_errors, signatures, visitors
 from ui.core.admission import Admission
 from ui.core.handlers import PAGE_EVENT
-from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, PREVIOUS
+from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, PAGE_TOOLS, PREVIOUS
 from ui.core.launcher import launcher
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.fork import accordion
-from ui.page import behaviour, parts, tool_picker
+from ui.page import behaviour, page_tools, parts, tool_picker
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
 from ui.tabs.compare import ComparePage, compare_layout
@@ -73,9 +73,10 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     (``patches/page_cache.py``) and the class poll's phones (``ui/poll/routes.py``), starts the run workers and,
     when it serves until stopped, settles the garbage collector (``agents/gc_tuning.py``)."""
 
-    # /compare's expected answer and run options were added after its first callers
-    # and then `previous` (a follow-up's earlier turn)
-    optional_tail = {"compare": 2 + len(run_options()), "compare_step": 2 + len(run_options()), "benchmark": 1}
+    # /compare's expected answer and run options were added after its first callers, then `previous` (a follow-up's
+    # earlier turn) and `page_tools` (a gr.State: the visitor's tools written on the page; /prompts and /benchmark too)
+    optional_tail = {"compare": 3 + len(run_options()), "compare_step": 3 + len(run_options()), "benchmark": 2,
+                     "prompts": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
@@ -119,12 +120,13 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                 poll.teacher.wire_poll(poll.teacher.poll_layout(), page)  # the class poll: wired before the runs
                 knobs = settings_layout(settings, registry)
             with gr.Tab("Prompts", id="prompts"):
-                parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo)
+                parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo, knobs.page_tools.own)
             with gr.Tab("Benchmark", id="benchmark"):
                 bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
                                             protocol=knobs.protocol, max_steps=knobs.max_steps,
                                             temperature=knobs.temperature, tools=knobs.tools,
-                                            trials=knobs.options.get("trials"), on_space=on_space, stops=stops)
+                                            trials=knobs.options.get("trials"), on_space=on_space, stops=stops,
+                                            page_tools=knobs.page_tools.own)
                 picker = open_in_compare.picker_layout()
             with gr.Tab("About", id="about"):
                 parts.about_tab()
@@ -142,10 +144,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                     admission=admission), page.fork, page, knobs)
         mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
-            def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
-                return parts.backend_line(settings, visitor_signed_in=oauth_token is not None)
-
-            demo.load(visitor, outputs=backend_md, api_visibility="private")
+            wire_backend_line(settings, backend_md, demo)
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
     # its limit is a backstop against floods, above our line so that visitors see our message first.
     # status_update_rate: Gradio's "auto" sends every queued event an estimate each time any event starts
@@ -155,6 +154,14 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     gradio_queue.install(demo)  # the queue's idle polling, slowed down (patches/gradio_queue.py)
     signatures.pin_handlers(demo.fns.values())  # Gradio reads each handler's signature per event
     return demo
+
+
+def wire_backend_line(settings: LLMSettings, backend_md: gr.Markdown, demo: gr.Blocks) -> None:
+    """On a Space, the header's backend line says whether the visitor is signed in (whose quota a run spends)."""
+    def visitor(oauth_token: gr.OAuthToken | None = None) -> str:
+        return parts.backend_line(settings, visitor_signed_in=oauth_token is not None)
+
+    demo.load(visitor, outputs=backend_md, api_visibility="private")
 
 
 @dataclass(frozen=True)
@@ -168,6 +175,7 @@ class Knobs:
     tools: gr.CheckboxGroup
     max_tokens: gr.Number
     options: dict[str, gr.Slider]  # the modes' run options (agents/modes/registry.RunOption), by name
+    page_tools: page_tools.PageToolControls  # "Add a tool": the visitor's own, written on the page
 
 
 def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
@@ -183,23 +191,26 @@ def settings_layout(settings: LLMSettings, registry: ToolRegistry) -> Knobs:
             max_steps = lenient(gr.Slider(1, REQUEST_MAX_STEPS, value=DEFAULT_MAX_STEPS, step=1, label="Max steps"))
             temperature = lenient(gr.Slider(*TEMPERATURE_RANGE, value=DEFAULT_TEMPERATURE, step=0.1,
                                             label="Temperature"))
-            tools = tool_picker.tool_picker(registry)  # with MCP servers named, a button to ask them again
+            own = gr.State([])  # the visitor's tools written on the page (ui/page/page_tools.py)
+            tools = tool_picker.tool_picker(registry, own)  # with MCP servers named, a button to ask them again
             # a request may ask for at most MAX_TOKENS_LIMIT (a larger LLM_MAX_TOKENS still applies when it is empty)
             max_tokens = gr.Number(min(settings.max_tokens, MAX_TOKENS_LIMIT), label="Max tokens", minimum=1,
                                    maximum=MAX_TOKENS_LIMIT, precision=0, elem_id="max-tokens",
                                    info="Longest reply per model call (LLM_MAX_TOKENS); smaller for slow CPU models")
             options = {o.name: lenient(gr.Slider(o.low, o.high, value=o.default, step=1, label=o.label, elem_id=o.name,
                                                  info=o.info)) for o in run_options()}
-    return Knobs(model, protocol, max_steps, temperature, tools, max_tokens, options)
+        mine = page_tools.layout(own)
+    return Knobs(model, protocol, max_steps, temperature, tools, max_tokens, options, mine)
 
 
 def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
     """``/compare``'s (and ``/compare_step``'s) inputs by name, in their order: ``ui.core.inputs.COMPARE_INPUTS``,
-    then the run options."""
+    then the run options, ``previous`` and ``page_tools``."""
     named = {"question": page.question, "mode": page.modes, "model": knobs.model, "protocol": knobs.protocol,
              "max_steps": knobs.max_steps, "temperature": knobs.temperature, "tools": knobs.tools,
              "fourth": page.fourth, "max_tokens": knobs.max_tokens, "expected": page.expected}
-    return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options, PREVIOUS: page.previous}
+    return {**{name: named[name] for name in COMPARE_INPUTS}, **knobs.options, PREVIOUS: page.previous,
+            PAGE_TOOLS: knobs.page_tools.own}
 
 
 def wire_new_run(page: ComparePage) -> None:
@@ -216,7 +227,7 @@ def wire_new_run(page: ComparePage) -> None:
 
 
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
-    """Run, Replay, Stop, and the columns the mode picker shows."""
+    """Run, Replay, Stop, the columns the mode picker shows, and Settings' Add a tool."""
     out = page.outputs
     parts.example_hints(page.examples, out.status, page.modes, toy=handlers.settings.toy)
     # the picker's value changes by a click or from a file put on screen (a replay, a link): its columns follow
@@ -237,6 +248,8 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     page.followup.ask_btn.click(handlers.compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports},
                                 outputs=out.all(), api_visibility="private", **RUN_EVENT)
     out.exports.change(lambda files: gr.Row(visible=bool(files)), out.exports, page.followup.row, **PAGE_EVENT)
+    # Settings' Add a tool (the visitor's tools written on the page), which a replay fills with the recording's
+    page_tools.wire(handlers.registry, knobs.page_tools, knobs.tools, page.replay_btn, page.replay_file)
 
 
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:

@@ -9,11 +9,15 @@ A new run option is declared in its mode's spec (:class:`~agents.modes.registry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.followup import FollowUp
 from agents.modes.base import RunConfig
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
+
+if TYPE_CHECKING:  # the sandbox is imported by a run that has tools written on the page, not by every importer
+    from tools.page_tools import PageTool
+    from tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True)
@@ -35,11 +39,21 @@ class RunRequest:
     # a follow-up: each mode's earlier turns, the messages after its system prompt (agents/conversation.py)
     history: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     followup: FollowUp | None = None  # the turns this one follows, opened from their sealed block (agents/followup.py)
+    page_tools: tuple[PageTool, ...] = ()  # the visitor's tools written on the page that the run enables (checked)
 
     @property
     def turn(self) -> int:
         """Which turn of its conversation this run is (1: a new question)."""
         return 1 + (self.followup.previous.turn if self.followup is not None else 0)
+
+    def run_registry(self, tools: ToolRegistry) -> ToolRegistry:
+        """The run's tools: those of ``tools`` it enables, then its tools written on the page."""
+        chosen = tools.subset(self.tools) if self.tools is not None else tools
+        if not self.page_tools:
+            return chosen
+        from tools.page_tools import with_page_tools
+
+        return with_page_tools(chosen, self.page_tools)
 
     def config(self) -> RunConfig:
         """The settings every mode of the run shares."""

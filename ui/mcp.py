@@ -12,6 +12,7 @@ import importlib.util
 import io
 import json
 import logging
+import warnings
 from typing import Any
 
 import gradio as gr
@@ -62,12 +63,16 @@ class OneToolMCP(OneTool):
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("mcp_server", mcp_enabled())
-        if kwargs["mcp_server"] and kwargs.get("quiet") and kwargs.get("prevent_thread_lock"):
-            # Gradio prints the MCP URL even when quiet, and a launcher that reads the app's first
-            # line of output (tests/app/fault_kit.py) would read that instead of its own.
-            with contextlib.redirect_stdout(io.StringIO()):
-                return super().launch(*args, **kwargs)  # type: ignore[misc]
-        return super().launch(*args, **kwargs)  # type: ignore[misc]
+        with warnings.catch_warnings():
+            # Gradio warns of the gr.State inputs (/compare's page_tools) of tools it makes before the server is
+            # narrowed to this one tool, which has none
+            warnings.filterwarnings("ignore", "This MCP server includes a tool that has a gr.State input")
+            if kwargs["mcp_server"] and kwargs.get("quiet") and kwargs.get("prevent_thread_lock"):
+                # Gradio prints the MCP URL even when quiet, and a launcher that reads the app's first
+                # line of output (tests/app/fault_kit.py) would read that instead of its own.
+                with contextlib.redirect_stdout(io.StringIO()):
+                    return super().launch(*args, **kwargs)  # type: ignore[misc]
+            return super().launch(*args, **kwargs)  # type: ignore[misc]
 
 
 def parse_modes(modes: Any) -> tuple[str, ...] | str:

@@ -27,6 +27,7 @@ from agents.modes import RunConfig
 from agents.modes.registry import get_mode
 from agents.request import RunRequest
 from agents.settings import env_int
+from tools.page_tools import spec_of
 from tools.registry import ToolRegistry, tool_ref
 
 __all__ = ["WORKER_DIED", "HostedRun", "default_host", "local_host", "make_fork", "make_run", "start_default_host",
@@ -83,12 +84,14 @@ def importable(module: str) -> bool:
 
 
 def _hosted(spec: RunSpec, registry: ToolRegistry) -> HostedRun:
-    """In a worker when the run can travel there (its tools as import references, no injected model) and no
-    setting keeps it here; else in this process, with the registry itself."""
-    refs = [tool_ref(t) for t in registry.tools]
+    """In a worker when the run can travel there (its tools as import references, a tool written on the page as
+    its data, no injected model) and no setting keeps it here; else in this process, with the registry itself."""
+    page = tuple(p for t in registry.tools if (p := spec_of(t)) is not None)  # made again in the worker, last
+    refs = [tool_ref(t) for t in registry.tools if spec_of(t) is None]
     travels = spec.model_factory is None and all(ref is not None and importable(ref[0]) for ref in refs)
     if travels and not spec.settings.max_concurrent and workers_from_env() > 0:
-        placed = dataclasses.replace(spec, tools=tuple(refs), max_output_chars=registry.max_output_chars)  # type: ignore[arg-type]
+        placed = dataclasses.replace(spec, tools=tuple(refs), page_tools=page,  # type: ignore[arg-type]
+                                     max_output_chars=registry.max_output_chars)
         return HostedRun(placed, default_host())
     return HostedRun(dataclasses.replace(spec, registry=registry), local_host())
 

@@ -31,6 +31,7 @@ from agents.events import LLMError, TokenDelta
 from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
 from tools.hardening import make_non_dumpable
+from tools.page_tools import PageTool, with_page_tools
 from tools.registry import ToolRef, ToolRegistry, tool_from_ref
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ Item = tuple[int, str, Any]  # (run id, mode, event | None for "the mode ended" 
 class RunSpec:
     """A run where a worker can start it: the request, and the backend it runs on. ``registry`` and
     ``model_factory`` are objects, for a run hosted in the app's own process; a worker process gets ``tools``
-    (import references) instead."""
+    (import references) and ``page_tools`` (data) instead."""
 
     request: RunRequest
     settings: LLMSettings
@@ -54,6 +55,7 @@ class RunSpec:
     max_output_chars: int | None = None
     fork: dict[str, Any] | None = None  # {"trace": Trace.to_dict(), "step": int, "text": str}
     model_factory: Callable[[LLMSettings], Any] | None = None
+    page_tools: tuple[PageTool, ...] = ()  # tools written on the page, as data: made again here, after ``tools``
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -148,7 +150,8 @@ class RunWorker:
                 self.outbox.put(run_id, mode, None)
 
     def _make(self, run_id: int, spec: RunSpec) -> ComparisonRun:
-        registry = spec.registry or self._registry(spec.tools or (), spec.max_output_chars)
+        registry = spec.registry or with_page_tools(self._registry(spec.tools or (), spec.max_output_chars),
+                                                    spec.page_tools)
         builder = spec.model_factory
         if builder is None:
             from agents.llm.hf import HFInferenceModel

@@ -30,7 +30,7 @@ def url(kit):
      "names a file that was not uploaded to this app"),
     ("replay", ["/etc/passwd", "instant"], "Replay a saved run (JSON) (input 1 of /replay) must be an uploaded file"),
     ("replay", [5, "instant"], "must be an uploaded file (the path /gradio_api/upload returns); got a number"),
-    ("compare", QUESTION[:1], "/compare takes 12 input values (Question, Modes, "),
+    ("compare", QUESTION[:1], "/compare takes 13 input values (Question, Modes, "),
     ("benchmark", ["hotpotqa", None, 5, None, 2, 1, "stub", "text", 3, 0.2, ["calculate"]],
      "Modes (input 4 of /benchmark) must be a list; got nothing"),
 ])

@@ -33,6 +33,7 @@ from agents.modes.reflexion import DEFAULT_TRIALS, TRIALS
 from agents.modes.registry import list_modes, mode_ids
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from patches.gradio_inputs import lenient
+from tools.page_tools import PageToolError, page_tools_of, with_page_tools
 from tools.registry import ToolRegistry
 from ui.benchmark import charts
 from ui.benchmark.open_in_compare import BenchFolder, RunFolders
@@ -260,13 +261,16 @@ class BenchmarkTab:
     async def benchmark(self, dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
                         concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
                         max_steps: float = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
-                        tools: list[str] | None = None, trials: float | None = None,
+                        tools: list[str] | None = None, trials: float | None = None, page_tools: Any = None,
                         oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
-        """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files."""
+        """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files.
+        ``page_tools``: the visitor's tools written on the page (Settings' Add a tool), usable like the app's."""
         llm_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)
         skip, registry = gr.skip(), self.registry
         try:
+            if registry is not None:  # the visitor's tools written on the page, after the app's
+                registry = with_page_tools(registry, page_tools_of(page_tools, registry.names))
             if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
                                         registry) or (TRIALS.problem(trials) if trials is not None else None):
                 raise BenchmarkError(problem)
@@ -276,7 +280,7 @@ class BenchmarkTab:
             cap = limits.bench_visitor_max_n if self.on_space and oauth_token is None else limits.bench_max_n
             plan = await asyncio.to_thread(prepare, dataset, upload, n, DEFAULT_MODES if modes is None else modes,
                                            concurrency, sc_n, max_n=cap)  # reading a file must not block the loop
-        except BenchmarkError as exc:
+        except (BenchmarkError, PageToolError) as exc:
             yield f"⚠ {plain(str(exc))}", skip, skip, skip, skip
             return
         assert registry is not None  # knobs_problem refuses no request without one; prepare needs none
@@ -299,7 +303,8 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                         model: gr.Component | None = None, protocol: gr.Component | None = None,
                         max_steps: gr.Component | None = None, temperature: gr.Component | None = None,
                         tools: gr.Component | None = None, trials: gr.Component | None = None, on_space: bool = False,
-                        refresh_s: float = REFRESH_S, stops: Stops | None = None) -> dict[str, Any]:
+                        refresh_s: float = REFRESH_S, stops: Stops | None = None,
+                        page_tools: gr.State | None = None) -> dict[str, Any]:
     """Lay out the tab inside the current ``gr.Tab`` and wire ``/benchmark``; returns its components and
     ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too,
     so a benchmark uses the same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults,
@@ -312,6 +317,7 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools,
              "trials": trials}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
+    extra += [page_tools] if page_tools is not None else []  # the visitor's tools written on the page, last
     tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory,
                        on_space=on_space, refresh_s=refresh_s)
     inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]

@@ -132,7 +132,7 @@ async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolReg
                 panel = render.notice("■ **Stopped** while waiting for a free slot: nothing was run.")
                 yield Frame(everywhere(panel), everywhere(""), STOPPED_WAITING)
                 return
-        tools = registry.subset(request.tools) if request.tools is not None else registry
+        tools = request.run_registry(registry)  # the enabled tools, then the visitor's written on the page
         run = make_run(request, settings, tools, model_factory)
         view = LiveView(request, settings, tools, export=export, beside=beside)
         if request.stepping:

@@ -28,6 +28,7 @@ from agents.settings import (
     model_problem,
     shown,
 )
+from tools.page_tools import PageTool, PageToolError, page_tools_of, with_page_tools
 from tools.registry import ToolRegistry, normalize_name
 from ui.core.followup import read_previous
 from ui.core.modes import BASE, SINGLE_CHOICES, ModeChoiceError, chosen_modes, named_mode, selection_text
@@ -35,7 +36,8 @@ from ui.core.verdicts import expected_problem
 
 COMPARE_INPUTS = ("question", "mode", "model", "protocol", "max_steps", "temperature", "tools", "fourth",
                   "max_tokens", "expected")  # /compare's named inputs, in order; the run options follow, then PREVIOUS
-PREVIOUS = "previous"  # /compare's last input: the earlier turn a follow-up continues (ui/compare/followup.py)
+PREVIOUS = "previous"  # /compare's input after the options: the earlier turn a follow-up continues (ui/core/followup)
+PAGE_TOOLS = "page_tools"  # the last: the visitor's tools written on the page (a gr.State: the page's, never REST's)
 
 
 class Refused(ValueError):
@@ -159,14 +161,15 @@ def read_request(inputs: Mapping[str, Any], registry: ToolRegistry, *, stepping:
         if max_tokens is not None and (problem := range_problem(max_tokens, "Max tokens", 1, MAX_TOKENS_LIMIT,
                                                                 whole=True)):
             raise Refused(problem)
+        own = page_tools_of(get(PAGE_TOOLS), registry.names)
         if problem := settings_problem(model=get("model"), protocol=get("protocol", "text"),
                                        max_steps=get("max_steps", DEFAULT_MAX_STEPS),
                                        temperature=get("temperature", DEFAULT_TEMPERATURE), tools=get("tools"),
-                                       registry=registry):
+                                       registry=with_page_tools(registry, own)):
             raise Refused(problem)
         expected, options = expected_value(get("expected")), options_value(inputs)
         continued = read_previous(get(PREVIOUS), modes)
-    except (Refused, FollowupError) as exc:
+    except (Refused, FollowupError, PageToolError) as exc:
         return str(exc)
     followup, history = continued if continued is not None else (None, {})
     config = make_config(protocol_value(get("protocol", "text")) or "text", get("max_steps", DEFAULT_MAX_STEPS),
@@ -175,7 +178,14 @@ def read_request(inputs: Mapping[str, Any], registry: ToolRegistry, *, stepping:
     return RunRequest(get("question"), modes, config.protocol, config.max_steps, config.temperature or 0.0,
                       config.max_tokens, tools=tuple(tools) if tools is not None else None,
                       model=get("model") or None, expected=expected, options=options, stepping=stepping,
-                      selection=selection_of(get("mode"), modes), history=history, followup=followup)
+                      selection=selection_of(get("mode"), modes), history=history, followup=followup,
+                      page_tools=enabled(own, tools))
+
+
+def enabled(own: tuple[PageTool, ...], tools: Any) -> tuple[PageTool, ...]:
+    """The visitor's tools written on the page that ``tools`` (the enabled names; None: all) names."""
+    wanted = None if tools is None else {normalize_name(t) for t in tools}
+    return tuple(p for p in own if wanted is None or normalize_name(p.name) in wanted)
 
 
 def selection_of(mode: Any, modes: tuple[str, ...]) -> str:

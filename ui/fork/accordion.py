@@ -18,6 +18,7 @@ import gradio as gr
 from agents.fork import forkable_modes
 from agents.hosting import make_fork
 from agents.modes.registry import fork_id, mode_title
+from tools.page_tools import PageToolError, page_tools_of, with_page_tools
 from ui.core import followup, render
 from ui.core.admission import Full
 from ui.core.frame import Outputs
@@ -170,13 +171,18 @@ class ForkTab(TabHandlers):
         model, protocol, max_steps, temperature, tools, max_tokens = knobs
         block = screen.settings
         tools = block.get("tools") if isinstance(block.get("tools"), list) else tools
-        missing = [t for t in tools or [] if self.registry.resolve(str(t)) is None]
+        try:  # the run's tools written on the page, made again from their source
+            own = page_tools_of(block.get("page_tools"), self.registry.names)
+        except PageToolError as exc:
+            return f"This run's tool written on the page cannot run again: {exc}"
+        known = with_page_tools(self.registry, own)
+        missing = [t for t in tools or [] if known.resolve(str(t)) is None]
         if missing:
             return f"This run used tools this app does not have: {', '.join(map(str, missing))[:200]}."
         protocol = protocol_value(block.get("protocol")) or protocol_value(protocol) or "text"
         config = make_config(protocol, block.get("max_steps") or max_steps,
                              block.get("temperature", temperature), max_tokens)
-        registry = self.registry.subset(tools)
+        registry = known.subset(tools)
         model = block.get("model") if isinstance(block.get("model"), str) and block.get("model") else model
         llm_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)

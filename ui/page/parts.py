@@ -13,8 +13,9 @@ from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
 from agents.modes.registry import ModeSpec, list_modes
 from agents.prompts import render_prompt, template_view
 from agents.settings import DEFAULT_MAX_STEPS, REQUEST_MAX_STEPS
+from tools.page_tools import PageToolError, page_tools_of, with_page_tools
 from tools.registry import ToolRegistry
-from ui.core.inputs import protocol_value, range_problem, shown, tools_problem
+from ui.core.inputs import enabled, protocol_value, range_problem, shown, tools_problem
 from ui.core.safe_text import escape_html, plain
 from ui.page.behaviour import PRESENTATION_JS
 from ui.page.examples import Example, by_category, toy_category
@@ -198,8 +199,9 @@ def mode_prompts(spec: ModeSpec, registry: ToolRegistry, protocol: str, max_step
 
 
 def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider, tools: gr.CheckboxGroup,
-                load_event: gr.Blocks) -> None:
-    """The exact rendered prompt of each mode for the current settings."""
+                load_event: gr.Blocks, own: gr.State | None = None) -> None:
+    """The exact rendered prompt of each mode for the current settings; ``own``: the visitor's tools written on the
+    page (``ui/page/page_tools.py``), listed after the app's."""
     gr.Markdown("What each mode sends as its first request, for the settings chosen on the **Compare** tab "
                 "(`<question>` stands for your question), and the further prompts a mode sends (Reflexion's "
                 "reflection, its self-check and the note a new trial gets). Think-only never sees the tools.")
@@ -208,21 +210,26 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
                      wrap_lines=True, elem_classes="prompt-code") for s in specs]
 
     def show(protocol: str = "text", max_steps: float | str = DEFAULT_MAX_STEPS,
-             tools: list[str] | None = None) -> tuple[str, ...]:
+             tools: list[str] | None = None, own: list[dict[str, str]] | None = None) -> tuple[str, ...]:
         """The rendered first request of each mode with its own prompt (Think, Act, ReAct) for these settings."""
         # preprocess=False: values arrive as sent, and a bad one is one line (never Gradio's {"error": null})
+        try:
+            mine = page_tools_of(own, registry.names)
+        except PageToolError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
         problem = (None if protocol is None or protocol_value(protocol) else f"Unknown protocol {shown(protocol)}: "
                    "choose text or tools.") \
-            or range_problem(max_steps, "Max steps", 1, REQUEST_MAX_STEPS, whole=True) or tools_problem(tools, registry)
+            or range_problem(max_steps, "Max steps", 1, REQUEST_MAX_STEPS, whole=True) \
+            or tools_problem(tools, with_page_tools(registry, mine))
         if problem:
             raise gr.Error(problem, print_exception=False)
-        reg = registry.subset(tools if tools is not None else registry.names)
+        reg = with_page_tools(registry.subset(tools) if tools is not None else registry, enabled(mine, tools))
         steps = int(float(max_steps))
         return tuple(mode_prompts(s, reg, protocol_value(protocol) or "text", steps) for s in specs)
 
-    gr.on([protocol.change, max_steps.change, tools.change, load_event.load], show,
-          inputs=[protocol, max_steps, tools], outputs=codes, api_name="prompts", show_progress="hidden",
-          preprocess=False)
+    gr.on([protocol.change, max_steps.change, tools.change, load_event.load, *([own.change] if own else [])], show,
+          inputs=[protocol, max_steps, tools, *([own] if own else [])], outputs=codes, api_name="prompts",
+          show_progress="hidden", preprocess=False)
 
 
 def about_tab() -> None:

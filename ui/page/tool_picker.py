@@ -18,8 +18,9 @@ from tools.registry import ToolRegistry
 LABEL = "Enabled tools"
 
 
-def tool_picker(registry: ToolRegistry) -> gr.CheckboxGroup:
-    """The picker (every tool enabled), and its refresh button when the registry has MCP servers."""
+def tool_picker(registry: ToolRegistry, own: gr.State | None = None) -> gr.CheckboxGroup:
+    """The picker (every tool enabled), and its refresh button when the registry has MCP servers; ``own``: the
+    visitor's tools written on the page (``ui/page/page_tools.py``), which a refresh keeps after the app's."""
     if getattr(registry, "mcp", None) is None:
         return gr.CheckboxGroup(registry.names, value=registry.names, label=LABEL)
     with gr.Column(min_width=240):
@@ -27,7 +28,8 @@ def tool_picker(registry: ToolRegistry) -> gr.CheckboxGroup:
                                  info="Tools named server_tool come from the Space's MCP servers")
         button = gr.Button("↻ Ask the MCP servers again", size="sm", elem_id="mcp-refresh")
     refresh = ToolRefresh(registry, tools)
-    button.click(refresh.click, inputs=tools, outputs=tools, api_visibility="private", show_progress="minimal")
+    button.click(refresh.click, inputs=[tools] if own is None else [tools, own], outputs=tools,
+                 api_visibility="private", show_progress="minimal")
     gr.on(None, refresh.on_load, outputs=tools, api_visibility="private", show_progress="hidden", queue=False)
     return tools
 
@@ -39,14 +41,15 @@ class ToolRefresh:
         self.registry, self.picker = registry, picker
         self.at_start = list(registry.names)  # what the page's own config lists
 
-    def click(self, enabled: list[str] | None) -> Any:
+    def click(self, enabled: list[str] | None, own: list[dict[str, str]] | None = None) -> Any:
         """Ask the servers again; a problem is a warning line. Tools new to the picker come enabled, the others
-        keep the visitor's choice."""
+        keep the visitor's choice; the visitor's own tools stay last."""
         before = set(self.registry.names)
         for problem in self.registry.mcp.refresh(self.registry):  # type: ignore[attr-defined]
             gr.Warning(problem)
-        names = self.registry.names
-        self.picker.choices = [(n, n) for n in names]  # what every request's tools are checked against
+        self.picker.choices = [(n, n) for n in self.registry.names]  # what every request's tools are checked against
+        names = [*self.registry.names, *(t["name"] for t in own or [] if t["name"] not in self.registry.names)]
+        before |= {t["name"] for t in own or []}
         kept = set(enabled or [])
         return gr.CheckboxGroup(choices=names, value=[n for n in names if n in kept or n not in before])
 

@@ -52,6 +52,7 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
         "temperature": request.temperature,
         "tools": list(tools),
         **({"options": dict(request.options)} if request.options else {}),
+        **({"page_tools": [p.to_dict() for p in request.page_tools]} if request.page_tools else {}),  # their source
         # the price of the run's model as its traces use it (the server's listing, then the owner's)
         **({"price": price.to_dict()} if (price := pricing.price_of(settings.model, settings.price)) is not None
            else {}),
@@ -87,6 +88,7 @@ def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None
         f"max steps {s.get('max_steps', '?')} · temperature {s.get('temperature', '?')} · "
         f"tools: {', '.join(s.get('tools') or []) or 'none'}",
         *_price_line(s.get("price")),
+        *_page_tools_lines(s.get("page_tools")),
         f"**Date:** {data.get('created_at', '')}" + (" · stopped by the user" if data.get("stopped") else ""),
         "",
         "## Comparison",
@@ -97,6 +99,13 @@ def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None
     for trace in traces.values():
         lines += [trace.to_markdown(), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _page_tools_lines(saved: Any) -> list[str]:
+    """The source of each tool written on the page that the run had (``tools/page_tools.py``)."""
+    tools = [t for t in saved if isinstance(t, dict)] if isinstance(saved, list) else []
+    return [f"\n**Tool written on the page:** `{t.get('name')}`: {t.get('description')}\n\n```python\n"
+            f"{str(t.get('source', '')).replace('```', '` ``')}\n```\n" for t in tools]
 
 
 def _price_line(saved: Any) -> list[str]:
