@@ -131,3 +131,13 @@ def test_the_earlier_turns_table_has_a_row_per_turn_with_its_figures_and_survive
 
     shown = earlier_table(recorded({**block, "turns": [odd]}), ("react",))
     assert "| 1 | What is 2\\+3? | 5 |" in shown
+
+
+def test_a_hybrid_carries_its_question_and_answer_and_every_call_sees_them():
+    _, block = turn("cot_sc_react", "What is 2+3?", ScriptedModel(["Final Answer: 5"] * 5))
+    previous = open_block(block)
+    assert previous.history["cot_sc_react"] == ({"role": "user", "content": "Question: What is 2+3?"},
+                                                 {"role": "assistant", "content": "Final Answer: 5"})
+    model = ScriptedModel(["Final Answer: 6"] * 5)
+    turn("cot_sc_react", "And plus one?", model, previous)
+    assert model.requests and all("What is 2+3?" in json.dumps(r.messages) for r in model.requests)
