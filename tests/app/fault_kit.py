@@ -183,7 +183,8 @@ class RestClient:
         config = self.http.get(f"{self.url}/config").json()
         self.fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "compare")
         button = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "stop-btn")
-        self.stop_index = next(d["id"] for d in config["dependencies"] if [button, "click"] in d["targets"])
+        self.stop_index = next(d["id"] for d in config["dependencies"]  # the Stop handler (not a browser-only one)
+                               if [button, "click"] in d["targets"] and d.get("backend_fn"))
 
     def _submit(self, question: str, protocol: str) -> tuple[str, str]:
         session = uuid.uuid4().hex[:12]

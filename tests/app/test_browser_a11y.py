@@ -67,6 +67,7 @@ def run_a_question(page, kit) -> None:
     page.fill("#question textarea", "What is 17 * 23 + 5?")
     page.click("#run-btn")
     kit.wait_text(page, "#run-status", "Done", timeout=60_000)
+    page.locator("#followup-btn").wait_for(state="visible", timeout=15_000)  # the run's last change of the page
     page.wait_for_timeout(500)  # the step boxes finish opening
 
 
@@ -103,6 +104,9 @@ def test_a_step_box_still_toggles_by_a_click_on_its_arrow_and_by_enter_on_its_ti
         title = page.locator("#panel-react .thought-group .title").first
         expanded = lambda: "expanded" in (title.get_attribute("class") or "")  # noqa: E731
         before = expanded()
+        title.scroll_into_view_if_needed()  # as a visitor does before clicking (a wheel marks the panel as read)
+        page.locator("#panel-react .panel-wrap").dispatch_event("wheel")
+        page.wait_for_timeout(300)
         page.locator("#panel-react .thought-group .title .icon-button").first.click(force=True)
         page.wait_for_function("([el, b]) => el.classList.contains('expanded') !== b", arg=[title.element_handle(),
                                                                                             before])

@@ -7,7 +7,6 @@ its picker as it loads. Nothing a visitor types reaches a server: the button onl
 at most once every few seconds (``McpTools.refresh``).
 """
 
-from __future__ import annotations
 
 from typing import Any
 
