@@ -17,8 +17,9 @@ For each layout (``--layouts 1x200 5x40``: rooms × phones in each), ``--repeats
 6. ``--window-s`` more of phones and votes, then votes stop and, after the last is seen, ``--window-s`` of phones
    only (mostly ``304``): the app's CPU (app + run workers, from ``/proc``) in each window, beyond idle, per phone
    per second;
-7. meanwhile (from step 5 on) a browser loads the teacher's page (``GET /`` + JS + CSS) and a late phone the
-   phone page and its first JSON, over and over, each on a new connection.
+7. during step 5's run a browser loads the teacher's page (``GET /`` + JS + CSS) and a late phone the phone page
+   and its first JSON, over and over, each on a new connection (stopped before step 6: the CPU windows hold the
+   phones and the teachers' screens only).
 
 A new vote's delay is, per vote and per *other* phone of its room, from the vote's send to that phone's first
 answer counting it. The phones are one process at a lowered priority (``bench/phones.py``); the app and the
@@ -155,12 +156,12 @@ def one_round(stack: Stack, phones: Phones, teachers: list[Teacher], tick: dict,
     phones.ask("vote")
     loader.start()
     loaded = measured_crowd(stack, 1, base=base + 1)
+    stop.set()
+    loader.join(30)
     voting_ms = cpu_ms(stack, args.window_s)
     phones.ask("hush")
     time.sleep(2.5)  # the last votes reach every phone
     quiet_ms = cpu_ms(stack, args.window_s)
-    stop.set()
-    loader.join(30)
     seen = phones.ask("stop")
     per = len(codes) * n * args.window_s
     return {**seen, "wall_alone_s": alone["wall_s"], "wall_s": loaded["wall_s"],
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="rooms × phones in each, one layout after the other (each on a fresh app)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds per layout (run alone, then with phones)")
     parser.add_argument("--vote-rate", type=float, default=4.0, help="new votes a second, over all the rooms")
-    parser.add_argument("--window-s", type=float, default=5.0, help="seconds of each CPU window (idle, votes, quiet)")
+    parser.add_argument("--window-s", type=float, default=10.0, help="seconds of each CPU window (idle, votes, quiet)")
     parser.add_argument("--latency", type=float, default=0.5, help="seconds before each reply's first token")
     parser.add_argument("--token-delay", type=float, default=0.01, help="seconds between 4-character chunks (≈ tokens)")
     parser.add_argument("--words", type=int, default=300, help="every thought this many words longer (long replies)")
