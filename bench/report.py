@@ -1,6 +1,6 @@
 """One performance report: every benchmark, one table of figures with their goals beside them.
 
-    python -m bench            # full run, ~10 minutes on 2 cores
+    python -m bench            # full run, ~15 minutes on 2 cores
     python -m bench --quick    # smaller runs for development, ~2 minutes
     python -m bench --json     # the raw figures of every benchmark, as one JSON object
     python -m bench --smoke    # the smallest runs, ~30 s: does every benchmark still run? (figures mean little)
@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from bench import report_app  # noqa: E402 - after the path: python bench/report.py runs too
+from bench import report_app, report_poll  # noqa: E402 - after the path: python bench/report.py runs too
 
 # name → (script, flags): ``bench/bench_<script>.py --json <flags>``. "app" is the short replies of the toy model
 # (36 tokens a run), "app_long" the long ones (every thought 300 words longer, ~1,300 tokens a run, 0.5 s to each
@@ -48,6 +48,7 @@ FULL = {
     "app_long": ("app", ["--scenario", "scale", "fast", *LONG, "--repeats", "3"]),
     "app_long_thread": ("app", ["--scenario", "scale", *LONG, "--repeats", "3", "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "short:50", "long:1", "long:50"]),
+    "poll": ("poll", ["--layouts", "1x200", "5x40", "--repeats", "3"]),
 }
 QUICK = {
     "engine": ("engine", ["--repeats", "1"]),
@@ -61,6 +62,7 @@ QUICK = {
     "app_long_thread": ("app", ["--scenario", "scale", "--words", "300", "--visitors", "20", "--latency", "0.5",
                                 "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "long:20", "--latency", "1.0"]),
+    "poll": ("poll", ["--layouts", "1x100", "5x20", "--repeats", "1"]),
 }
 SMOKE = {  # every script, every scenario, every key of the table, at the smallest honest size (tests/bench)
     "engine": ("engine", ["--repeats", "1", "--latency", "0.02", "--token-delay", "0.001"]),
@@ -75,6 +77,8 @@ SMOKE = {  # every script, every scenario, every key of the table, at the smalle
     "app_long_thread": ("app", ["--scenario", "scale", "--words", "20", "--visitors", "2", "--latency", "0.2",
                                 "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "--latency", "0.2"]),
+    "poll": ("poll", ["--layouts", "1x3", "2x2", "--repeats", "1", "--words", "20", "--latency", "0.2", "--window-s",
+                      "1"]),
 }
 
 
@@ -179,6 +183,7 @@ def rows(r: dict) -> list[Row]:
     report_app.long_rows(out, r)
     report_app.load_rows(out, app)
     report_app.idle_row(out, app.get("idle", {}))
+    report_poll.poll_rows(out, r.get("poll", {}))
     out.add("benchmark concurrency (concurrent ÷ sequential wall)", evals.get("ratio"),
             f"{fmt(evals.get('ratio'), '', 3)} ({evals.get('concurrent_wall_s')} s vs "
             f"{evals.get('sequential_wall_s')} s, concurrency {evals.get('concurrency')})", "≤ 0.2", lambda v: v <= 0.2)

@@ -1,10 +1,12 @@
 """What each benchmark script prints with ``--json``, cut down to the keys bench/report.py reads.
 
 The figures pass every goal (the app's short replies with visitors 20, 50 and 100, the long ones with 50, each
-against both stand-ins; 500 runs, 300 submissions; 32 paused CodeAct sessions, their memory read as PSS). The
+against both stand-ins; 500 runs, 300 submissions; 32 paused CodeAct sessions, their memory read as PSS; the class
+poll's 1 room × 200 phones and 5 rooms × 40). The
 shapes are the scripts' own: a key here that a script stops printing fails ``test_bench_runs.py``; a key
 report.py starts reading that is missing here fails ``test_report_table.py`` (and so does a key here that
-report.py no longer reads). The visitor counts under ``runs`` are strings, as they come back from JSON.
+report.py no longer reads). The visitor counts under ``runs`` are strings, as they come back from JSON; so are the
+poll's layouts ("ROOMSxPHONES"), each printed with the same keys.
 """
 
 from __future__ import annotations
@@ -32,6 +34,14 @@ LONG_CROWD = {"wall_s": 9.0, "ratio": 1.05, "errors": 0, "repeats": 3, "cpu_ms_p
               "app_cpu_ms_per_token": 0.04, "worker_cpu_ms_per_token": 0.08, "tokens": 65350,
               "cpu_s": {"stub": 2.0, "visitors": 0.3}, "last_frame_max_s": 0.3, "last_frame_median_s": 0.2,
               "spread": {"ratio": [1.03, 1.07], "cpu_ms_per_token": [0.11, 0.13], "last_frame_max_s": [0.25, 0.4]}}
+
+# one layout of the class poll, as bench_poll.py prints it (latencies the worst round's, ratio and CPU the median's)
+POLL = {"ratio": 1.02, "ratio_spread": [1.01, 1.04], "wall_s": 9.6, "wall_alone_s": 9.4, "run_errors": 0,
+        "vote_seen_max_s": 1.1, "vote_seen_p95_s": 0.95, "vote_seen_median_s": 0.5, "votes": 120, "pairs": 23880,
+        "unseen": 0, "errors": 0, "refreshes": 12000, "not_modified": 3000, "refresh_max_ms": 40.0,
+        "refresh_p95_ms": 4.0, "page_max_s": 0.5, "page_p95_s": 0.1, "page_loads": 80, "phone_page_max_s": 0.1,
+        "phone_page_loads": 80, "join_max_s": 0.4, "cpu_ms_per_phone_s": 0.05, "vote_rate": 4.0,
+        "quiet_cpu_ms_per_phone_s": 0.02, "idle_cpu_ms_per_s": 3.0, "client_cpu_s": 1.5}
 
 CANNED: dict = {
     "engine": {"ratio": 1.007, "overhead_ms_per_call": 2.41,
@@ -69,6 +79,7 @@ CANNED: dict = {
         "fast": {"tokens_per_s": 1000.0, "last_frame_max_s": 0.2, "tokens": 1307, "errors": 0},
     },
     "app_long_thread": {"scale": {"alone": fresh(LONG_ALONE), "runs": {"50": fresh(LONG_CROWD)}}},
+    "poll": {"layouts": {"1x200": fresh(POLL), "5x40": fresh(POLL)}},
     "stages": {
         "configs": {
             "short:1": {"replies": "short", "visitors": 1, "cpu_ms_per_token": 0.9,

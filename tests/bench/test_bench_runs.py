@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,10 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def missing(canned: dict, real: object, path: str = "") -> list[str]:
-    """Keys of ``canned`` that ``real`` lacks; a dict keyed by visitor counts is one template per count."""
+    """Keys of ``canned`` that ``real`` lacks; a dict keyed by visitor counts (or poll layouts, "1x200") is one
+    template per key."""
     if not isinstance(real, dict):
         return [path or "."]
-    if canned and all(k.isdigit() for k in canned):
+    if canned and all(re.fullmatch(r"\d+(x\d+)?", k) for k in canned):
         template = next(iter(canned.values()))
         if not real:
             return [f"{path}.<any>"]
@@ -70,7 +72,8 @@ def test_every_benchmark_runs_and_prints_what_the_report_reads(canned):
     for name in ("app", "app_thread", "app_long", "app_long_thread"):  # both stand-ins
         assert list(results[name]["scale"]["runs"]) == ["2"], name
     rows = report.rows(results)
-    assert len(rows) == 24  # one short-reply crowd: two scale rows fewer than the canned table (20, 50, 100)
+    assert list(results["poll"]["layouts"]) == ["1x3", "2x2"]
+    assert len(rows) == 32  # one short-reply crowd: two scale rows fewer than the canned table (20, 50, 100)
     for measure, figure, goal, met in rows:
         assert "None" not in figure and "—" not in figure and "nan" not in figure, (measure, figure)
         assert (met is None) == (goal == "—"), (measure, figure, goal)  # a figure for every goal (PASS or FAIL)

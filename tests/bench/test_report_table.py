@@ -37,6 +37,12 @@ ROWS = [
     ("300 submissions at once: each told its place or 'full'", "no error, first word ≤ 5 s"),
     ("page load (GET / + JS + CSS) during that flood", "< 2 s"),
     ("idle app (app + run workers, nobody on the page): CPU per second", "≤ 5 ms/s"),
+    *[row for who in ("200 phones in one room", "5 rooms × 40 phones") for row in (
+        (f"class poll, {who} refreshing at 1 Hz: the teacher's run (All) vs without the phones (wall ratio, errors)",
+         "≤ 1.1, 0 errors"),
+        (f"class poll, {who}: a new vote on every other phone of its room (max)", "≤ 2 s, 0 errors"),
+        (f"class poll, {who}: page load meanwhile (teacher's: GET / + JS + CSS; phone's: page + first JSON)", "≤ 2 s"),
+        (f"class poll, {who}: the app's CPU per phone per second (app + run workers, beyond idle)", "—"))],
     ("benchmark concurrency (concurrent ÷ sequential wall)", "≤ 0.2"),
     ("sandbox call latency (python_repl, trivial program)", "median ≤ 150 ms, both"),
     ("CodeAct step overhead (one session: step wall − the program's own time)", "median ≤ 100 ms, both"),
@@ -45,6 +51,8 @@ ROWS = [
     ("calculator refusal (9**9**9)", "median ≤ 5 ms"),
 ]
 NO_GOAL = {ROWS.index(r) for r in ROWS if r[1] == "—"}
+POLL_RUN = ROWS[20][0]  # 200 phones in one room: the teacher's run
+POLL_VOTE, POLL_PAGE = ROWS[25][0], ROWS[26][0]  # 5 rooms × 40 phones: a new vote, page loads
 
 
 def cells(text: str) -> list[list[str]]:
@@ -81,8 +89,9 @@ def test_canned_results_hold_exactly_what_the_report_reads(canned):
     whole = report.table(canned)
 
     def leaves(d: dict, path: tuple = ()) -> list[tuple]:
-        """Paths to every figure; "*" stands for every visitor count (the scripts print the same keys for each)."""
-        if all(k.isdigit() for k in d):
+        """Paths to every figure; "*" stands for every visitor count or poll layout (the scripts print the same keys
+        for each)."""
+        if all(re.fullmatch(r"\d+(x\d+)?", k) for k in d):
             return leaves(next(iter(d.values())), (*path, "*"))
         return [p for k, v in d.items() for p in (leaves(v, (*path, k)) if isinstance(v, dict) else [(*path, k)])]
 
@@ -141,6 +150,14 @@ def test_canned_results_hold_exactly_what_the_report_reads(canned):
      "FAIL"),  # one of 300 neither ran nor was told 'full'
     (("app", "flood", "page_max_s"), 1.99, "page load (GET / + JS + CSS) during that flood", "PASS"),
     (("app", "flood", "page_max_s"), 2.0, "page load (GET / + JS + CSS) during that flood", "FAIL"),
+    (("poll", "layouts", "1x200", "ratio"), 1.1, POLL_RUN, "PASS"),
+    (("poll", "layouts", "1x200", "ratio"), 1.11, POLL_RUN, "FAIL"),
+    (("poll", "layouts", "1x200", "run_errors"), 1, POLL_RUN, "FAIL"),
+    (("poll", "layouts", "5x40", "vote_seen_max_s"), 2.01, POLL_VOTE, "FAIL"),
+    (("poll", "layouts", "5x40", "unseen"), 1, POLL_VOTE, "FAIL"),  # a phone that never saw a vote
+    (("poll", "layouts", "5x40", "errors"), 1, POLL_VOTE, "FAIL"),
+    (("poll", "layouts", "5x40", "phone_page_max_s"), 2.01, POLL_PAGE, "FAIL"),
+    (("poll", "layouts", "5x40", "join_max_s"), 2.01, POLL_PAGE, "FAIL"),
 ])
 def test_a_verdict_follows_its_figure(canned, path, value, measure, verdict):
     target = canned
