@@ -11,6 +11,7 @@ from gradio_client import Client
 
 import app
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
+from tests.gradio_rest import last_frame, queue_frames
 from ui.core.frame import output_index
 
 FIRST = "What is 17 * 23 + 5?"
@@ -144,36 +145,8 @@ def test_mcp_turn_two_with_previous_and_a_tampered_previous(client, stub):
 
 def _raw_compare(base: str, question: str, previous: str = "") -> list:
     """``/compare`` over plain HTTP, as the page's own files come back (server paths, for the fork event)."""
-    import httpx
-
-    data = [question, ["react"], None, "text", 5, 0.2, ["calculate"], "", None, "", None, previous]
-    posted = httpx.post(f"{base}/gradio_api/call/compare", json={"data": data}, timeout=60)
-    last = None
-    with httpx.stream("GET", f"{base}/gradio_api/call/compare/{posted.json()['event_id']}", timeout=60) as s:
-        for line in s.iter_lines():
-            if line.startswith("data:") and line[5:].strip() not in ("", "null"):
-                last = json.loads(line[5:])
-    assert last is not None
-    return last
-
-
-def _queue_call(base: str, fn_index: int, data: list, session: str) -> list:
-    """One event through ``/queue/join`` + ``/queue/data`` as the page sends it; its last output."""
-    import httpx
-
-    joined = httpx.post(f"{base}/gradio_api/queue/join", json={"data": data, "fn_index": fn_index,
-                                                               "session_hash": session, "event_data": None},
-                        timeout=30)
-    assert joined.status_code == 200, joined.text
-    last = None
-    with httpx.stream("GET", f"{base}/gradio_api/queue/data", params={"session_hash": session}, timeout=60) as s:
-        for line in s.iter_lines():
-            message = json.loads(line[5:]) if line.startswith("data:") else {}
-            if message.get("msg") in ("process_generating", "process_completed") and message["output"].get("data"):
-                last = message["output"]["data"]
-            if message.get("msg") == "process_completed":
-                break
-    return last
+    return last_frame(base, "compare", [question, ["react"], None, "text", 5, 0.2, ["calculate"], "", None, "", None,
+                                        previous])
 
 
 def test_replay_share_and_fork_keep_the_turns(served, client, stub, kit):
@@ -205,8 +178,8 @@ def test_replay_share_and_fork_keep_the_turns(served, client, stub, kit):
     stub.requests.clear()
     fork_index = next(i for i, fn in demo.fns.items() if fn.name == "fork")
     data = ["react", choice_value(0, "5"), "7", "new", third[FILES], None, None, "text", 5, 0.2, ["calculate"], None]
-    frames = _queue_call(base, fork_index, data, "followup-fork-test")
-    assert frames is not None and len(stub.requests) == 1, frames and frames[2 * 3]
+    frames = queue_frames(base, fork_index, data, "followup-fork-test")[-1]
+    assert len(stub.requests) == 1, frames[2 * 3]
     sent = json.dumps(stub.requests[0].body["messages"])
     assert "Observation: 396" in sent and "390" in sent and "Observation: 7" in sent  # turns 1 and 2, then the edit
     assert "Turn 3" in json.dumps(frames)

@@ -11,6 +11,7 @@ import pytest
 
 import app
 from agents.llm.stub_server import StubLLMServer
+from tests.gradio_rest import last_frame, queue_frames
 from ui.fork.screen import choice_value
 
 FILES, CHAT4 = 8, 9
@@ -26,34 +27,7 @@ def served(kit):
 
 def compare(base: str) -> list:
     data = ["What is 17 * 23 + 5?", "ReAct", None, "text", 5, 0.2, ["calculate"], "None", None, ""]
-    posted = httpx.post(f"{base}/gradio_api/call/compare", json={"data": data}, timeout=60)
-    last = None
-    with httpx.stream("GET", f"{base}/gradio_api/call/compare/{posted.json()['event_id']}", timeout=60) as s:
-        for line in s.iter_lines():
-            if line.startswith("data:") and line[5:].strip() not in ("", "null"):
-                last = json.loads(line[5:])
-    assert last is not None
-    return last
-
-
-def queue_call(base: str, fn_index: int, data: list, session: str) -> list:
-    """One event through ``/queue/join`` + ``/queue/data`` like the browser; every streamed output."""
-    joined = httpx.post(f"{base}/gradio_api/queue/join", json={"data": data, "fn_index": fn_index,
-                                                               "session_hash": session, "event_data": None},
-                        timeout=30)
-    assert joined.status_code == 200, joined.text
-    frames = []
-    with httpx.stream("GET", f"{base}/gradio_api/queue/data", params={"session_hash": session}, timeout=60) as s:
-        for line in s.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            message = json.loads(line[5:])
-            if message.get("msg") in ("process_generating", "process_completed") and message.get("output", {}).get(
-                    "data"):
-                frames.append(message["output"]["data"])
-            if message.get("msg") == "process_completed":
-                break
-    return frames
+    return last_frame(base, "compare", data)
 
 
 def test_the_fork_button_event_forks_the_exported_run(served):
@@ -65,7 +39,7 @@ def test_the_fork_button_event_forks_the_exported_run(served):
     assert fork_index is not None
     stub.requests.clear()
     data = ["react", choice_value(0, "396"), "400", "new", exports, None, None, "text", 5, 0.2, ["calculate"], None]
-    frames = queue_call(base, fork_index, data, "fork-api-test")
+    frames = queue_frames(base, fork_index, data, "fork-api-test")
     panel = frames[-1][CHAT4]
     panel = panel.get("value", panel) if isinstance(panel, dict) else panel
     text = json.dumps(panel, ensure_ascii=False)

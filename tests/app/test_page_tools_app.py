@@ -13,6 +13,7 @@ import pytest
 
 import app
 from agents.llm.stub_server import StubLLMServer, StubReply
+from tests.gradio_rest import last_frame, queue_frames
 from ui.core.frame import output_index
 from ui.core.modes import BESIDE
 from ui.fork.screen import choice_value
@@ -46,41 +47,20 @@ def fn_index(demo, name: str) -> int:
     return next(i for i, fn in demo.fns.items() if fn.name == name)
 
 
-def queue_call(base: str, fn: int, data: list, session: str, query: str = "") -> list:
-    """One event through ``/queue/join`` + ``/queue/data`` like the browser; every streamed output."""
-    joined = httpx.post(f"{base}/gradio_api/queue/join{query}", json={"data": data, "fn_index": fn,
-                                                               "session_hash": session, "event_data": None},
-                        timeout=30)
-    assert joined.status_code == 200, joined.text
-    frames = []
-    with httpx.stream("GET", f"{base}/gradio_api/queue/data", params={"session_hash": session}, timeout=90) as s:
-        for line in s.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            message = json.loads(line[5:])
-            if message.get("msg") in ("process_generating", "process_completed") and message.get("output", {}).get(
-                    "data"):
-                frames.append(message["output"]["data"])
-            if message.get("msg") == "process_completed":
-                assert message.get("success", True), message
-                break
-    return frames
-
-
 def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(served):
     demo, base, stub = served
     session = "page-tool-visitor"
-    add = queue_call(base, fn_index(demo, "add"),
+    add = queue_frames(base, fn_index(demo, "add"),
                      ["class_facts", "Facts about our class.", CLASS_FACTS, None, ["calculate"]], session)
     own, picker, status = add[-1]
     assert "class_facts" in status and "added" in status
-    shadow = queue_call(base, fn_index(demo, "add"), ["Calculate", "Mine.", "return text", None, ["calculate"]],
+    shadow = queue_frames(base, fn_index(demo, "add"), ["Calculate", "Mine.", "return text", None, ["calculate"]],
                         session)
     assert "would shadow the tool 'calculate'" in shadow[-1][2]
 
     compare = fn_index(demo, "compare")
     inputs = demo.fns[compare].inputs
-    run = queue_call(base, compare, [_value(demo, b, ["calculate", "class_facts"]) for b in inputs], session)
+    run = queue_frames(base, compare, [_value(demo, b, ["calculate", "class_facts"]) for b in inputs], session)
     last = run[-1]
     react = json.dumps(last[output_index("react")], ensure_ascii=False)
     assert "Ms Okafor" in react and "B12" in react, react[-2000:]
@@ -101,27 +81,27 @@ def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(ser
     fork = fn_index(demo, "fork")
     data = ["react", choice_value(0, "Ms Okafor"), "Mr Adeyemi", "new", exports, None, None, "text", 5, 0.2,
             ["calculate"], None]
-    frames = queue_call(base, fork, data, "someone-else")
+    frames = queue_frames(base, fork, data, "someone-else")
     beside = json.dumps(frames[-1][output_index(BESIDE)], ensure_ascii=False)
     assert "Mr Adeyemi in B12" in beside, beside[-2000:]
     assert len(stub.requests) == 2  # the room asked again (the page tool ran in the fork), then the answer
 
     # a Share link of the run, opened by someone else: its export carries the source, and a fork of it runs it again
-    link = queue_call(base, fn_index(demo, "share"), [exports, None], session)[-1][0]
+    link = queue_frames(base, fn_index(demo, "share"), [exports, None], session)[-1][0]
     run_id = re.search(r"\?run=([\w-]+)", link).group(1)
-    opened = queue_call(base, fn_index(demo, "open"), [], "a-student", query=f"?run={run_id}")[-1]
+    opened = queue_frames(base, fn_index(demo, "open"), [], "a-student", query=f"?run={run_id}")[-1]
     shared = opened[FILES]
     shared_path = next(f["path"] for f in (shared.get("value", shared) if isinstance(shared, dict) else shared))
     with open(shared_path, encoding="utf-8") as f:
         assert json.load(f)["settings"]["page_tools"][0]["source"] == CLASS_FACTS
     stub.requests.clear()
     data = ["react", choice_value(0, "Ms Okafor"), "Mx Lee", "new", shared, None, None, "text", 5, 0.2, [], None]
-    frames = queue_call(base, fork, data, "a-student")
+    frames = queue_frames(base, fork, data, "a-student")
     assert "Mx Lee in B12" in json.dumps(frames[-1][output_index(BESIDE)], ensure_ascii=False)
     assert len(stub.requests) == 2
 
     # another visitor's run does not know the tool
-    other = queue_call(base, compare, [_value(demo, b, ["calculate", "class_facts"]) for b in inputs], "another")
+    other = queue_frames(base, compare, [_value(demo, b, ["calculate", "class_facts"]) for b in inputs], "another")
     assert "Unknown tool(s): 'class_facts'" in other[-1][STATUS]
 
 
@@ -140,14 +120,14 @@ def _value(demo, block, tools: list[str]):
 def test_codeact_calls_the_visitors_tool_as_a_function_in_a_worker(served):
     demo, base, stub = served
     session = "page-tool-codeact"
-    queue_call(base, fn_index(demo, "add"), ["class_facts", "Facts about our class.", CLASS_FACTS, None, []], session)
+    queue_frames(base, fn_index(demo, "add"), ["class_facts", "Facts about our class.", CLASS_FACTS, None, []], session)
     stub.script("Thought: ask it twice.\n<code>\nwho, where = class_facts('teacher'), class_facts('room')\n"
                 "print(who, where)\n</code>",
                 "Thought: done.\n<code>\nfinal_answer(f'{who} in {where}')\n</code>")
     compare = fn_index(demo, "compare")
     data = [_value(demo, b, ["class_facts"]) for b in demo.fns[compare].inputs]
     data[[getattr(b, "label", None) for b in demo.fns[compare].inputs].index("Modes")] = ["codeact"]
-    last = queue_call(base, compare, data, session)[-1]
+    last = queue_frames(base, compare, data, session)[-1]
     codeact = json.dumps(last[output_index("codeact")], ensure_ascii=False)
     assert "Ms Okafor B12" in codeact and "Ms Okafor in B12" in codeact, codeact[-2000:]
 
@@ -155,21 +135,16 @@ def test_codeact_calls_the_visitors_tool_as_a_function_in_a_worker(served):
 def test_the_prompts_tab_lists_the_visitors_tool(served):
     demo, base, _ = served
     session = "page-tool-prompts"
-    queue_call(base, fn_index(demo, "add"), ["class_facts", "Facts about our class.", CLASS_FACTS, None, []], session)
-    frames = queue_call(base, fn_index(demo, "show"), ["text", 5, ["class_facts"], None], session)
+    queue_frames(base, fn_index(demo, "add"), ["class_facts", "Facts about our class.", CLASS_FACTS, None, []], session)
+    frames = queue_frames(base, fn_index(demo, "show"), ["text", 5, ["class_facts"], None], session)
     assert any("- class_facts(text): Facts about our class." in box for box in frames[-1])
 
 
 def test_rest_calls_are_unchanged_and_carry_no_page_tool(served):
     _, base, _ = served
     data = [QUESTION, ["react"], None, "text", 5, 0.2, ["calculate", "class_facts"], "None", None, ""]
-    posted = httpx.post(f"{base}/gradio_api/call/compare", json={"data": data}, timeout=60)
-    last = None
-    with httpx.stream("GET", f"{base}/gradio_api/call/compare/{posted.json()['event_id']}", timeout=60) as s:
-        for line in s.iter_lines():
-            if line.startswith("data:") and line[5:].strip() not in ("", "null"):
-                last = json.loads(line[5:])
-    assert last is not None and "Unknown tool(s): 'class_facts'" in last[STATUS]
+    last = last_frame(base, "compare", data)
+    assert "Unknown tool(s): 'class_facts'" in last[STATUS]
     prompts = httpx.post(f"{base}/gradio_api/call/prompts", json={"data": ["text", 5, ["calculate"]]}, timeout=30)
     assert prompts.status_code == 200, prompts.text  # /prompts' three inputs, as before page_tools
     with httpx.stream("GET", f"{base}/gradio_api/call/prompts/{prompts.json()['event_id']}", timeout=30) as s:

@@ -208,3 +208,18 @@ class Window:
     def _forget(self, now: float) -> None:
         for key in [k for k, v in self._spent.items() if not v or now - v[-1][0] > self.span_s]:
             del self._spent[key]
+
+
+def page_url_of(headers: object) -> str:
+    """The visitor's page address: the ``Referer`` the browser sent with the event (the app's own page,
+    same origin), else the host it reached (``x-forwarded-*`` behind a proxy such as a Space's). Share links and
+    the class poll's join link are made from it."""
+    get = getattr(headers, "get", None)
+    if get is None:
+        return "http://localhost:7860/"
+    referer = get("referer") or ""
+    if referer.startswith(("http://", "https://")):
+        return referer
+    host = get("x-forwarded-host") or get("host") or "localhost:7860"
+    proto = (get("x-forwarded-proto") or "http").split(",")[0].strip()
+    return f"{proto}://{host.split(',')[0].strip()}/"

@@ -29,20 +29,6 @@ def join_url(page_url: str, code: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", f"room={code}", ""))
 
 
-def page_url_of(headers: Any) -> str:
-    """The teacher's page address: the ``Referer`` of the event (same origin), else the host it reached
-    (``x-forwarded-*`` behind a Space's proxy). The same rule as the share links' (``ui/share/store.py``)."""
-    get = getattr(headers, "get", None)
-    if get is None:
-        return "http://localhost:7860/"
-    referer = get("referer") or ""
-    if referer.startswith(("http://", "https://")):
-        return referer
-    host = get("x-forwarded-host") or get("host") or "localhost:7860"
-    proto = (get("x-forwarded-proto") or "http").split(",")[0].strip()
-    return f"{proto}://{host.split(',')[0].strip()}/"
-
-
 STYLE = """<style>
 .poll-join { display: flex; gap: 24px; align-items: center; flex-wrap: wrap; }
 .poll-qr svg { display: block; }

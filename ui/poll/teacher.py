@@ -124,7 +124,7 @@ def start(handle: str, question: str, modes: Any, request: gr.Request | None = N
     except PollError as refused:
         return (gr.skip(), gr.Column(visible=True), "", tally.tally_html(None, refused.line), 0,
                 gr.Timer(active=False), gr.skip())
-    link = tally.join_url(tally.page_url_of(getattr(request, "headers", None)), room.code)
+    link = tally.join_url(visitors.page_url_of(getattr(request, "headers", None)), room.code)
     board, version = _drawn(room)
     return (store.handle(room), gr.Column(visible=True), tally.join_html(room.code, link), board, version,
             gr.Timer(active=True), gr.CheckboxGroup(choices=[(t, m) for m, t in room.modes], value=[]))

@@ -313,17 +313,3 @@ def share_url(page_url: str, run_id: str) -> str:
     """The page's own address with ``?run=<id>`` (any other query or fragment dropped)."""
     parts = urlsplit(page_url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", f"run={run_id}", ""))
-
-
-def page_url_of(headers: object) -> str:
-    """The visitor's page address: the ``Referer`` the browser sent with the event (the app's own page,
-    same origin), else the host it reached (``x-forwarded-*`` behind a proxy such as a Space's)."""
-    get = getattr(headers, "get", None)
-    if get is None:
-        return "http://localhost:7860/"
-    referer = get("referer") or ""
-    if referer.startswith(("http://", "https://")):
-        return referer
-    host = get("x-forwarded-host") or get("host") or "localhost:7860"
-    proto = (get("x-forwarded-proto") or "http").split(",")[0].strip()
-    return f"{proto}://{host.split(',')[0].strip()}/"

@@ -17,8 +17,9 @@ from agents.trace import Trace
 from tests.frames import compare_outputs
 from ui.core.frame import Outputs
 from ui.core.settings import AppSettings
+from ui.core.visitors import page_url_of
 from ui.share.handlers import ShareHandlers
-from ui.share.store import ShareError, ShareStore, page_url_of, share_url
+from ui.share.store import ShareError, ShareStore, share_url
 
 STATUS, TABLE, FILES = 6, 7, 8
 
