@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,9 +179,16 @@ def install(app: Any) -> PageCache | None:
     that, so the built stack is wrapped instead."""
     if not PATCH.usable(problem(app)):
         return None
+    page = getattr(app, "auth", None) is None and getattr(app, "auth_dependency", None) is None
+    return wrap_stack(app, PageCache, lambda stack: PageCache(stack, page=page))
+
+
+def wrap_stack(app: Any, kind: type, make: Callable[[Any], Any]) -> Any:
+    """Put ``make(stack)`` in front of ``app``'s built middleware stack (once: a stack already of ``kind`` is
+    returned as it is). The one place the app wraps Starlette's ``middleware_stack``; the caller checks
+    :func:`problem` first (the class poll's routes, ``ui/poll/routes.py``, use it too)."""
     stack = app.middleware_stack or app.build_middleware_stack()
-    if isinstance(stack, PageCache):
+    if isinstance(stack, kind):
         return stack
-    cache = PageCache(stack, page=getattr(app, "auth", None) is None and getattr(app, "auth_dependency", None) is None)
-    app.middleware_stack = cache
-    return cache
+    app.middleware_stack = wrapped = make(stack)
+    return wrapped

@@ -24,6 +24,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from patches import page_cache
 from ui.core import visitors
 from ui.poll.rooms import BOOT, PollError, Room, RoomStore, rooms
 
@@ -155,13 +156,8 @@ def install(app: Any, store: RoomStore | None = None) -> PollRoutes | None:
     """Put :class:`PollRoutes` in front of a running Starlette/FastAPI ``app`` (Gradio's server app). Installed
     before the page cache, which then wraps it and passes these paths on (it keeps no page with a query, such as
     ``/?room=``). Starlette builds its middleware stack on the first request and refuses ``add_middleware`` after
-    that, so the built stack is wrapped (as ``page_cache`` does)."""
-    if not hasattr(app, "middleware_stack") or not callable(getattr(app, "build_middleware_stack", None)):
-        log.warning("the class poll's routes are off: the server app is not the Starlette app they expect")
+    that, so the built stack is wrapped, by the patch that wraps it (``patches/page_cache.wrap_stack``)."""
+    if (why := page_cache.problem(app)) is not None:
+        log.warning("the class poll's routes are off: %s", why)
         return None
-    stack = app.middleware_stack or app.build_middleware_stack()
-    if isinstance(stack, PollRoutes):
-        return stack
-    routes = PollRoutes(stack, store)
-    app.middleware_stack = routes
-    return routes
+    return page_cache.wrap_stack(app, PollRoutes, lambda stack: PollRoutes(stack, store))
