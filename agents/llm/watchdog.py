@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
-TICK_S = 0.1
+LONGEST_SLEEP_S = 60.0  # a bound on one sleep, in case a clock jumps
 
 
 class Watch:
@@ -28,14 +28,20 @@ class Watch:
         self.last: float | None = self.started  # None: paused (sleeping before a retry)
         self.chunks = 0
         self.expired: str | None = None  # "silence" or "duration"
+        self.poke: Callable[[], None] = lambda: None  # the watchdog's: the watch's deadline moved earlier
+
 
     def beat(self) -> None:
         self.last = time.monotonic()
         self.chunks += 1
 
     def restart(self) -> None:
-        """A new attempt: the wait for its first chunk starts now."""
+        """A new attempt: the wait for its first chunk starts now (after a pause, that may be earlier than the
+        moment the watchdog sleeps until: wake it)."""
+        paused = self.last is None
         self.last, self.chunks = time.monotonic(), 0
+        if paused:
+            self.poke()
 
     def pause(self) -> None:
         self.last = None
@@ -49,6 +55,11 @@ class Watch:
                 self.expired = "silence"
         return self.expired
 
+    def deadline(self) -> float:
+        """The earliest moment a limit could pass, as things stand (a beat only moves it later)."""
+        ends = self.started + self.max_duration_s
+        return ends if self.last is None else min(ends, self.last + self.timeout_s)
+
 
 class _Watchdog:
     def __init__(self) -> None:
@@ -57,6 +68,7 @@ class _Watchdog:
         self._thread: threading.Thread | None = None
 
     def add(self, watch: Watch) -> None:
+        watch.poke = self._poke
         with self._cond:
             self._watches.add(watch)
             if self._thread is None or not self._thread.is_alive():
@@ -69,19 +81,26 @@ class _Watchdog:
         with self._cond:
             self._watches.discard(watch)
 
+    def _poke(self) -> None:
+        with self._cond:
+            self._cond.notify()
+
     def _run(self) -> None:
         with self._cond:
             while True:
                 while not self._watches:
                     self._cond.wait()
                 now = time.monotonic()
+                wake = now + LONGEST_SLEEP_S
                 for watch in list(self._watches):
                     if watch.expired is None and watch.check(now):
                         try:
                             watch.on_expire()  # under the lock: remove() cannot return mid-call
                         except Exception:  # the watchdog must outlive any one call
                             log.exception("a watchdog expiry callback failed")
-                self._cond.wait(TICK_S)
+                    if watch.expired is None:
+                        wake = min(wake, watch.deadline())
+                self._cond.wait(max(0.0, wake - time.monotonic()) + 0.001)  # just past it: check() is strict
 
 
 _watchdog = _Watchdog()
