@@ -30,7 +30,6 @@ class Watch:
         self.expired: str | None = None  # "silence" or "duration"
         self.poke: Callable[[], None] = lambda: None  # the watchdog's: the watch's deadline moved earlier
 
-
     def beat(self) -> None:
         self.last = time.monotonic()
         self.chunks += 1

@@ -7,7 +7,6 @@ reach a run as ``/compare``'s last input (``ui/core/inputs.PAGE_TOOLS``): the pa
 replay puts the tools of the recording back here, so its source shows and Run uses it again.
 """
 
-
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path

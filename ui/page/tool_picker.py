@@ -7,7 +7,6 @@ its picker as it loads. Nothing a visitor types reaches a server: the button onl
 at most once every few seconds (``McpTools.refresh``).
 """
 
-
 from typing import Any
 
 import gradio as gr

@@ -18,11 +18,11 @@ from typing import Any
 import gradio as gr
 
 from agents.modes.registry import mode_title
-from ui.core import render, visitors
+from ui.core import render
 from ui.core.fair import FairGate, GateFull
 from ui.core.frame import Outputs, output_index, prepared, refusal
 from ui.core.modes import BESIDE
-from ui.core.visitors import Window, visitor_of
+from ui.core.visitors import Window, page_url_of, visitor_of
 from ui.recordings.export import EXPORT_DIR, json_of
 from ui.recordings.playback import final_frame, modes_on_screen, on_screen_unchanged
 from ui.recordings.reader import RecordingError, open_recording
@@ -67,7 +67,7 @@ class ShareHandlers:
                 run_id = await asyncio.to_thread(self.store.store, source, admitted, view)
         except (ShareError, RecordingError) as exc:
             return f"⚠ {render.plain(str(exc))}"
-        url = share_url(visitors.page_url_of(getattr(request, "headers", None)), run_id)
+        url = share_url(page_url_of(getattr(request, "headers", None)), run_id)
         days = self.store.max_age_s / 86400
         return (f"**Share this run:** [{url}]({url})  \nAnyone with the link sees these panels and this table "
                 f"for {days:g} day{'s' if days != 1 else ''} (a restart of the app without persistent storage "
