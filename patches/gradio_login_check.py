@@ -3,8 +3,10 @@
 Gradio (6.31, ``routes.App.create_app``) guards ``/call``, ``/queue/join``, ``/queue/data`` and others with
 ``Depends(login_check)``, a plain ``def``, so FastAPI hops to the thread pool for it: two hops per REST run
 (the POST and its stream), which a burst of clicks queues behind the thread pool's limiter. FastAPI's public
-``dependency_overrides`` puts an ``async def`` in its place that calls Gradio's own function inline: the same
-answer from the same code (a cookie and a dict lookup, no I/O), without the hop.
+``dependency_overrides`` puts an ``async def`` in its place that calls Gradio's own functions inline (its user
+lookup, then its check): the same answer from the same code (a cookie and a dict lookup, no I/O), without the hop.
+The override takes only the request: with overrides set, FastAPI analyses every dependency again on every request
+(``solve_dependencies``), and a dependency with a sub-dependency costs five times what this one does.
 
 Finding the function walks the app's routes, into the routers FastAPI 0.165 includes whole
 (``original_router``). If the route or its shape is not found, the patch stays off and Gradio's own check runs.
@@ -16,7 +18,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fastapi import Depends
+from fastapi import Request
 
 from patches import Patch
 
@@ -43,7 +45,10 @@ def _found(app: Any) -> tuple[Callable[..., Any], Callable[..., Any]] | str:
     dependencies = getattr(getattr(route, "dependant", None), "dependencies", None) or []
     if inspect.iscoroutinefunction(check) or params != ["user"] or len(dependencies) != 1:
         return "login_check is not the plain def(user=Depends(...)) it was"
-    return check, dependencies[0].call
+    user_of = dependencies[0].call
+    if not inspect.iscoroutinefunction(user_of) or list(inspect.signature(user_of).parameters) != ["request"]:
+        return "login_check's user is not the async def(request) it was"
+    return check, user_of
 
 
 def install(app: Any) -> bool:
@@ -53,8 +58,8 @@ def install(app: Any) -> bool:
         return False
     check, user_of = found  # type: ignore[misc]
 
-    async def login_check(user: str | None = Depends(user_of)) -> None:
-        check(user)  # Gradio's own check: returns, or raises its 401
+    async def login_check(request: Request) -> None:
+        check(await user_of(request))  # Gradio's own lookup and check: returns, or raises its 401
 
     # FastAPI reads an override's signature on every request it serves (its dependant is rebuilt each time)
     login_check.__signature__ = inspect.signature(login_check)  # type: ignore[attr-defined]
