@@ -29,7 +29,15 @@ from agents.settings import (
     TEMPERATURE_RANGE,
     SettingError,
 )
-from patches import gradio_generators, gradio_login_check, gradio_queue, gradio_sessions, matplotlib_probe, page_cache
+from patches import (
+    fastapi_route_match,
+    gradio_generators,
+    gradio_login_check,
+    gradio_queue,
+    gradio_sessions,
+    matplotlib_probe,
+    page_cache,
+)
 from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
 from tools import mcp_config, sandbox_wasm
@@ -103,6 +111,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     gradio_sessions.install(app_settings().session_ttl_s)  # per-visitor state: cheap to make, given back when idle
     matplotlib_probe.install()  # Gradio's import of it around every frame fails at once, without a sys.path search
     gradio_generators.install()  # a streaming handler's generator made on the loop, not on the thread pool
+    fastapi_route_match.install()  # a request to Gradio's routes matched once, not twice
     if registry is None:
         from tools.mcp_servers import app_registry
 

@@ -20,7 +20,7 @@ ENV = "APP_PATCHES_OFF"
 # Each patch's one name: its module's, and what APP_PATCHES_OFF (and bench_app.py --patches-off) calls it.
 NAMES = ("gradio_queue", "gradio_sessions", "page_cache", "hf_stream_parse", "gradio_mcp", "gradio_inputs",
          "gradio_refusals", "httpx_backend", "httpx_batched_reads", "gradio_login_check", "matplotlib_probe",
-         "gradio_generators")
+         "gradio_generators", "fastapi_route_match")
 # Earlier names that APP_PATCHES_OFF still accepts (a setting outlives a rename); None: a patch since removed, ignored.
 OLD_NAMES: dict[str, str | None] = {
     "gradio_queue_poll": "gradio_queue", "gradio_mcp_one_tool": "gradio_mcp", "gradio_optional_inputs": "gradio_inputs",
