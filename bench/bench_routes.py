@@ -1,0 +1,85 @@
+"""Route matching per request in the app's own FastAPI app: what ``patches/fastapi_route_match.py`` saves.
+
+FastAPI 0.165 matches a request to an included router twice: the app's router asks the included router
+``matches`` (a scan of its routes), then its handling scans again (``_handle_selected``). For the four requests a
+click makes (``/call/{api_name}`` POST and its stream, ``/queue/join``, ``/queue/data``), this times both steps,
+in one process, CPU time, with FastAPI's own ``_match`` and with the patch's, and prints the ratio.
+
+Usage: ``python bench/bench_routes.py [--n 3000] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+HOT = (("POST", "/gradio_api/call/compare"), ("GET", "/gradio_api/call/compare/0123abcd"),
+       ("POST", "/gradio_api/queue/join"), ("GET", "/gradio_api/queue/data"))
+
+
+def _per_request_us(router: Any, n: int) -> float:
+    """CPU µs to match one hot request as FastAPI does (``matches``, then the handling's ``_match``)."""
+    start = time.process_time()
+    for k in range(n):
+        method, path = HOT[k % len(HOT)]
+        scope = {"type": "http", "path": path, "root_path": "", "method": method, "fastapi": {}}
+        match, _ = router.matches(scope)
+        router._match(scope)
+    return (time.process_time() - start) / n * 1e6
+
+
+def measure(n: int) -> dict[str, float]:
+    from fastapi import routing
+
+    import app
+    from agents.llm.settings import LLMSettings
+    from patches import fastapi_route_match
+    from tools.calculator import calculate
+    from tools.registry import ToolRegistry
+
+    demo = app.build_demo(settings=LLMSettings(model="stub", base_url="http://127.0.0.1:9/v1"),
+                          registry=ToolRegistry([calculate]))
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    try:
+        router = next(r for r in demo.server_app.router.routes if isinstance(r, routing._IncludedRouter))
+        patched = routing._IncludedRouter._match
+        original = getattr(patched, "__wrapped__", patched)
+        if not fastapi_route_match.install():
+            raise SystemExit("patch fastapi_route_match is off: nothing to compare")
+        figures = {}
+        for name, match in (("without", original), ("with", routing._IncludedRouter._match)):
+            routing._IncludedRouter._match = match
+            _per_request_us(router, n // 10)  # warm
+            figures[name] = round(_per_request_us(router, n), 1)
+        routing._IncludedRouter._match = patched
+        return {"routes": len(list(router.effective_candidates())), "match_us_without": figures["without"],
+                "match_us_with": figures["with"], "ratio": round(figures["with"] / figures["without"], 2)}
+    finally:
+        demo.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--n", type=int, default=3000, help="requests matched each way")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with contextlib.redirect_stdout(sys.stderr):  # Gradio's own prints (closing the server) stay off the JSON
+        result = measure(args.n)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"route matching per hot request ({result['routes']} routes in Gradio's router): "
+              f"{result['match_us_without']} µs with FastAPI's own, {result['match_us_with']} µs with "
+              f"patches/fastapi_route_match.py (ratio {result['ratio']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
