@@ -5,6 +5,10 @@ FastAPI 0.165 matches a request to an included router twice: the app's router as
 click makes (``/call/{api_name}`` POST and its stream, ``/queue/join``, ``/queue/data``), this times both steps,
 in one process, CPU time, with FastAPI's own ``_match`` and with the patch's, and prints the ratio.
 
+Beside it, what the login check's override costs per request: with any override set, FastAPI builds every
+dependency's dependant again on every request (``get_dependant``). ``patches/gradio_login_check.py``'s override
+takes the request alone; the one it replaced took the user through a sub-dependency.
+
 Usage: ``python bench/bench_routes.py [--n 3000] [--json]``
 """
 
@@ -35,6 +39,38 @@ def _per_request_us(router: Any, n: int) -> float:
     return (time.process_time() - start) / n * 1e6
 
 
+def _dependant_us(call: Any, n: int) -> float:
+    from fastapi.dependencies.utils import get_dependant
+
+    start = time.process_time()
+    for _ in range(n):
+        get_dependant(path="/gradio_api/call/{api_name}", call=call, name=None)
+    return round((time.process_time() - start) / n * 1e6, 1)
+
+
+def login_overrides(app: Any) -> dict[str, float]:
+    """CPU µs FastAPI spends per request rebuilding the login check's override: the patch's, and one taking the
+    user through a sub-dependency (the shape it had before)."""
+    import inspect
+
+    from fastapi import Depends
+
+    from patches import gradio_login_check
+
+    found = gradio_login_check._found(app)
+    if isinstance(found, str) or not app.dependency_overrides:
+        return {}
+    check, user_of = found
+    (override,) = app.dependency_overrides.values()
+
+    async def through_user(user: str | None = Depends(user_of)) -> None:
+        check(user)
+
+    through_user.__signature__ = inspect.signature(through_user)  # type: ignore[attr-defined]
+    return {"override_us": _dependant_us(override, 2000), "override_us_with_sub_dependency":
+            _dependant_us(through_user, 2000)}
+
+
 def measure(n: int) -> dict[str, float]:
     from fastapi import routing
 
@@ -60,7 +96,8 @@ def measure(n: int) -> dict[str, float]:
             figures[name] = round(_per_request_us(router, n), 1)
         routing._IncludedRouter._match = patched
         return {"routes": len(list(router.effective_candidates())), "match_us_without": figures["without"],
-                "match_us_with": figures["with"], "ratio": round(figures["with"] / figures["without"], 2)}
+                "match_us_with": figures["with"], "ratio": round(figures["with"] / figures["without"], 2),
+                **login_overrides(demo.server_app)}
     finally:
         demo.close()
 
@@ -78,6 +115,9 @@ def main() -> int:
         print(f"route matching per hot request ({result['routes']} routes in Gradio's router): "
               f"{result['match_us_without']} µs with FastAPI's own, {result['match_us_with']} µs with "
               f"patches/fastapi_route_match.py (ratio {result['ratio']})")
+        if "override_us" in result:
+            print(f"the login check's override, rebuilt per request: {result['override_us']} µs (the request alone), "
+                  f"{result['override_us_with_sub_dependency']} µs (the user through a sub-dependency)")
     return 0
 
 

@@ -61,7 +61,8 @@ def install(app: Any) -> bool:
     async def login_check(request: Request) -> None:
         check(await user_of(request))  # Gradio's own lookup and check: returns, or raises its 401
 
-    # FastAPI reads an override's signature on every request it serves (its dependant is rebuilt each time)
-    login_check.__signature__ = inspect.signature(login_check)  # type: ignore[attr-defined]
+    # FastAPI reads an override's signature on every request it serves (its dependant is rebuilt each time): kept,
+    # with its annotation resolved (this module's are strings), so neither is worked out again
+    login_check.__signature__ = inspect.signature(login_check, eval_str=True)  # type: ignore[attr-defined]
     app.dependency_overrides[check] = login_check
     return True
