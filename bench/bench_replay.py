@@ -101,17 +101,12 @@ def main() -> None:
     parser.add_argument("--speeds", default="instant,1x")
     args = parser.parse_args()
 
-    import app
-    from agents.llm.settings import LLMSettings
-    from tools.calculator import calculate
-    from tools.registry import ToolRegistry
+    from bench.loadkit import launched_app
 
     path = Path(tempfile.mkdtemp()) / "huge.json"
     size = make_recording(path, args.events)
     print(f"recording: {args.events:,} token events, {size / 1e6:.1f} MB")
-    demo = app.build_demo(settings=LLMSettings(model="stub", base_url="http://127.0.0.1:9/v1"),
-                          registry=ToolRegistry([calculate]))
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    demo = launched_app()
     url = demo.local_url.rstrip("/")
     ctx = mp.get_context("spawn")
     try:

@@ -34,7 +34,7 @@ def _per_request_us(router: Any, n: int) -> float:
     for k in range(n):
         method, path = HOT[k % len(HOT)]
         scope = {"type": "http", "path": path, "root_path": "", "method": method, "fastapi": {}}
-        match, _ = router.matches(scope)
+        router.matches(scope)
         router._match(scope)
     return (time.process_time() - start) / n * 1e6
 
@@ -74,15 +74,10 @@ def login_overrides(app: Any) -> dict[str, float]:
 def measure(n: int) -> dict[str, float]:
     from fastapi import routing
 
-    import app
-    from agents.llm.settings import LLMSettings
+    from bench.loadkit import launched_app
     from patches import fastapi_route_match
-    from tools.calculator import calculate
-    from tools.registry import ToolRegistry
 
-    demo = app.build_demo(settings=LLMSettings(model="stub", base_url="http://127.0.0.1:9/v1"),
-                          registry=ToolRegistry([calculate]))
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    demo = launched_app()
     try:
         router = next(r for r in demo.server_app.router.routes if isinstance(r, routing._IncludedRouter))
         patched = routing._IncludedRouter._match

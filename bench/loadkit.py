@@ -96,6 +96,19 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: 
 # -- the app's process -------------------------------------------------------------------------
 
 
+def launched_app(base_url: str = "http://127.0.0.1:9/v1") -> Any:
+    """The app as the benches run it (the calculator its one tool, the model at ``base_url``: by default an
+    address nothing answers), launched on loopback in this process; close it with ``demo.close()``."""
+    import app
+    from agents.llm.settings import LLMSettings
+    from tools.calculator import calculate
+    from tools.registry import ToolRegistry
+
+    demo = app.build_demo(settings=LLMSettings(model="stub", base_url=base_url), registry=ToolRegistry([calculate]))
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    return demo
+
+
 def app_main(stub_url: str, env: dict[str, str], conn) -> None:
     """Child process: the app alone (its own GIL, its own CPU count), launched on loopback."""
     import sys
@@ -104,13 +117,7 @@ def app_main(stub_url: str, env: dict[str, str], conn) -> None:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.dup2(2, 1)  # this process's prints (Gradio's "Closing server…") go to stderr: the bench's stdout is its JSON
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import app
-    from agents.llm.settings import LLMSettings
-    from tools.calculator import calculate
-    from tools.registry import ToolRegistry
-
-    demo = app.build_demo(settings=LLMSettings(model="stub", base_url=stub_url), registry=ToolRegistry([calculate]))
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **app.launch_kwargs())
+    demo = launched_app(stub_url)
     from agents import gc_tuning
 
     gc_tuning.settle()  # as ``python app.py`` does once it serves (launch() without prevent_thread_lock)

@@ -26,18 +26,25 @@ def call(url: str, name: str, data: list | str, timeout: float = 60) -> tuple[st
     return event, payload
 
 
-def last_frame(url: str, name: str, data: list, timeout: float = 60) -> list:
-    """``/gradio_api/call/<name>`` with ``data``: the last frame of outputs it streamed (server file paths as sent)."""
+def frames(url: str, name: str, data: list, timeout: float = 60) -> list[list]:
+    """``/gradio_api/call/<name>`` with ``data``: every frame of outputs it streamed, in order (server file paths
+    as sent; the complete event repeats the last)."""
     base = url.rstrip("/")
     posted = httpx.post(f"{base}/gradio_api/call/{name}", json={"data": data}, timeout=timeout)
     assert posted.status_code == 200, posted.text
-    last = None
+    out = []
     with httpx.stream("GET", f"{base}/gradio_api/call/{name}/{posted.json()['event_id']}", timeout=timeout) as s:
         for line in s.iter_lines():
             if line.startswith("data:") and line[5:].strip() not in ("", "null"):
-                last = json.loads(line[5:])
-    assert last is not None
-    return last
+                out.append(json.loads(line[5:]))
+    return out
+
+
+def last_frame(url: str, name: str, data: list, timeout: float = 60) -> list:
+    """``/gradio_api/call/<name>`` with ``data``: the last frame of outputs it streamed (server file paths as sent)."""
+    streamed = frames(url, name, data, timeout)
+    assert streamed
+    return streamed[-1]
 
 
 def queue_frames(url: str, fn_index: int, data: list, session: str, query: str = "", timeout: float = 90) -> list:

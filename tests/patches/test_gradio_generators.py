@@ -3,9 +3,7 @@ an async generator, the pool still for everything that runs code, and the patch 
 
 from __future__ import annotations
 
-import json
 import threading
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -16,6 +14,7 @@ import gradio.blocks
 import pytest
 
 from patches import gradio_generators
+from tests.gradio_rest import frames, last_frame
 
 
 @pytest.fixture
@@ -32,17 +31,6 @@ def patched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
     assert gradio_generators.install()
     return pooled
-
-
-def _run(url: str, api_name: str) -> list[Any]:
-    """One REST run: every data frame its stream sent."""
-    request = urllib.request.Request(f"{url}gradio_api/call/{api_name}", json.dumps({"data": ["hi"]}).encode(),
-                                     {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        event_id = json.loads(response.read())["event_id"]
-    with urllib.request.urlopen(f"{url}gradio_api/call/{api_name}/{event_id}", timeout=30) as response:
-        lines = response.read().decode().splitlines()
-    return [json.loads(line[len("data: "):]) for line in lines if line.startswith("data: ")]
 
 
 def test_an_async_generator_starts_on_the_loop_and_the_rest_still_go_to_the_pool(patched: list[str]) -> None:
@@ -69,10 +57,10 @@ def test_an_async_generator_starts_on_the_loop_and_the_rest_still_go_to_the_pool
         box.blur(plain, box, out, api_name="plain")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
     try:
-        frames = _run(demo.local_url, "streamed")
-        assert frames[0] == ["hi from 127.0.0.1"] and frames[-1] == ["HI"]
+        streamed = frames(demo.local_url, "streamed", ["hi"])
+        assert streamed[0] == ["hi from 127.0.0.1"] and streamed[-1] == ["HI"]
         assert "streamed" not in patched  # made where Gradio then iterates it: no hop
-        assert _run(demo.local_url, "stepped")[-1] == ["HI"] and _run(demo.local_url, "plain")[-1] == ["HI"]
+        assert last_frame(demo.local_url, "stepped", ["hi"]) == ["HI"] == last_frame(demo.local_url, "plain", ["hi"])
         assert {"stepped", "plain"} <= set(patched)  # code that runs still runs on the pool, off the loop
         assert loop_thread[0] not in {seen["stepped"], seen["plain"]}
     finally:
