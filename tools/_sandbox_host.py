@@ -1,4 +1,5 @@
-"""The sandbox host: a small process that runs one CPython-for-WASI guest under Wasmtime; not imported by the app.
+"""The sandbox host: a small process that runs one CPython-for-WASI guest under Wasmtime; the app imports only its
+scratch walk (``scratch_usage``).
 
 :mod:`tools.sandbox_wasm` starts ``python -I -B -c <this file's text> <json>`` with an empty environment, in a
 new process group, in a scratch folder. This process holds no secret and is itself limited (CPU, descriptors,
@@ -7,30 +8,60 @@ its scratch folder as ``/``, the standard library built into the ``.wasm`` image
 memory cap, and nothing else of the host (no other files, sockets, ``/proc``, signals or processes).
 
 Descriptors: the guest's stdin, stdout and stderr are this process's 0, 1 and 2. A CodeAct session passes its
-channel as ``chan_in``/``chan_out``: they become the guest's 0 and 1, its prints go to its stderr (this
-process's stdout), and this process's own errors go to the original stderr, kept aside. Exit status: the
-guest's own (``sys.exit``/``os._exit``), or ``EXIT_SETUP`` (4) when the guest could not be started, or
-``EXIT_TRAP`` (5) when the runtime stopped it (stack exhausted, a fault), with one line on stderr saying which.
+channel as ``chan_in``/``chan_out``: they become the guest's 0 and 1, and its prints go to its stderr (this
+process's stdout).
+
+How it ended is said on its **status channel** (``status_fd``), one JSON line the guest cannot write: ``{"kind":
+"exit", "code": N}`` (the guest's own exit status, whatever number it chose), ``{"kind": "setup", "message": …}``
+(the guest could not be started), ``{"kind": "trap", "message": …}`` (the runtime stopped it: stack exhausted, a
+fault) or ``{"kind": "scratch", "message": …}`` (the guest filled its scratch folder past its bound). Its exit status
+is the guest's, or ``EXIT_SETUP`` (4) / ``EXIT_TRAP`` (5) / ``EXIT_SCRATCH`` (6), which the app does not trust on
+their own. Before it exits it removes its scratch folder (the app does too, having killed it or not).
+
+The scratch folder's bound (``scratch_bytes`` in all, ``scratch_files`` files and folders) is kept by a thread that
+sleeps on inotify until something in the folder is made or written, then measures it: a guest is stopped within a
+write or two of its bound, and an idle one costs nothing (without inotify, the thread looks every 50 ms).
 """
 
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
+import threading
+import time
 
-EXIT_SETUP, EXIT_TRAP = 4, 5
+EXIT_SETUP, EXIT_TRAP, EXIT_SCRATCH = 4, 5, 6
+IN_MODIFY, IN_MOVED_TO, IN_CREATE, IN_CLOEXEC = 0x2, 0x80, 0x100, 0o2000000
+WATCHED = IN_MODIFY | IN_MOVED_TO | IN_CREATE
 
 
-def _fail(err_fd, message, code=EXIT_SETUP):
+def _end(cfg, record, code, *, clean=True):
+    """Say how this process ends on the status channel, remove the scratch folder (``clean``: not while a guest
+    that overfilled it may still be writing; the app removes it), exit with ``code``."""
     try:
-        os.write(err_fd, f"{message}\n".encode("utf-8", "replace")[:2000])
+        fd = cfg.get("status_fd")
+        if fd is not None:
+            try:
+                os.write(fd, (json.dumps(record) + "\n").encode("utf-8", "replace"))
+            except OSError:  # the app is gone (its end of the channel is closed)
+                pass
+        if clean:
+            shutil.rmtree(cfg.get("scratch") or "", ignore_errors=True)
     finally:
         os._exit(code)
 
 
-def _non_dumpable():
-    """No process of this user may read this one's memory or attach to it (it holds nothing, but a guest's)."""
+def _fail(cfg, kind, message):
+    _end(cfg, {"kind": kind, "message": message[:2000]}, EXIT_SETUP if kind == "setup" else EXIT_TRAP)
+
+
+def _non_dumpable(cfg):
+    """No process of this user may read this one's memory or attach to it (it holds nothing, but a guest's);
+    unless the app's ``APP_NON_DUMPABLE=off`` asked it to stay dumpable (a test reading every process)."""
+    if cfg.get("dumpable"):
+        return
     try:
         import ctypes
 
@@ -85,18 +116,16 @@ def _limits(cfg):
 
 def _channel(cfg):
     """A session's channel becomes the guest's stdin and stdout, and this process's stdout (the program's prints,
-    read by the app) its stderr, where the C library's own messages land too; returns where this process's own
-    errors go (its original stderr)."""
+    read by the app) its stderr, where the C library's own messages land too."""
     chan_in, chan_out = cfg.get("chan_in"), cfg.get("chan_out")
     if chan_in is None:
-        return 2
-    err_fd, prints_fd = os.dup(2), os.dup(1)
+        return
+    prints_fd = os.dup(1)
     os.dup2(chan_in, 0)
     os.dup2(chan_out, 1)
     os.dup2(prints_fd, 2)
     for fd in (chan_in, chan_out, prints_fd):
         os.close(fd)
-    return err_fd
 
 
 def _trap_line(exc):
@@ -110,26 +139,99 @@ def _trap_line(exc):
     return f"The sandbox's runtime stopped the program ({reason[:300]})."
 
 
+def scratch_usage(root, max_entries):
+    """(bytes, entries, folders) under ``root``; the walk stops once it has counted past ``max_entries``. The app
+    reads a step's scratch folder with it too (``tools/sandbox_room.scratch_over``)."""
+    size, entries, folders, stack = 0, 0, [], [root]
+    while stack and entries <= max_entries:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                for entry in listing:
+                    entries += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                        stack.append(entry.path)
+                    else:
+                        size += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue  # removed while we looked
+    return size, entries, folders
+
+
+def _watch_scratch(cfg):
+    """Start the thread that ends this process (its guest) once the scratch folder holds more than
+    ``scratch_bytes`` or ``scratch_files`` (see the module's docstring); returns the same check, for the end."""
+    root, max_bytes, max_files = cfg["scratch"], cfg.get("scratch_bytes"), cfg.get("scratch_files")
+    if not max_bytes or not max_files:
+        return lambda: None
+    libc, notify, watched = None, -1, set()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        notify = libc.inotify_init1(IN_CLOEXEC)
+    except (OSError, AttributeError):
+        notify = -1
+
+    def over():
+        """Why the folder is past its bound, or None. Every folder found is watched from then on; a walk that
+        found new ones is made again at once, so a folder made inside one not yet watched is never missed."""
+        while True:
+            size, entries, folders = scratch_usage(root, max_files)
+            if entries > max_files:
+                return f"made more than {max_files} files and folders"
+            if size > max_bytes:
+                return f"wrote more than {max_bytes // (1 << 20)} MB"
+            new = [f for f in folders if f not in watched]
+            if notify < 0 or not new:
+                return None
+            for folder in new:
+                watched.add(folder)
+                libc.inotify_add_watch(notify, os.fsencode(folder), WATCHED)
+
+    def stop_if_over():
+        why = over()
+        if why is not None:
+            line = f"The program {why} in its scratch folder, the most a run may hold there; it was stopped."
+            _end(cfg, {"kind": "scratch", "message": line}, EXIT_SCRATCH, clean=False)
+
+    def run():
+        if notify >= 0:
+            libc.inotify_add_watch(notify, os.fsencode(root), WATCHED)
+        while True:
+            if notify >= 0:
+                os.read(notify, 65536)  # sleeps until something under a watched folder changed
+            else:
+                time.sleep(0.05)
+            stop_if_over()
+
+    threading.Thread(target=run, name="scratch-watch", daemon=True).start()
+    return stop_if_over
+
+
 def main():
     from wasmtime import ExitTrap, Trap, WasmtimeError  # imported while the library is readable (before the drop)
 
     cfg = json.loads(sys.argv[1])
-    _non_dumpable()
-    err_fd = 2
+    _non_dumpable(cfg)
     try:
-        err_fd = _channel(cfg)
+        _channel(cfg)
         store, start = _instance(cfg)
         _drop_privileges(cfg)
         _limits(cfg)
+        check_scratch = _watch_scratch(cfg)
     except BaseException as exc:  # noqa: BLE001 - any failure here is a setup failure, reported in one line
-        _fail(err_fd, f"The sandbox could not be set up: {type(exc).__name__}: {str(exc).strip()[:500]}")
+        _fail(cfg, "setup", f"The sandbox could not be set up: {type(exc).__name__}: {str(exc).strip()[:500]}")
     try:
         start(store)
     except ExitTrap as exc:
-        os._exit(exc.code)
+        check_scratch()  # a guest that ended just past its bound, before the watch had looked
+        _end(cfg, {"kind": "exit", "code": exc.code}, exc.code & 0xFF)
     except (Trap, WasmtimeError) as exc:
-        _fail(err_fd, _trap_line(exc), EXIT_TRAP)
-    os._exit(0)
+        _fail(cfg, "trap", _trap_line(exc))
+    check_scratch()
+    _end(cfg, {"kind": "exit", "code": 0}, 0)
 
 
-main()
+if __name__ == "__main__":  # run as ``python -c <this text>``; the app imports scratch_usage only
+    main()

@@ -324,7 +324,7 @@ def format_number(value: Any) -> str:
     return str(value)
 
 
-@tool(timeout_s=5)
+@tool(timeout_s=5, verb="computed")
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression exactly, e.g. `(3.5 + 2) * 4 / 7` or `sqrt(2) * 10**3`.
     Input: the expression only.

@@ -6,14 +6,18 @@ debugger to it, unless that process is *non-dumpable* (``prctl(PR_SET_DUMPABLE, 
 allows those only to a holder of ``CAP_SYS_PTRACE`` (root, e.g. ``sudo py-spy``). A process that holds a
 secret calls :func:`make_non_dumpable` as the first thing it does: the app (``app.main``) and each run worker.
 
-A process that needs no secret is started without any: :func:`without_secrets` drops every variable
-:func:`is_secret` names. Only the standard library is imported here, so a process can be hardened before it
-imports anything else.
+A process that needs no secret is started without any (:mod:`tools.children` builds every child's environment from
+an allow-list, and drops any variable :func:`is_secret` names). Only the standard library is imported here, so a
+process can be hardened before it imports anything else.
+
+``APP_NON_DUMPABLE=off`` leaves every process dumpable, so that a test can read each child's environment with that
+layer removed (or ``py-spy`` run as the same user); it is ignored on a Space (``SPACE_ID`` set).
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import threading
 from collections.abc import Mapping
@@ -24,6 +28,8 @@ PR_SET_DUMPABLE = 4
 SECRET_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN"})
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 LINUX = sys.platform.startswith("linux")  # prctl and /proc are Linux's
+DUMPABLE_VAR = "APP_NON_DUMPABLE"  # a switch, on by default; ui/core/settings.py checks its value at start-up
+_OFF = frozenset({"0", "false", "off", "no"})
 
 _lock = threading.Lock()
 
@@ -32,13 +38,20 @@ def make_non_dumpable() -> bool:
     """Make this process non-dumpable; True when it is (now or already). Off Linux: nothing, False.
 
     Safe to call from any thread, any number of times. Side effects, for this process only: no core
-    dumps, and no debugger or profiler of the same user can attach (root's still can)."""
-    if not LINUX:
+    dumps, and no debugger or profiler of the same user can attach (root's still can). With
+    ``APP_NON_DUMPABLE=off`` (off a Space) it does nothing and returns False."""
+    if not LINUX or not hardened():
         return False
     with _lock:
         if _prctl(PR_GET_DUMPABLE) != 0:
             _prctl(PR_SET_DUMPABLE, 0)
         return _prctl(PR_GET_DUMPABLE) == 0
+
+
+def hardened(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether processes make themselves non-dumpable: always on a Space, else unless ``APP_NON_DUMPABLE`` is off."""
+    env = os.environ if environ is None else environ
+    return env.get(DUMPABLE_VAR, "").strip().lower() not in _OFF or bool(env.get("SPACE_ID"))
 
 
 def is_dumpable() -> bool | None:
@@ -55,11 +68,6 @@ def is_secret(name: str) -> bool:
     any case. A secret under another name (a URL with a password in it) is not recognised."""
     upper = name.upper()
     return upper in SECRET_NAMES or upper.rsplit("_", 1)[-1] in SECRET_WORDS
-
-
-def without_secrets(environ: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``environ`` without the variables :func:`is_secret` names, for a child process."""
-    return {name: value for name, value in environ.items() if not is_secret(name)}
 
 
 def _prctl(option: int, value: int = 0) -> int:

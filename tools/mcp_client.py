@@ -5,16 +5,24 @@ The client is async and the registry's tools are sync functions called from thre
 session per request (connect, initialize, the request, close), so a server restarted between two calls costs
 nothing and no connection outlives its thread. Every failure (server down, slow, an HTTP error, a protocol error,
 the tool's own error) is a one-line :class:`ToolFailure`, which the registry makes an observation. Header secrets
-are read from the environment only here, as a request is made, and scrubbed from every message this module writes.
+are read from the environment only here, as a request is made, and scrubbed from every message this module writes:
+replaced by ``[secret]`` where they appear as they are; an answer that holds one encoded (base64 at any alignment,
+hex, URL-encoding, HTML entities) is withheld with one line (:func:`holds_secret`), and so is a log line of the
+client's libraries that holds one (:func:`watch_logs`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import functools
+import html
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
+from urllib.parse import unquote, unquote_plus
 
 from tools.mcp_config import McpServer
 from tools.registry import ToolFailure
@@ -24,6 +32,8 @@ GRACE_S = 2.0  # the registry's own timeout waits this much longer than the requ
 MAX_PAGES = 8
 MAX_LISTED = 32  # tools per server
 MAX_MESSAGE = 300
+MIN_ENCODED = 8  # the shortest base64 run looked for: a shorter one would match ordinary text
+WITHHELD = "the MCP server's answer was withheld: it held one of the server's header secrets, encoded."
 
 
 def run_async(server: McpServer, work: Callable[[], Awaitable[T]]) -> T:
@@ -59,6 +69,7 @@ async def _session(server: McpServer, use: Callable[[Any], Awaitable[T]]) -> T:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
+    watch_logs(server)
     timeout = httpx.Timeout(server.timeout_s)
     async with httpx.AsyncClient(headers=server.resolved_headers(), timeout=timeout, trust_env=True) as client:
         async with streamable_http_client(server.url, http_client=client) as (read, write, _):
@@ -91,7 +102,10 @@ def call_remote_tool(server: McpServer, name: str, arguments: dict[str, Any], sh
         result = run_async(server, lambda: _session(server, lambda s: s.call_tool(name, arguments)))
     except ToolFailure as exc:
         raise ToolFailure(f"{shown} failed: {exc}") from None
-    text = redacted(server, result_text(result))
+    text = result_text(result)
+    if holds_secret(server, redacted(server, text)):  # encoded: no clean way to cut it out of the text
+        raise ToolFailure(f"{shown}: {WITHHELD}")
+    text = redacted(server, text)
     if result.isError:
         raise ToolFailure(one_line(f"{shown} failed: {text or 'the server reported an error.'}"))
     return text
@@ -140,7 +154,9 @@ def failure_line(server: McpServer, exc: BaseException) -> str:
         text = f"{who} refused the request: {leaf.error.message}"
     else:
         text = f"{who} failed: {type(leaf).__name__}: {leaf}"
-    return redacted(server, one_line(text))
+    text = redacted(server, one_line(text))
+    return f"{who} failed; its error was withheld: it held one of its header secrets, encoded." if holds_secret(
+        server, text) else text
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -166,3 +182,70 @@ def redacted(server: McpServer, text: str) -> str:
     for value in server.secret_values():
         text = text.replace(value, "[secret]")
     return text
+
+
+def holds_secret(server: McpServer, text: str) -> bool:
+    """Whether ``text`` shows one of ``server``'s header secrets: as it is, URL-encoded or as HTML entities (read
+    decoded), as hex (any case) or in base64 (standard or URL-safe, at any of the three byte alignments, line
+    breaks ignored)."""
+    values = server.secret_values()
+    if not values or not text:
+        return False
+    views = {text, unquote(text), unquote_plus(text), html.unescape(text)}
+    squeezed = "".join(text.split())
+    lowered = squeezed.lower()
+    for value in values:
+        if any(value in view for view in views):
+            return True
+        raw = value.encode("utf-8")
+        if raw.hex() in lowered or any(core in squeezed for core in _base64_cores(raw)):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _base64_cores(raw: bytes) -> tuple[str, ...]:
+    """The base64 characters that encode ``raw`` alone, whatever came before it: for each of the three offsets
+    it can start at within a 3-byte group, in both alphabets (the characters mixed with other bytes dropped)."""
+    cores = []
+    for offset in range(3):
+        start, end = -(-offset * 8 // 6), (offset + len(raw)) * 8 // 6
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            core = encode(bytes(offset) + raw).decode("ascii")[start:end]
+            if len(core) >= MIN_ENCODED:
+                cores.append(core)
+    return tuple(dict.fromkeys(cores))
+
+
+LOGGERS = ("mcp", "httpx", "httpcore")  # the client's libraries, whose DEBUG lines quote what a server sent
+LOG_WITHHELD = "[a log line that held an MCP server's header secret was withheld]"
+_watched: dict[str, McpServer] = {}
+_factory_lock = threading.Lock()
+
+
+def watch_logs(server: McpServer) -> None:
+    """From now on, a log record of the client's libraries (:data:`LOGGERS`) that holds one of ``server``'s header
+    secrets, in any form :func:`holds_secret` sees, is replaced by one line (``logging.setLogRecordFactory``: a
+    record is made only for a level that is on, so this costs nothing at the usual WARNING)."""
+    with _factory_lock:
+        if not _watched:
+            previous = logging.getLogRecordFactory()
+
+            def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+                record = previous(*args, **kwargs)
+                if record.name.startswith(LOGGERS) and _holds_any(record):
+                    record.msg, record.args, record.exc_info, record.exc_text = LOG_WITHHELD, None, None, None
+                return record
+
+            logging.setLogRecordFactory(factory)
+        _watched[server.name] = server
+
+
+def _holds_any(record: logging.LogRecord) -> bool:
+    try:
+        text = record.getMessage()
+    except Exception:  # noqa: BLE001 - a record that cannot be formatted is left for logging to report
+        return False
+    if record.exc_info and record.exc_info[1] is not None:
+        text += f"\n{record.exc_info[1]}"
+    return any(holds_secret(server, text) for server in list(_watched.values()))

@@ -22,9 +22,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.mcp_client import GRACE_S, MAX_LISTED, call_remote_tool, failure_line, list_remote_tools, one_line, redacted
+from tools.mcp_client import (
+    GRACE_S,
+    MAX_LISTED,
+    call_remote_tool,
+    failure_line,
+    holds_secret,
+    list_remote_tools,
+    one_line,
+    redacted,
+)
 from tools.mcp_config import McpConfigError, McpServer, servers_from_env
-from tools.registry import Tool, ToolFailure, ToolRegistry, normalize_name
+from tools.registry import RESERVED_WORDS, Tool, ToolFailure, ToolRegistry, normalize_name
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +57,9 @@ def make_tool(server: McpServer, remote: Any) -> Tool:
     name = tool_name(server, remote.name)
     if name is None:
         raise ValueError("its name has no letter or digit")
+    listing = json.dumps([remote.name, remote.title, remote.description, remote.inputSchema], default=str)
+    if holds_secret(server, listing):
+        raise ValueError("its listing holds one of the server's header secrets")
     parameters = _parameters(remote.inputSchema)
     raw = redacted(server, str(remote.description or remote.title or remote.name).strip())
     description = f"{raw[:MAX_DESCRIPTION]}\n\n(Tool '{remote.name}' of the MCP server '{server.name}'.)"
@@ -136,6 +148,10 @@ def tools_of(server: McpServer, remotes: list[Any] | BaseException, taken: set[s
                                      f"out: {exc}."))
             continue
         key = normalize_name(t.name)
+        if key in RESERVED_WORDS:
+            problems.append(f"the MCP server '{server.name}': its tool '{remote.name}' is left out: '{t.name}' is "
+                            f"a word the app reads as an action of its own (an answer, no action, Search or Lookup).")
+            continue
         if key in taken:
             problems.append(f"the MCP server '{server.name}': its tool '{remote.name}' is left out: '{t.name}' is "
                             f"the name of another tool.")

@@ -44,7 +44,7 @@ def run_repl(code: str, limits: Limits = DEFAULT_LIMITS) -> str:
     return format_result(run_python(source, limits))
 
 
-@tool(timeout_s=DEFAULT_LIMITS.wall_s + 5)
+@tool(timeout_s=DEFAULT_LIMITS.wall_s + 5, verb="ran Python")
 def python_repl(code: str) -> str:
     """Run a short Python 3 program and return what it prints; the value of a final expression is shown too.
     Input: the code.

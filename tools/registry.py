@@ -61,6 +61,7 @@ class Tool:
     cache_ttl_s: float | None = None  # None: never cached (local tools); network tools set a TTL
     summary: str = ""  # first paragraph of the docstring: what prompts show
     web: bool = False  # output is web text: HTML is stripped before the model or the page sees it
+    verb: str = ""  # what a call does, as a sentence says it ("searched the web"): the step-aligned map's words
 
     def __call__(self, *args: Any, **kwargs: Any) -> str:
         """Call the underlying function directly (no timeout, cache or error wrapping): handy in tests."""
@@ -85,14 +86,16 @@ def tool(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     cache_ttl_s: float | None = None,
     web: bool = False,
+    verb: str = "",
 ) -> Any:
-    """Declare ``fn`` as a tool. Usable bare (``@tool``) or with options (``@tool(cache_ttl_s=600, web=True)``)."""
+    """Declare ``fn`` as a tool. Usable bare (``@tool``) or with options (``@tool(cache_ttl_s=600, web=True)``);
+    ``verb`` says what a call does in a sentence ("searched the web"), else "called <name>"."""
 
     def build(f: Callable[..., str]) -> Tool:
         doc = inspect.cleandoc(f.__doc__ or "").strip()
         if not doc:
             raise ValueError(f"tool {f.__name__} needs a docstring: it is the description the model reads")
-        return Tool(
+        made = Tool(
             name=name or f.__name__,
             description=doc,
             parameters=_schema_from_signature(f),
@@ -100,10 +103,22 @@ def tool(
             timeout_s=timeout_s,
             cache_ttl_s=cache_ttl_s,
             web=web,
+            verb=verb,
             summary=doc.split("\n\n")[0].replace("\n", " "),
         )
+        if verb:
+            _VERBS[made.name] = verb
+        return made
 
     return build(fn) if fn is not None else build
+
+
+_VERBS: dict[str, str] = {}  # every declared tool's verb, by name: written as modules declare their tools
+
+
+def verb_of(name: str) -> str:
+    """What a call of the tool ``name`` does, in a sentence (its declared ``verb``), else "called <name>"."""
+    return _VERBS.get(name) or f"called {name or 'a tool'}"
 
 
 ToolRef = tuple[str, str]  # (module, attribute): where another process imports the same tool
@@ -139,6 +154,14 @@ def _schema_from_signature(f: Callable[..., Any]) -> dict[str, Any]:
 
 
 _NAME_NOISE = re.compile(r"[\s_\-\u200b-\u200d\u2060\ufeff]+")  # any Unicode space (NBSP too), zero-width ones
+
+
+# Words the parser reads as actions of its own (agents/parsing.py), as normalize_name spells them: the answer,
+# "no action", the paper's Search and Lookup. No tool added at run time (an MCP server's) may be named one of them.
+ANSWER_WORDS = frozenset({"finalanswer", "finish", "final", "answer"})
+NOOP_WORDS = frozenset({"none", "na", "n/a", "nothing", "noaction"})
+PAPER_WORDS = frozenset({"search", "lookup", "finish"})
+RESERVED_WORDS = ANSWER_WORDS | NOOP_WORDS | PAPER_WORDS
 
 
 def normalize_name(name: str) -> str:

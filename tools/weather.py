@@ -122,7 +122,7 @@ def _fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
 
 
-@tool(timeout_s=12, cache_ttl_s=600, web=True)
+@tool(timeout_s=12, cache_ttl_s=600, web=True, verb="asked for the weather")
 def get_weather(location: str) -> str:
     """Get the current weather and today's temperature range for a place.
     Input: a city name, optionally with its country (e.g. "Paris, France").

@@ -105,8 +105,9 @@ def lookup(query: str, *, wiki: wikipediaapi.Wikipedia | None = None) -> str:
         raise ToolFailure("Wikipedia is rate-limiting requests; wait a moment or use duckduckgo_search.") from None
     except wikipediaapi.WikiHttpTimeoutError:
         raise ToolFailure("Wikipedia did not answer in time; try again or use duckduckgo_search.") from None
-    except wikipediaapi.WikiConnectionError:
-        raise ToolFailure("Could not reach Wikipedia (network error); try duckduckgo_search instead.") from None
+    except wikipediaapi.WikiConnectionError:  # no network: another web tool would not be reachable either
+        raise ToolFailure("Wikipedia cannot be reached from this server (a network error): it is unavailable for this "
+                          "run, so answer from what you know or the other tools' results.") from None
     except wikipediaapi.WikiInvalidJsonError:
         raise ToolFailure("Wikipedia sent an answer that is not JSON; try again later.") from None
     except wikipediaapi.WikiHttpError as exc:
@@ -215,7 +216,7 @@ def _norm(text: str) -> str:
     return " ".join(text.replace("_", " ").lower().split())
 
 
-@tool(timeout_s=12, cache_ttl_s=600, web=True)
+@tool(timeout_s=12, cache_ttl_s=600, web=True, verb="looked it up on Wikipedia")
 def wikipedia_search(query: str) -> str:
     """Look up a topic on English Wikipedia and return the start of the best-matching article.
     Input: a topic or article title (e.g. "Marie Curie").

@@ -156,8 +156,9 @@ ATTACKS: list[Attack] = [
     Attack("thread", "import threading\nthreading.Thread(target=print).start()", r"RuntimeError .*thread"),
     Attack("file-too-large", "f = open('big.bin', 'wb')\ntry:\n    for _ in range(20):\n        f.write(b'x' * 2**20)\n"
                              "finally:\n    f.close()\n    os.remove('big.bin')", r"OSError .*File too large"),
-    Attack("many-files", "import time\nos.mkdir('flood')\nstart, n = time.monotonic(), 0\n"
-                         "while time.monotonic() - start < 0.5:\n    open(f'flood/{n}', 'w').close()\n    n += 1\n"
+    Attack("many-files", "import time\nos.mkdir('flood')\nstart, n = time.monotonic(), 0\n"  # under the 256 bound
+                         "while n < 200 and time.monotonic() - start < 0.5:\n"
+                         "    open(f'flood/{n}', 'w').close()\n    n += 1\n"
                          "return n >= 10 and len(os.listdir('flood')) == n", r"ran True", makes=("flood",)),
     *(Attack(name, code + _GADGET_TAIL, r"ran \('os', \{\}, 'FileNotFoundError'\)") for name, code in GADGETS.items()),
 ]

@@ -1,18 +1,21 @@
 """A real MCP server for the tests: the ``mcp`` package's FastMCP over streamable HTTP on 127.0.0.1, in a thread.
 
-Its tools are a class's facts, a unit converter, one that sleeps past any timeout, one that fails, and one that
-echoes the ``Authorization`` header it was sent (to show the app hides it). With ``token`` set, every request
-without ``Authorization: Bearer <token>`` gets a 401, as a server behind a key would.
+Its tools are a class's facts, a unit converter, one that sleeps past any timeout, one that fails, one that
+echoes the ``Authorization`` header it was sent and one that echoes it encoded (to show the app hides it), and
+``answer`` (a server named ``final`` would make it ``final_answer``). With ``token`` set, every request without
+``Authorization: Bearer <token>`` gets a 401, as a server behind a key would.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import quote
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
@@ -59,6 +62,21 @@ def build_app(token: str | None = None):
         """Echo the Authorization header this server was sent."""
         request = ctx.request_context.request
         return f"you sent: {request.headers.get('authorization', '(none)') if request else '(none)'}"
+
+    @server.tool()
+    def echo_auth_encoded(encoding: str, ctx: Context) -> str:
+        """Echo the Authorization header encoded: base64, base64-shifted (after 'Authorization: '), hex or url."""
+        request = ctx.request_context.request
+        header = request.headers.get("authorization", "") if request else ""
+        encoders = {"base64": lambda: base64.b64encode(header.encode()).decode(),
+                    "base64-shifted": lambda: base64.b64encode(f"Authorization: {header}".encode()).decode(),
+                    "hex": lambda: header.encode().hex(), "url": lambda: quote(header, safe="")}
+        return f"encoded ({encoding}): {encoders[encoding]()}"
+
+    @server.tool()
+    def answer(question: str) -> str:
+        """Answer any question."""
+        return "42"
 
     app = server.streamable_http_app()
     if token is None:

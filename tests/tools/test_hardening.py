@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tools import hardening
-from tools.hardening import is_secret, without_secrets
+from tools.hardening import is_secret
 
 ROOT = Path(__file__).resolve().parents[2]
 CANARY = "hf_canary_hardening_0c5d9e2a"
@@ -50,11 +50,6 @@ def test_secret_names(name):
                                   "SPACE_ID", "OAUTH_CLIENT_ID", "PYTHONPATH", "APP_RUN_WORKERS"])
 def test_other_names(name):
     assert not is_secret(name)
-
-
-def test_without_secrets_keeps_everything_else():
-    assert without_secrets({"PATH": "/bin", "HF_TOKEN": CANARY, "LLM_API_KEY": "k", "HF_HOME": "/h"}) == {
-        "PATH": "/bin", "HF_HOME": "/h"}
 
 
 def test_make_non_dumpable_is_idempotent_and_thread_safe():
@@ -132,3 +127,18 @@ def test_a_same_user_process_reads_the_environment_of_a_dumpable_process_only(re
     finally:
         target.stdin.close()
         target.wait(10)
+
+
+@pytest.mark.parametrize("environ, on", [({}, True), ({"APP_NON_DUMPABLE": "on"}, True),
+                                         ({"APP_NON_DUMPABLE": "off"}, False), ({"APP_NON_DUMPABLE": "0"}, False),
+                                         ({"APP_NON_DUMPABLE": "off", "SPACE_ID": "me/space"}, True)])
+def test_app_non_dumpable_off_is_a_door_that_a_space_keeps_shut(environ, on):
+    assert hardening.hardened(environ) is on
+
+
+def test_with_the_door_open_a_process_stays_dumpable():
+    code = "from tools.hardening import is_dumpable, make_non_dumpable\nprint(make_non_dumpable(), is_dumpable())\n"
+    env = {**os.environ, "APP_NON_DUMPABLE": "off"}
+    env.pop("SPACE_ID", None)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"], done.stderr

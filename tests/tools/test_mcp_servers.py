@@ -61,7 +61,8 @@ def observations(trace: Trace) -> list[Observation]:
 def test_discovery_adds_the_servers_tools_after_the_built_in_ones_with_their_schemas(url):
     registry = registry_with(McpServer("classfacts", url))
     assert registry.names == [*default_registry().names, "classfacts_lookup", "classfacts_convert",
-                              "classfacts_slow", "classfacts_broken", "classfacts_echo_auth"]
+                              "classfacts_slow", "classfacts_broken", "classfacts_echo_auth",
+                              "classfacts_echo_auth_encoded", "classfacts_answer"]
     convert = registry.resolve("classfacts_convert")
     assert convert.parameters["properties"]["value"]["type"] == "number" and convert.parameters["required"] == ["value"]
     native = {s["function"]["name"]: s["function"] for s in registry.schemas()}

@@ -314,8 +314,9 @@ def test_codeact_through_the_cli_refuses_the_gadget_and_runs_legitimate_steps_wi
 def test_resource_attacks_through_the_cli_end_at_their_limits_and_leave_nothing(host: Host,
                                                                                 canary_env: tuple[str, ...],
                                                                                 cli_tmp: Path) -> None:
-    """A busy loop (5 s of CPU), 1 GB, deep recursion (Python's, and through built-ins), a flood of files and
-    5,000 tool calls in one step: each step ends at its limit, and the session carries on afresh."""
+    """A busy loop (5 s of CPU), 1 GB, deep recursion (Python's, and through built-ins), a flood of files (the
+    scratch folder's bound of 256) and 5,000 tool calls in one step: each step ends at its limit, and the session
+    carries on afresh."""
     cli = Cli(host, canary_env, "off")
     cli.script.add("resources", codeact=[
         "print('MARKER busy')\nwhile True:\n    pass",
@@ -336,7 +337,7 @@ def test_resource_attacks_through_the_cli_end_at_their_limits_and_leave_nothing(
     assert "MARKER memory" in memory and "Memory limit exceeded (512 MB)" in memory and "allocated" not in memory
     assert "MARKER recursion" in recursion and "RecursionError: maximum recursion depth exceeded" in recursion
     assert "MARKER c-stack" in c_stack and "exhausted the interpreter's stack" in c_stack, c_stack
-    assert "MARKER flood" in flood and "Timed out" in flood, flood
+    assert "MARKER flood" in flood and "more than 256 files and folders in its scratch folder" in flood, flood
     assert "MARKER calls" in calls and "after the limit of 20 calls in one step" in calls and "never" not in calls
     made = run["steps"][5]["calls"]  # 20 ran, the 21st was refused, the 22nd ended the step
     assert [c["observation"] for c in made[:20]] == ["2"] * 20 and len(made) == 21, made[20:]

@@ -68,7 +68,7 @@ def test_default_limits_through_the_tool() -> None:
     r = default_registry().call("python_repl", "while True:\n    pass")
     assert r.is_error and r.output in ("Timed out after 5 s (CPU limit).",
                                        "Timed out after 8 s (wall-clock limit; the program was stopped).")
-    assert r.elapsed_s < 8
+    assert r.elapsed_s < 9  # the CPU limit, or on a starved machine the wall clock's 8 s and the stop after it
 
 
 def test_output_flood_is_truncated_with_a_marker() -> None:

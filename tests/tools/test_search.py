@@ -99,7 +99,7 @@ def test_empty_or_unusable_results(result: list[Any]) -> None:
     [
         (RatelimitException("202 Ratelimit"), "rate-limiting"),
         (TimeoutException("https://html.duckduckgo.com/html/ timed out"), "did not answer in time"),
-        (DDGSException("error sending request for url (https://html.duckduckgo.com/html/)"), "search failed"),
+        (DDGSException("HTTP 500 from the backend"), "search failed"),
     ],
 )
 def test_other_failures(exc: Exception, words: str) -> None:
@@ -107,6 +107,21 @@ def test_other_failures(exc: Exception, words: str) -> None:
         search_web("query", ddgs=FakeDDGS(exc=exc))
     assert words in str(info.value) and "wikipedia_search" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("exc", [
+    # what ddgs 9.16 raised on this machine, which has no network (its HTTP client's error, wrapped twice)
+    DDGSException(DDGSException("DNSError: DNSError('error sending request for url (https://html.duckduckgo.com/"
+                                "html/) > error resolving DNS > DNS error: no records found for Query')")),
+    DDGSException("error sending request for url (https://html.duckduckgo.com/html/)"),
+    DDGSException("ConnectError: Connection refused (os error 111)"),
+])
+def test_with_no_network_the_error_says_so_and_suggests_no_other_web_tool(exc: Exception) -> None:
+    with pytest.raises(ToolFailure) as info:
+        search_web("query", ddgs=FakeDDGS(exc=exc))
+    line = str(info.value)
+    assert "cannot be reached" in line and "network" in line
+    assert "wikipedia" not in line.lower() and "rephras" not in line.lower()
 
 
 def test_empty_query_is_refused_without_a_call() -> None:

@@ -252,7 +252,7 @@ API_ERROR = {
         (httpx.Response(200, json=API_ERROR), "Wikipedia API error: Waiting for 10.64.16.8: 0.66 seconds lagged."),
         (httpx.Response(200, json={"batchcomplete": ""}), None),
         (httpx.ReadTimeout("timed out"), "did not answer in time"),
-        (httpx.ConnectError("[Errno -3] Temporary failure in name resolution"), "Could not reach Wikipedia"),
+        (httpx.ConnectError("[Errno -3] Temporary failure in name resolution"), "Wikipedia cannot be reached"),
     ],
 )
 def test_failures_are_clear_tool_failures(response: Any, words: str | None) -> None:
@@ -327,3 +327,11 @@ def test_through_the_registry_cache_and_not_found_is_not_an_error(
     missing = reg.call("wikipedia_search", "qwxzv")
     assert not missing.is_error and missing.output == "Could not find qwxzv. Similar: []."
     assert json.dumps(first.output)  # plain text
+
+
+def test_with_no_network_the_error_suggests_no_other_web_tool() -> None:
+    wiki = make_wiki(transport=httpx.MockTransport(_failing(httpx.ConnectError("Name or service not known"))),
+                     max_retries=0)
+    with pytest.raises(ToolFailure) as info:
+        lookup("Marie Curie", wiki=wiki)
+    assert "cannot be reached" in str(info.value) and "duckduckgo" not in str(info.value).lower()
