@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 from agents.conversation import Continuing
-from agents.events import Event, FinalAnswer, LLMError, Retry, Usage
+from agents.events import TURN, Event, FinalAnswer, LLMError, Retry, Usage, Waited, Waiting
 from agents.llm.base import ChatModel, LLMFailure, Message, ModelFactory
 from agents.llm.discovery import resolve_model
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig, Stopped
-from agents.modes.registry import mode_ids, run_mode
+from agents.modes.registry import mode_ids, mode_of, run_mode
 from agents.request import RunRequest
 from agents.stepping import RETRIED, StepControls, StepGate, StepState
 from agents.trace import Trace
@@ -38,6 +38,12 @@ RETRY_NOTE = ("the model server cut this mode's reply off when another mode's re
               "that the other modes have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")
 BUSY_NOTE = ("the model server sent nothing in time while it served the other modes; running this mode again now "
              "that they have finished (LLM_MAX_CONCURRENT=1 runs the modes in turn from the start)")
+HELD = {  # what a mode that runs again once the others have finished says meanwhile (a Waiting, not an error)
+    "interrupted": "the model server closed this mode's reply when another mode's request arrived: it runs again "
+                   "once the other modes have finished",
+    "busy": "the model server sent nothing in time while it served the other modes: this mode runs again once they "
+            "have finished",
+}
 
 
 def validate_question(question: str | None) -> str | None:
@@ -163,7 +169,7 @@ class ComparisonRun(StepControls):
         history: dict[str, list[Message]] | None = None,
     ) -> None:
         self.modes = list(dict.fromkeys(mode_ids("base") if modes is None else modes))
-        unknown = [m for m in self.modes if m not in mode_ids()]
+        unknown = [m for m in self.modes if mode_of(m) not in mode_ids()]  # a fork's panel (react@2) runs its mode
         if unknown:
             raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(mode_ids())}")
         if registry is None:
@@ -247,23 +253,32 @@ class ComparisonRun(StepControls):
         server is not waited for twice. ``LLM_MAX_CONCURRENT=1`` avoids the collisions from the start."""
         try:
             try:
-                reason = self._attempt(mode)
+                held = self._attempt(mode)
             finally:
                 with self._round:
                     self._first_round -= 1
                     self._round.notify_all()
-            if reason in RETRIED and len(self.modes) > 1 and self._others_finished(mode) and (
-                    reason == "interrupted" or self._server_alive):
+            if held is not None:
+                began = time.monotonic()
+                again = self._others_finished(mode) and (held.reason == "interrupted" or self._server_alive)
                 with self._retry_lock:
                     if not self.cancel.is_set():
-                        self._steps.add(mode, Retry(RETRY_NOTE if reason == "interrupted" else BUSY_NOTE), self._emit)
-                        self._attempt(mode)
+                        self._steps.add(mode, Waited(round(time.monotonic() - began, 3), TURN), self._emit)
+                        if not again:
+                            self._steps.add(mode, held, self._emit)  # no retry follows: the error is final
+                        else:
+                            note = RETRY_NOTE if held.reason == "interrupted" else BUSY_NOTE
+                            self._steps.add(mode, Retry(note), self._emit)
+                            self._attempt(mode, hold=False)
         finally:
             self._steps.add(mode, None, self._emit)
 
-    def _attempt(self, mode: str) -> str:
-        """Run the mode once, forwarding its events; returns the reason of the error it ended with ("": none)."""
-        reason = ""
+    def _attempt(self, mode: str, *, hold: bool = True) -> LLMError | None:
+        """Run the mode once, forwarding its events. An error it may recover from by running again (the server cut
+        it off, or sent nothing while it served the others) is held back when ``hold`` and other modes run: a
+        :class:`Waiting` says the mode waits to run again, and the error is returned (None: nothing held)."""
+        held: LLMError | None = None
+        since = 0.0
         gate = self._gates[mode]
         gate.restart()
         config = replace(self.config, stepper=gate)
@@ -272,14 +287,22 @@ class ComparisonRun(StepControls):
             factory = lambda: Continuing(self.factory(), earlier)  # noqa: E731
         for event in run_one(mode, self.question, factory, self.registry, config, self._models,
                              self._sources.get(mode), **self._options):
-            self._steps.add(mode, event, self._emit)
-            if isinstance(event, LLMError | FinalAnswer):
-                reason = event.reason if isinstance(event, LLMError) else ""
-                if isinstance(event, FinalAnswer) or reason == "interrupted":
-                    self._server_alive = True
+            if held is not None:  # the mode went on after it: not its end, so no wait to run again
+                self._steps.add(mode, Waited(round(time.monotonic() - since, 3), TURN), self._emit)
+                self._steps.add(mode, held, self._emit)
+                held = None
+            if isinstance(event, FinalAnswer) or (isinstance(event, LLMError) and event.reason == "interrupted"):
+                self._server_alive = True
+            if hold and isinstance(event, LLMError) and event.reason in RETRIED and len(self.modes) > 1:
+                held, since = event, time.monotonic()
+                self._steps.add(mode, Waiting(HELD[event.reason], TURN, rerun=True, reason=event.reason), self._emit)
+            else:
+                self._steps.add(mode, event, self._emit)
             if self.cancel.is_set():
                 break
-        return "" if self.cancel.is_set() else reason
+        if self.cancel.is_set():
+            return None
+        return held
 
     def _others_finished(self, mode: str) -> bool:
         """Wait until no mode is on its first attempt any more; False if the run was cancelled meanwhile. Meanwhile

@@ -21,7 +21,7 @@ from agents import prompts
 from agents.events import Observation, Retry, Usage
 from agents.llm.base import ChatModel, Chunk, LLMFailure, Message
 from agents.modes.base import RunConfig
-from agents.modes.registry import ModeSpec, get_mode
+from agents.modes.registry import ModeSpec, get_mode, mode_of
 from agents.modes.text_protocol import THIRD_REPEAT
 from agents.trace import Trace
 from tools.registry import ToolRegistry
@@ -85,7 +85,7 @@ def conversation_of(trace: Trace, registry: ToolRegistry, config: RunConfig) -> 
     ``registry`` and ``config`` must be the run's (the loop is run again over the recorded replies). A follow-up's
     trace rebuilds its own turn: the turn after it carries the earlier turns and then this one."""
     try:
-        spec = get_mode(trace.mode)
+        spec = get_mode(mode_of(trace.mode))  # a fork's panel (react@2) keeps its mode's conversation
     except ValueError:
         return None
     if spec.id == "codeact":

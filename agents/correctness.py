@@ -52,8 +52,13 @@ class Verdict:
 
 def numbers_in(text: str | None) -> list[Fraction]:
     """Every number in ``text``, in order, exactly ("12,345" → 12345, "3.96e2" → 396, "1/2" → 1/2)."""
-    values = []
-    for m in _NUMBER.finditer((text or "").translate(_SIGNS)):
+    return [value for value, _, _ in number_spans(text)]
+
+
+def number_spans(text: str | None) -> list[tuple[Fraction, int, int]]:
+    """Every number in ``text`` with where it is written: ``(value, start, end)``, in order."""
+    spans = []
+    for m in _NUMBER.finditer((text or "").translate(_SIGNS)):  # the translation keeps every position
         digits = re.sub(r"[,\u202f\u00a0_]", "", m["num"])
         try:
             value = Fraction(digits + (m["exp"] or ""))
@@ -63,8 +68,8 @@ def numbers_in(text: str | None) -> list[Fraction]:
             if int(m["den"]) == 0:
                 continue
             value /= int(m["den"])
-        values.append(-value if m["sign"] == "-" else value)
-    return values
+        spans.append((-value if m["sign"] == "-" else value, m.start(), m.end()))
+    return spans
 
 
 def expected_number(expected: str | None) -> Fraction | None:
@@ -90,7 +95,8 @@ def stated_number(answer: str | None, question: str | None = None, expected: Fra
     return candidates[-1] if candidates else None
 
 
-def _fmt(value: Fraction) -> str:
+def number_text(value: Fraction) -> str:
+    """A number's value written one way: "396" for 396, 396.0 and 3.96e2; "0.5" for 1/2."""
     return str(value.numerator) if value.denominator == 1 else f"{float(value):.10g}"
 
 
@@ -105,7 +111,7 @@ def judge(answer: str | None, expected: str | None, question: str | None = None)
     if target is not None:
         value = stated_number(answer, question, target)
         hit = bool(em) or (value is not None and _same(value, target))
-        return Verdict(hit, float(hit), em, "number", None if value is None else _fmt(value))
+        return Verdict(hit, float(hit), em, "number", None if value is None else number_text(value))
     return Verdict(bool(em), f1_score(answer, expected), em, "text")
 
 

@@ -28,10 +28,13 @@ class TokenDelta:
 
 @dataclass(frozen=True)
 class Thought:
-    """A complete thought (ReAct reasoning, or a whole chain of thought in Think mode)."""
+    """A complete thought (ReAct reasoning, or a whole chain of thought in Think mode); ``sample``: the line that
+    reports CoT-SC's ``sample``-th chain of thought (each one a step, as Think-only's one chain is)."""
 
     text: str
+    sample: int = 0
     kind: ClassVar[str] = "thought"
+    optional: ClassVar[tuple[str, ...]] = ("sample",)
 
 
 @dataclass(frozen=True)
@@ -68,11 +71,14 @@ class Observation:
 
 @dataclass(frozen=True)
 class FinalAnswer:
-    """The run's answer; ``forced`` when the budget ran out or loops forced it."""
+    """The run's answer; ``forced`` when the budget ran out or loops forced it (``why``: what forced it, when it was
+    not the step budget)."""
 
     text: str
     forced: bool = False
+    why: str = ""
     kind: ClassVar[str] = "answer"
+    optional: ClassVar[tuple[str, ...]] = ("why",)
 
 
 @dataclass(frozen=True)
@@ -97,12 +103,40 @@ class LLMError:
     kind: ClassVar[str] = "llm_error"
 
 
+QUEUE, TURN, BACKOFF, SANDBOX = "queue", "turn", "backoff", "sandbox"  # what a mode waits for (Waiting.cause)
+
+
 @dataclass(frozen=True)
 class Waiting:
-    """The next model call waits for a free slot (``LLM_MAX_CONCURRENT``); its tokens follow when it starts."""
+    """The mode waits for the model server (or its sandbox), and ``message`` says what for; until the matching
+    :class:`Waited` the time is not the mode's own (``Trace.waiting_s``).
+
+    ``cause`` is one of four: "queue" (queued at the app's own gate, ``LLM_MAX_CONCURRENT``), "turn" (a server
+    that serves one request at a time serves another first), "backoff" (a pause of ``seconds`` before a retry) or
+    "sandbox" (CodeAct's program waits for the sandboxes' memory, ``APP_SANDBOX_MB``: the server is not involved).
+    A reply under way when a wait begins is asked for again afterwards: what it streamed is not its reply.
+    ``learned``: the wait begins because the server was just found to serve one request at a time (it closed
+    this reply when another of ours arrived); from now on the app sends it one request at a time. ``rerun``: the
+    mode's attempt ended (``reason`` says why, as an ``LLMError``'s would) and it runs again once the other modes
+    have finished — or, if it cannot, ends with that error."""
 
     message: str = "waiting for the model server"
+    cause: str = QUEUE
+    seconds: float | None = None
+    learned: bool = False
+    rerun: bool = False
+    reason: str = ""
     kind: ClassVar[str] = "waiting"
+    optional: ClassVar[tuple[str, ...]] = ("seconds", "learned", "rerun", "reason")
+
+
+@dataclass(frozen=True)
+class Waited:
+    """The wait the last :class:`Waiting` announced is over, after ``seconds``: left out of the mode's own time."""
+
+    seconds: float
+    cause: str = QUEUE
+    kind: ClassVar[str] = "waited"
 
 
 @dataclass(frozen=True)
@@ -231,12 +265,12 @@ class Reflection:
 
 
 Event = (TokenDelta | Thought | Action | Observation | FinalAnswer | ParseError | LLMError | Usage | Truncated
-         | Waiting | Retry | Paused | Resumed | Forked | Trial | Evaluation | Reflection)
+         | Waiting | Waited | Retry | Paused | Resumed | Forked | Trial | Evaluation | Reflection)
 
 EVENT_TYPES: dict[str, type] = {
     cls.kind: cls
     for cls in (TokenDelta, Thought, Action, Observation, FinalAnswer, ParseError, LLMError, Usage, Truncated,
-                Waiting, Retry, Paused, Resumed, Forked, Trial, Evaluation, Reflection)
+                Waiting, Waited, Retry, Paused, Resumed, Forked, Trial, Evaluation, Reflection)
 }
 
 

@@ -6,45 +6,50 @@ app's key. The block travels in the turn's JSON export and in the MCP tool's ans
 (the page from its export, ``/compare`` and MCP as ``previous``) and the seal shows it is what this app made:
 a tampered, foreign or malformed block is refused in one line, never run.
 
-The key is ``APP_SECRET`` when set (blocks then outlive a restart, and several replicas share them), else random
-per process. Plain data only, so it is pickled to a worker process with the request.
+The key is the app's ``"followup"`` key (``agents/app_key.py``: from ``APP_SECRET``, else random per process).
+Plain data only, so it is pickled to a worker process with the request.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
-import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents import prompts
+from agents import app_key, prompts, strict_json
 from agents.conversation import checked, conversation_of, fit
 from agents.events import Reflection
 from agents.llm.base import Message
 from agents.modes.base import RunConfig
 from agents.modes.reflexion import lessons
+from agents.modes.registry import mode_of
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
 FORMAT = "think-act-react/followup@1"
 MAX_PREVIOUS_CHARS = 2_000_000  # a ``previous`` this long is refused before it is parsed
-_KEY: bytes | None = None
 
 
 class FollowupError(ValueError):
-    """A ``previous`` that cannot be continued: ``str(exc)`` is the one line to show."""
+    """A ``previous`` that cannot be continued: ``str(exc)`` is the one line to show an API caller; ``kind`` says
+    which refusal it is (``missing``, ``changed``, ``malformed``, ``full``, ``gone``), so the page can word it
+    for a teacher."""
+
+    def __init__(self, line: str, kind: str = "malformed") -> None:
+        super().__init__(line)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
 class Previous:
     """An opened follow-up block: the turns so far and each mode's conversation over them."""
 
-    turns: tuple[dict[str, Any], ...]  # oldest first: {"question", "answers": {mode: answer}, "numbers": {mode: …}}
-    history: dict[str, tuple[Message, ...]]
+    # oldest first: {"question", "answers": {panel: answer}, "numbers": {panel: …}, "expected", "edits": {panel: …}}
+    turns: tuple[dict[str, Any], ...]
+    history: dict[str, tuple[Message, ...]]  # by panel: a mode's id, or a fork's (react@2)
+    trusted: bool = True  # its seal is this app's (a recording's block may be anyone's)
 
     @property
     def turn(self) -> int:
@@ -52,8 +57,10 @@ class Previous:
         return len(self.turns)
 
     def block(self) -> dict[str, Any]:
-        """The sealed block again (an export keeps the turns it continued: replay, share and fork read them)."""
-        return sealed(list(self.turns), self.history)
+        """The block again (an export keeps the turns it continued: replay, share and fork read them), sealed only
+        when this app sealed it: a recording's turns stay as trustworthy as the recording."""
+        block = sealed(list(self.turns), self.history)
+        return block if self.trusted else {**block, "seal": None}
 
 
 @dataclass(frozen=True)
@@ -64,19 +71,9 @@ class FollowUp:
     cuts: dict[str, int]
 
 
-def _key() -> bytes:
-    """``APP_SECRET`` (any text) or a random key made once per process."""
-    global _KEY
-    if _KEY is None:
-        secret = os.environ.get("APP_SECRET", "")
-        _KEY = hashlib.sha256(b"think-act-react followup\0" + secret.encode()).digest() if secret \
-            else secrets.token_bytes(32)
-    return _KEY
-
-
 def _digest(body: Mapping[str, Any]) -> str:
     text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hmac.new(_key(), text.encode("utf-8"), hashlib.sha256).hexdigest()
+    return app_key.seal("followup", text)
 
 
 def shared_turn(trace: Trace) -> list[Message]:
@@ -94,7 +91,8 @@ def next_history(previous: Previous | None, traces: Mapping[str, Trace], registr
     (``conversation_of``; the question and answer for a mode that keeps none of its own)."""
     out: dict[str, tuple[Message, ...]] = {}
     for mode, trace in traces.items():
-        earlier = list(previous.history.get(mode, ())) if previous is not None else []
+        # a fork made in this turn (react@2) continues the earlier turns of the mode it forked
+        earlier = list(previous.history.get(mode, previous.history.get(mode_of(mode), ()))) if previous else []
         own = conversation_of(trace, registry, config) or shared_turn(trace)
         out[mode] = (*earlier, *own)
     return out
@@ -114,11 +112,15 @@ def sealed(turns: list[dict[str, Any]], history: Mapping[str, Any]) -> dict[str,
 
 
 def block_for(previous: Previous | None, question: str, traces: Mapping[str, Trace], registry: ToolRegistry,
-              config: RunConfig) -> dict[str, Any]:
-    """The sealed block of a finished turn (its export's and the MCP answer's ``followup``)."""
+              config: RunConfig, *, expected: str | None = None,
+              edits: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The sealed block of a finished turn (its export's and the MCP answer's ``followup``): each panel's answer,
+    figures and conversation, the turn's own expected answer (each turn is marked against its own) and the
+    teacher's edits of a fork (``{panel: {"step", "original", "edited"}}``), which the next turns' panels show."""
     history = next_history(previous, traces, registry, config)
     turn = {"question": question, "answers": {m: t.answer for m, t in traces.items()},
-            "numbers": {m: numbers(t) for m, t in traces.items()}}
+            "numbers": {m: numbers(t) for m, t in traces.items()}, "expected": expected,
+            **({"edits": {m: dict(e) for m, e in edits.items()}} if edits else {})}
     return sealed([*(previous.turns if previous else ()), turn], history)
 
 
@@ -132,23 +134,24 @@ def opened(previous: Any, *, max_turns: int, verify: bool = True) -> Previous:
     block = data.get("followup", data) if isinstance(data, dict) else None
     if not isinstance(block, dict) or block.get("format") != FORMAT:
         raise FollowupError("previous must be the JSON this app returned for the earlier turn (its export, or the "
-                            "MCP tool's answer): it has no follow-up block.")
+                            "MCP tool's answer): it has no follow-up block.", "missing")
     seal = block.get("seal")
     body = {k: v for k, v in block.items() if k != "seal"}
-    if verify and (not isinstance(seal, str) or not hmac.compare_digest(seal, _digest(body))):
+    trusted = isinstance(seal, str) and hmac.compare_digest(seal, _digest(body))
+    if verify and not trusted:
         raise FollowupError("previous was changed, or made by another copy of this app (or before a restart): "
-                            "it cannot be continued — ask the question anew.")
+                            "it cannot be continued — ask the question anew.", "changed")
     turns, history = body.get("turns"), body.get("history")
     if not isinstance(turns, list) or not turns or not all(_is_turn(t) for t in turns) \
             or not isinstance(history, dict):
         raise FollowupError("previous has a malformed follow-up block: ask the question anew.")
     if len(turns) >= max_turns:
-        raise FollowupError(f"This conversation has reached its {max_turns} turns: start a new question.")
+        raise FollowupError(f"This conversation has reached its {max_turns} turns: start a new question.", "full")
     try:
         opened_history = {str(m): tuple(checked(msgs, limit_chars=MAX_PREVIOUS_CHARS)) for m, msgs in history.items()}
     except ValueError as exc:
         raise FollowupError(f"previous has a malformed follow-up block: {exc}.") from None
-    return Previous(tuple(turns), opened_history)
+    return Previous(tuple(turns), opened_history, trusted)
 
 
 def _is_turn(turn: Any) -> bool:
@@ -160,9 +163,10 @@ def _parsed(previous: Any) -> Any:
         if len(previous) > MAX_PREVIOUS_CHARS:
             raise FollowupError(f"previous is longer than {MAX_PREVIOUS_CHARS:,} characters.")
         try:
-            return json.loads(previous)
+            return strict_json.loads(previous)
         except (ValueError, RecursionError):  # RecursionError: JSON nested past the parser's depth
-            raise FollowupError("previous must be JSON: the text this app returned for the earlier turn.") from None
+            raise FollowupError("previous must be JSON: the text this app returned for the earlier turn.",
+                                "missing") from None
     return previous
 
 
@@ -182,7 +186,8 @@ def follow_up(previous: Previous, modes: tuple[str, ...], budget: int) -> tuple[
 
 
 def recorded(block: Any) -> Previous | None:
-    """A recording's ``previous`` block (the turns it continued), or None when it has none or a malformed one."""
+    """A recording's ``previous`` block (the turns it continued), or None when it has none or a malformed one; its
+    ``trusted`` says whether this app sealed it."""
     if block is None:
         return None
     try:

@@ -31,7 +31,9 @@ RUNNER = "runner"  # a tool loop: the recorded observations are replayed through
 
 
 def forkable_modes() -> tuple[ModeSpec, ...]:
-    """The registered modes a fork can continue (the hybrids combine several runs: no single conversation)."""
+    """The registered modes a fork can continue (the hybrids combine several runs, and Reflexion several trials:
+    no single conversation). CodeAct forks at a program's output: the programs before it run again, unseen, so its
+    session has their variables."""
     return tuple(s for s in list_modes() if s.forkable)
 
 
@@ -108,7 +110,8 @@ class ForkPlan:
 def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> ForkPlan:
     """Read the trace into a :class:`ForkPlan`; ValueError (one clear line) when it cannot be forked there."""
     events = [e for _, e in trace.events]
-    observed = [i for i, e in enumerate(events) if isinstance(e, Observation)]
+    # a CodeAct program's output is its step's observation; the calls it made are its own (nested), not steps
+    observed = [i for i, e in enumerate(events) if isinstance(e, Observation) and not e.nested]
     if not 0 <= step_index < len(observed):
         raise ValueError(f"there is no observation {step_index + 1}: this run has {len(observed)}")
     start = max((i + 1 for i, e in enumerate(events) if isinstance(e, Retry)), default=0)
@@ -124,8 +127,8 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
     end = max(i for i in observed if i >= target and _owner(events, start, i) == owner)
     replies = [e for e in events[start:end] if isinstance(e, Usage) and e.reply is not None]
     _check_recorded(replies, config)
-    kept = [i for i, e in enumerate(events) if start <= i <= end
-            and isinstance(e, Observation) and not (e.output == THIRD_REPEAT and e.is_error)]
+    kept = [i for i, e in enumerate(events) if start <= i <= end and isinstance(e, Observation) and not e.nested
+            and not (e.output == THIRD_REPEAT and e.is_error)]
     observations = [changed if i == target else events[i] for i in kept]
     actions = [_made(events, i) for i in kept]
     while end + 1 < len(events) and isinstance(events[end + 1], Forked):
@@ -217,6 +220,7 @@ class ReplayModel:
         self._replies = deque(replies)
         self._live = live
         self.model_id = getattr(live, "model_id", "")
+        self.earlier = getattr(live, "earlier", ())  # a follow-up's earlier turns (CodeAct restores their variables)
         self.live = False
 
     def stream(self, messages: list[Message], **kwargs: Any) -> Iterator[Chunk]:
@@ -250,6 +254,16 @@ class ReplayRunner(ToolRunner):
                  actions: list[Action | None] | None = None) -> None:
         super().__init__(registry, config)
         self._recorded = deque(zip(actions or [None] * len(recorded), recorded, strict=True))
+
+    def replayed(self, action: Any) -> Observation | None:
+        """The next recorded observation for a CodeAct program (run again only for its variables); None once the
+        recording is used up: the run is live from there."""
+        if not self._recorded:
+            return None
+        _, observation = self._recorded.popleft()
+        if observation.tool != action.tool:
+            raise ForkMismatch(f"the recorded run ran {observation.tool!r} where the replay runs {action.tool!r}")
+        return observation
 
     def start(self, action: Any) -> Callable[[], Observation]:
         if not self._recorded:

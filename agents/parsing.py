@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from agents.events import Action, FinalAnswer, ParseError
 from agents.parsing_text import clean_input, clean_name, drop_stray_fence, load_dict, lowered, strip_md, unquote
-from tools.registry import normalize_name
+from tools.registry import ANSWER_WORDS, NOOP_WORDS, PAPER_WORDS, normalize_name
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,7 @@ _KWARG_SPLIT_RE = re.compile(r",[ \t]{0,3}(?=[A-Za-z_]\w{0,40}[ \t]{0,3}=(?!=))"
 
 _NAME_KEYS = ("action", "name", "tool", "tool_name", "function")
 _INPUT_KEYS = ("action_input", "arguments", "tool_input", "input", "parameters", "args")
-_FINAL_NAMES = {"finalanswer", "finish", "final", "answer"}
-_NOOP_NAMES = {"none", "na", "n/a", "nothing", "noaction"}
-_PAPER_NAMES = {"search", "lookup", "finish"}
+_FINAL_NAMES, _NOOP_NAMES, _PAPER_NAMES = ANSWER_WORDS, NOOP_WORDS, PAPER_WORDS  # tools/registry.py declares them
 _ALIASES = {"search": "wikipediasearch"}  # the paper's Search[] was a Wikipedia search
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable
 
-from agents.events import Event, LLMError, Paused, Resumed, Retry
+from agents.events import Event, LLMError, Paused, Resumed, Retry, Waiting
 
 
 class Stopped(Exception):
@@ -106,8 +106,9 @@ RETRIED = ("interrupted", "busy")  # the LLMError reasons after which a mode may
 class StepState:
     """Which modes of a run wait, from its ``(mode, event)`` stream: from a ``Paused`` until its ``Resumed``, its end
     (``None``), or until let go (at once, so nobody asks twice for one step). ``held`` modes neither run nor wait:
-    a mode the server cut off (an ``LLMError`` "interrupted" or "busy") waits for its turn to run again, until its
-    ``Retry`` or its end — the same reading in the run's own process and in the app. Any thread may feed or ask."""
+    a mode the server cut off (a ``Waiting`` to run again, or an older recording's ``LLMError`` "interrupted" or
+    "busy") waits for its turn to run again, until its ``Retry``, its final error or its end — the same reading in
+    the run's own process and in the app. Any thread may feed or ask."""
 
     def __init__(self, modes: Iterable[str] = ()) -> None:
         self.modes = list(modes)
@@ -119,16 +120,17 @@ class StepState:
     def add(self, mode: str, event: Event | None, emit: Callable[[str, Event | None], None] | None = None) -> None:
         """Note a pause, a resume or an end, and pass the event to ``emit`` under the same lock: nobody sees a mode
         wait before its ``Paused`` is passed on, and whoever gets it finds it noted (a worker grants the step)."""
-        if event is not None and not isinstance(event, Paused | Resumed | LLMError | Retry):
+        if event is not None and not isinstance(event, Paused | Resumed | LLMError | Retry | Waiting):
             if emit is not None:  # a token or a step that changes no one's waiting: no lock
                 emit(mode, event)
             return
         with self._lock:
             if event is None:
                 self.ended.add(mode)
-            elif isinstance(event, LLMError) and event.reason in RETRIED:
+            elif (isinstance(event, Waiting) and event.rerun) or (isinstance(event, LLMError)
+                                                                  and event.reason in RETRIED):
                 self.held.add(mode)
-            elif isinstance(event, Retry):
+            elif isinstance(event, Retry | LLMError):
                 self.held.discard(mode)
             elif isinstance(event, Paused):
                 self._waiting[mode] = event.step

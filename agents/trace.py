@@ -8,11 +8,11 @@ shown under a panel, printed by the CLI and saved in an export cannot disagree.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents import strict_json
 from agents.events import (
     Action,
     Evaluation,
@@ -31,13 +31,14 @@ from agents.events import (
     Trial,
     Truncated,
     Usage,
+    Waited,
     Waiting,
     event_from_dict,
     event_to_dict,
 )
 from agents.llm import pricing
 from agents.modes.registry import forked_mode, get_mode, mode_title
-from agents.transcript import fmt_input, fmt_output, quoted, reflexion_line
+from agents.transcript import fmt_input, fmt_output, metrics_line, quoted, reflexion_line
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,20 @@ class Trace:
     # the process's prices when the run began (agents.llm.pricing); a saved run's own price when read back
     prices: pricing.PriceBook | None = field(default_factory=pricing.current, repr=False, compare=False)
 
+    _waited_s: float = field(default=0.0, repr=False, compare=False)  # the waits over (Waited), in seconds
+    _wait_from: float | None = field(default=None, repr=False, compare=False)  # where a wait still open began
+
     def __post_init__(self) -> None:
         self._steps = [e for _, e in self.events if not isinstance(e, TokenDelta)]
+        for t, event in self.events:
+            self._count_wait(event, t)
+
+    def _count_wait(self, event: Event, t: float) -> None:
+        if isinstance(event, Waiting) and self._wait_from is None:
+            self._wait_from = t
+        elif isinstance(event, Waited):
+            self._waited_s += max(0.0, event.seconds)
+            self._wait_from = None
 
     def add(self, event: Event, t: float | None = None) -> Event:
         """Record an event now (or at offset ``t``) and return it, so loops can ``yield trace.add(e)``.
@@ -94,6 +107,7 @@ class Trace:
         self.events.append((offset, event))
         if not isinstance(event, TokenDelta):
             self._steps.append(event)
+            self._count_wait(event, offset)
         self.elapsed_s = max(self.elapsed_s, offset)
         return event
 
@@ -187,6 +201,21 @@ class Trace:
         return sum(u.elapsed_s for u in self.of(Usage))
 
     @property
+    def waiting_s(self) -> float:
+        """Seconds spent waiting — queued at the app's gate, for a one-at-a-time server's turn, in a back-off before
+        a retry, for room in the Python sandbox — not working: each :class:`Waited`, and a wait still open up to the
+        trace's end (a run stopped while it waited)."""
+        total = self._waited_s
+        if self._wait_from is not None:
+            total += max(0.0, self.elapsed_s - self._wait_from)
+        return min(total, self.elapsed_s)
+
+    @property
+    def own_s(self) -> float:
+        """The mode's own time: its wall time less :attr:`waiting_s` (the table's Time column)."""
+        return max(0.0, self.elapsed_s - self.waiting_s)
+
+    @property
     def steps(self) -> list[Step]:
         """Action → Observation pairs (of every trial, for Reflexion); an action still waiting for its observation
         is left out. Nested pairs (the tool calls of a CodeAct program) go into their program's step, not the list."""
@@ -214,12 +243,13 @@ class Trace:
 
     @property
     def step_count(self) -> int:
-        """The steps the metrics, the table and the benchmark count: Action → Observation rounds (:attr:`steps`);
-        for a mode without tools (Think-only), each chain of thought is its step — one for Think, one per sample
-        for CoT-SC — so an answered Think run is "1 step", not 0."""
+        """The steps the metrics, the table and the benchmark count: Action → Observation rounds (:attr:`steps`), and
+        each chain of thought — one for Think-only, one per CoT-SC sample, in CoT-SC alone and in both hybrids
+        alike — so an answered Think run is "1 step", not 0."""
         rounds = len(self.steps) - self._joined_calls()
-        if rounds or _uses_tools(self.mode):
-            return rounds
+        samples = sum(1 for t in self.of(Thought) if t.sample)
+        if samples or rounds or _uses_tools(self.mode):
+            return rounds + samples
         return max(self.llm_calls, 1 if self.of(Thought) or self.of(FinalAnswer) else 0)
 
     def _joined_calls(self) -> int:
@@ -266,6 +296,7 @@ class Trace:
                       "estimated": self.tokens_estimated},
             "hit_token_limit": self.truncated_calls,
             "elapsed_s": round(self.elapsed_s, 4),
+            "waiting_s": round(self.waiting_s, 4),
             **pricing.cost_fields(self.price, self.prompt_tokens, self.completion_tokens),
             **extra,
         }
@@ -293,7 +324,7 @@ class Trace:
         return trace
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
+        return strict_json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
 
     def to_markdown(self) -> str:
         """A readable transcript: question, numbered thought/action/observation steps, answer, metrics."""
@@ -301,7 +332,8 @@ class Trace:
         lines = [f"### {title}", "", f"**Question:** {self.question}", ""]
         n = call = 0
         for _, event in self.events:
-            if isinstance(event, TokenDelta | Usage | Waiting | Resumed):
+            if isinstance(event, TokenDelta | Usage | Waited | Resumed) or (isinstance(event, Waiting)
+                                                                             and not event.learned):
                 continue
             if isinstance(event, Paused):
                 lines.append(f"_⏸ Paused after step {event.step}._")
@@ -314,6 +346,8 @@ class Trace:
                 lines.append(f"_✂ {event.message[:1].upper()}{event.message[1:]}._")
             elif isinstance(event, Retry):
                 lines.append(f"**⟳ Retry:** {event.message}")
+            elif isinstance(event, Waiting):
+                lines.append(f"_⏳ {event.message[:1].upper()}{event.message[1:]}._")
             elif isinstance(event, Thought):
                 lines.append(f"**Thought:** {event.text}")
             elif isinstance(event, Action) and event.nested:
@@ -332,7 +366,8 @@ class Trace:
             elif isinstance(event, LLMError):
                 lines.append(f"**Model error:** {event.message}")
             elif isinstance(event, FinalAnswer):
-                lines.append(f"**Final answer{' (forced)' if event.forced else ''}:** {event.text}")
+                forced = (f" (forced: {event.why})" if event.why else " (forced)") if event.forced else ""
+                lines.append(f"**Final answer{forced}:** {event.text}")
             elif isinstance(event, Trial | Evaluation | Reflection):
                 lines.append(reflexion_line(event))
             lines.append("")
@@ -347,32 +382,3 @@ def _uses_tools(mode: str) -> bool:
         return get_mode(forked[0] if forked else mode).uses_tools
     except ValueError:
         return True
-
-
-def metrics_line(trace: Trace) -> str:
-    """One line of honest numbers for under a panel and the CLI; estimated tokens say so."""
-    est = "~" if trace.tokens_estimated else ""
-    parts = [
-        _count(trace.step_count, "step"),
-        _count(trace.llm_calls, "LLM call"),
-        _count(trace.tool_calls, "tool call"),
-        f"tokens {est}{trace.prompt_tokens} in / {est}{trace.completion_tokens} out",
-        f"{trace.elapsed_s:.1f} s",
-    ]
-    if (cost := pricing.cost_text(trace.cost, trace.tokens_estimated)) is not None:
-        parts.insert(-1, cost)  # beside the tokens it prices
-    if trace.trials:
-        parts.insert(0, _count(len(trace.trials), "trial"))
-    if trace.forced:
-        parts.append("forced answer")
-    if trace.parse_errors:
-        parts.append(_count(trace.parse_errors, "format retry", "format retries"))
-    if trace.truncated_calls:
-        parts.append("hit the token limit" + (f" ×{trace.truncated_calls}" if trace.truncated_calls > 1 else ""))
-    if trace.error:
-        parts.append("error")
-    return " · ".join(parts)
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"

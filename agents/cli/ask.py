@@ -16,7 +16,10 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
+from agents import strict_json
+from agents.agreement import agreement, expected_line
 from agents.cli.exits import EXIT_OK, UsageError, check_model_flags, llm_settings
+from agents.cli.terminal import SafeOut
 from agents.comparison import ComparisonRun, default_model_factory, validate_question
 from agents.correctness import clean_expected, judge
 from agents.events import (
@@ -60,9 +63,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """The ``ask`` flags (a contract: scripts and tests drive them)."""
     parser.add_argument("question")
     base, others = mode_ids("base"), list_modes("more", "benchmark")
-    parser.add_argument("--mode", choices=[*base, "all", *(s.id for s in others)], default="all",
-                        help=f"all (default) = {', '.join(base)} side by side; any one mode runs alone "
-                             f"({', '.join(f'{s.id}: {s.title}' for s in others)})")
+    parser.add_argument("--mode", type=mode_list, default=mode_list("all"), metavar="MODES",
+                        help=f"all (default) = {', '.join(base)} side by side; or a comma-separated list of the "
+                             f"page's mode ids, run side by side (one runs alone): {', '.join(base)}, "
+                             f"{', '.join(f'{s.id} ({s.title})' for s in others)}")
     parser.add_argument("--protocol", choices=list(PROTOCOLS), default="text",
                         help="text: the paper's Thought/Action format (any model); tools: native function calling")
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
@@ -76,6 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              f"(default: LLM_MAX_TOKENS or {DEFAULT_MAX_TOKENS})")
     parser.add_argument("--tools", help="comma-separated tools to enable (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a readable trace")
+    parser.add_argument("--raw", action="store_true",
+                        help="write model and tool text as it came, terminal control sequences included "
+                             "(by default they are removed: agents/cli/terminal.py)")
     parser.add_argument("--step", action="store_true",
                         help="pause after each step of each mode: Enter advances, "
                              "end of input (Ctrl-D) runs to the end")
@@ -87,12 +94,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     return parser
 
 
+def mode_list(value: str) -> tuple[str, ...]:
+    """``--mode``: "all" (the base modes) or a comma-separated list of mode ids, each once, in the order given."""
+    names = [n.strip().lower() for n in str(value).split(",") if n.strip()]
+    if names == ["all"]:
+        return mode_ids("base")
+    unknown = [n for n in names if n not in mode_ids()]
+    if not names or unknown:
+        got = f"unknown mode {', '.join(map(repr, unknown))}" if unknown else "no mode given"
+        raise argparse.ArgumentTypeError(f"{got}; choose all, or some of {', '.join(mode_ids())} "
+                                         "(comma-separated, e.g. think,react,codeact)")
+    return tuple(dict.fromkeys(names))
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the ``ask`` command; bad input raises :class:`UsageError`, a failed model call does not.
 
     With nothing configured (off a Space, ``APP_TOY_MODEL`` on) the toy model answers, as on the page, and one
     line on stderr says so and what to set for a real model."""
     out = out or sys.stdout
+    if not args.raw:  # a model's escape sequences must not clear the screen or forge a line (agents/cli/terminal.py)
+        out = SafeOut(out)
     options, expected = _checked(args)
     registry = _registry(args.tools)
     settings = llm_settings(model=args.model)
@@ -128,7 +150,7 @@ def _checked(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
 def _ask(args: argparse.Namespace, settings: LLMSettings, out: TextIO, options: dict[str, Any], expected: str | None,
          registry: ToolRegistry) -> int:
     """Run the modes with ``settings`` and print them: a readable trace and summary, or the ``--json`` object."""
-    modes = list(mode_ids("base")) if args.mode == "all" else [args.mode]
+    modes = list(args.mode)
     config = RunConfig(protocol=args.protocol, max_steps=args.max_steps, temperature=args.temperature,
                        max_tokens=args.max_tokens or settings.max_tokens)
     printer = None if args.json else _Printer(out, live=len(modes) == 1, said=[settings.problem() or ""])
@@ -142,7 +164,8 @@ def _ask(args: argparse.Namespace, settings: LLMSettings, out: TextIO, options: 
     if printer:
         printer.summary(traces, expected)
     else:
-        print(json.dumps(to_json(args.question, traces, settings, expected), ensure_ascii=False, indent=2), file=out)
+        print(strict_json.dumps(to_json(args.question, traces, settings, expected), ensure_ascii=False, indent=2),
+              file=out)
     return EXIT_OK
 
 
@@ -271,13 +294,23 @@ class _Printer:
         return None
 
     def summary(self, traces: dict[str, Trace], expected: str | None = None) -> None:
-        """Each mode's answer (or why none: a model error already said is not repeated) and its metrics."""
+        """Each mode's answer (or why none: a model error already said is not repeated), its ✓ / ✗ and F1 when an
+        answer is expected, and its metrics; then the page table's lines: which answers agree, and how many
+        modes got the expected answer."""
         print("\n" + "=" * 60, file=self.out)
+        verdicts = {m: judge(t.answer, expected, t.question) for m, t in traces.items()} if expected is not None \
+            else {}
         for mode, trace in traces.items():
             error = f"model error, {_SAME}" if trace.error in self.said else trace.error
             answer = trace.answer if trace.answer is not None else f"(no answer: {error})"
-            mark = f"{judge(trace.answer, expected, trace.question).mark} " if expected is not None else ""
+            verdict = verdicts.get(mode)
+            mark = f"{verdict.mark} F1 {verdict.f1:.2f} · " if verdict is not None else ""
             print(f"{mode_title(mode):>10}: {mark}{answer}\n{'':>12}{metrics_line(trace)}", file=self.out)
+        if len(traces) > 1:
+            print(f"\n{agreement(traces, {m: v.correct for m, v in verdicts.items()} or None)}", file=self.out)
+        if verdicts:
+            right = sum(v.correct for v in verdicts.values())
+            print(f"Expected answer: {expected} — {expected_line(right, len(verdicts))}.", file=self.out)
 
 
 _SAME = "the same as above"  # a model error already said in full
@@ -315,7 +348,7 @@ def _describe(event: Event) -> str | None:
     if isinstance(event, LLMError):
         return f"Model error: {event.message}"
     if isinstance(event, Waiting):
-        return "… waiting for the model server (LLM_MAX_CONCURRENT)"
+        return f"⏳ {event.message}"
     if isinstance(event, Retry):
         return f"Retrying: {event.message}"
     if isinstance(event, Truncated):
@@ -325,7 +358,8 @@ def _describe(event: Event) -> str | None:
     if isinstance(event, Forked):
         return f"✎ observation {event.step + 1} edited by the teacher: {event.edited}"
     if isinstance(event, FinalAnswer):
-        return f"Final Answer{' (forced)' if event.forced else ''}: {event.text}"
+        forced = (f" (forced: {event.why})" if event.why else " (forced)") if event.forced else ""
+        return f"Final Answer{forced}: {event.text}"
     if isinstance(event, Trial):
         return f"── Trial {event.n} of {event.of} ──"
     if isinstance(event, Evaluation):

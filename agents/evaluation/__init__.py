@@ -5,7 +5,7 @@ listed by :mod:`agents.modes.registry`; this package depends on them, never the 
 
 The CLI entry point is :func:`agents.cli.eval_main` (``agents/cli/eval.py``); the app's Benchmark tab uses
 :func:`iter_eval` (live progress), :func:`summarise`, :func:`summary_table`,
-:func:`chart_data` and :func:`write_exports`.
+:func:`reliability_table`, :func:`chart_data` and :func:`write_exports`.
 """
 
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, dataset_name, load_dataset
@@ -14,6 +14,8 @@ from agents.evaluation.report import (
     chart_data,
     format_summary,
     paper_figure,
+    reliability,
+    reliability_table,
     results_csv,
     summarise,
     summary_csv,
@@ -21,7 +23,7 @@ from agents.evaluation.report import (
     summary_table,
     write_exports,
 )
-from agents.evaluation.runner import EvalResult, Progress, iter_eval, make_record, parse_modes, run_eval
+from agents.evaluation.runner import MAX_K, EvalResult, Progress, iter_eval, make_record, parse_modes, run_eval
 from agents.evaluation.scoring import (
     exact_match,
     extract_last_number,
@@ -33,6 +35,7 @@ from agents.evaluation.scoring import (
 
 __all__ = [
     "BUILTIN_FILES",
+    "MAX_K",
     "PAPER_TABLE1",
     "DatasetError",
     "EvalResult",
@@ -51,6 +54,8 @@ __all__ = [
     "normalize_answer",
     "paper_figure",
     "parse_modes",
+    "reliability",
+    "reliability_table",
     "results_csv",
     "run_eval",
     "score",

@@ -23,8 +23,11 @@ BUILTIN_FILES = {
     "fever": "fever_dev_200.jsonl",
     "gsm8k": "gsm8k_test_250.jsonl",
     "handwritten": "handwritten.jsonl",
+    "arithmetic": "handwritten.jsonl",  # its arithmetic questions only (BUILTIN_CATEGORY): what the toy model answers
 }
-BUILTIN_SCORERS = {"hotpotqa": "squad", "fever": "fever", "gsm8k": "number", "handwritten": "squad"}
+BUILTIN_CATEGORY = {"arithmetic": "arithmetic"}  # a built-in set that is one category of its file
+BUILTIN_SCORERS = {"hotpotqa": "squad", "fever": "fever", "gsm8k": "number", "handwritten": "squad",
+                   "arithmetic": "number"}
 _PLAIN_NUMBER = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?%?")
 
 # As in the paper's FEVER prompt: the claim is posed as a three-way classification.
@@ -61,8 +64,8 @@ def load_dataset(name_or_path: str, n: int | None = None) -> list[Item]:
     """The first ``n`` items (all when ``n`` is None or < 1) of a built-in set or a CSV/JSONL file.
 
     Built-ins: ``hotpotqa`` and ``fever`` (200 each, in the ReAct paper's sampling order),
-    ``gsm8k`` (the first 250 test items) and ``handwritten``. A user's file needs
-    ``question`` and ``answer`` columns; ``id``, ``aliases``, ``category`` and ``scorer`` are optional.
+    ``gsm8k`` (the first 250 test items), ``handwritten`` and ``arithmetic`` (its arithmetic questions). A user's
+    file needs ``question`` and ``answer`` columns; ``id``, ``aliases``, ``category`` and ``scorer`` are optional.
     """
     if name_or_path in BUILTIN_FILES:
         path, name = DATA_DIR / BUILTIN_FILES[name_or_path], name_or_path
@@ -79,6 +82,8 @@ def load_dataset(name_or_path: str, n: int | None = None) -> list[Item]:
     else:
         default = BUILTIN_SCORERS.get(name_or_path) or _guess_scorer(rows, path)
         items = [_item(row, i, name, default, path) for i, row in enumerate(rows)]
+    if category := BUILTIN_CATEGORY.get(name_or_path):
+        items = [i for i in items if i.category == category]
     if not items:
         raise DatasetError(f"{path.name}: no items")
     _check_unique(items, path)

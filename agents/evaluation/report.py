@@ -3,21 +3,27 @@
 All metrics are fractions 0–1 in the summary and its JSON; tables show percentages. For
 FEVER and GSM8K the score is accuracy, reported under ``accuracy`` and also as ``em`` and
 ``f1`` (a label or number is either right or wrong, so all three agree), so every summary
-has ``em``, ``f1`` and ``n`` for every mode.
+has ``em``, ``f1`` and ``n`` for every mode. With k tries per item each try is one record, so
+``n`` counts tries; :func:`reliability` adds pass@1, pass^k and the cost per correct answer
+(:func:`reliability_table` shows them in a table of their own).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import re
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents import strict_json
+from agents.evaluation.grounded import grounding_stats
+from agents.evaluation.tables import text_table
 from agents.llm import pricing
+from agents.modes import ablation
 from agents.modes.registry import list_modes, table_title
 
 
@@ -71,6 +77,12 @@ REFLEXION_SOURCE = ("Reflexion (Shinn et al., NeurIPS 2023), Fig. 4a, HotpotQA E
 LATER_FIGURES: tuple[PaperFigure, ...] = (
     PaperFigure("ReAct + Reflexion", "hotpotqa", 0.54, REFLEXION_SOURCE, "paper (Reflexion, text-davinci-003)"),
 )
+# Where the reliability table's figures come from (docs/benchmark.md says more of each).
+PASS_K_SOURCE = ("τ-bench (Yao, Shinn, Razavi & Narasimhan, 2024, arXiv 2406.12045): pass^k, an item counted only if "
+                 "all k tries succeed; there pass^8 < 25 % on retail for gpt-4o")
+COST_SOURCE = ("AI Agents That Matter (Kapoor et al., 2024, arXiv 2407.01502): report an agent's cost beside its "
+               "accuracy")
+NO_FIGURE = "—"  # a per-correct figure with no correct answer to divide by
 ACCURACY_DATASETS = ("fever", "gsm8k")
 _MEANS = {"mean_steps": "steps", "mean_llm_calls": "llm_calls", "mean_tool_calls": "tool_calls",
           "mean_tokens": "tokens", "mean_prompt_tokens": "prompt_tokens",
@@ -126,17 +138,51 @@ def mode_summary(records: Sequence[dict[str, Any]], metric: str = "em",
     return out
 
 
+def _right(record: dict[str, Any]) -> bool:
+    return float(record.get("em") or 0) >= 1
+
+
+def reliability(records: Sequence[dict[str, Any]], k: int, cost_usd: float | None = None) -> dict[str, Any]:
+    """One mode's reliability and price (each record one try of an item):
+
+    ``pass_at_1`` (right tries / tries: the mode's EM or accuracy), ``pass_hat_k`` (of the items whose k tries
+    all finished, the share right on every one: τ-bench's pass^k), their counts, and the cost (``cost_usd``,
+    the mode's priced tokens) and tokens per correct answer; None where there is nothing to divide by."""
+    tries: dict[str, list[bool]] = defaultdict(list)
+    for number, record in enumerate(records):  # a record without an id is an item of its own
+        tries[str(record.get("id", f"#{number}"))].append(_right(record))
+    correct = sum(sum(t) for t in tries.values())
+    complete = [t for t in tries.values() if len(t) >= k]
+    passed = sum(all(t) for t in complete)
+    tokens = sum(int(r.get("tokens") or 0) for r in records)
+    out: dict[str, Any] = {
+        "k": k, "tries": len(records), "correct": correct,
+        "pass_at_1": correct / len(records) if records else None,
+        "pass_hat_k": passed / len(complete) if complete else None,
+        "pass_hat_k_items": len(complete), "pass_hat_k_passed": passed,
+        "tokens_per_correct": tokens / correct if correct else None,
+        "tokens_estimated": any(bool(r.get("tokens_estimated")) for r in records),
+    }
+    if cost_usd is not None:
+        out["cost_per_correct_usd"] = cost_usd / correct if correct else None
+    return out
+
+
 def summarise(records: Sequence[dict[str, Any]], modes: Sequence[str], dataset: str,
-              *, total_items: int | None = None, price: pricing.Price | None = None) -> dict[str, Any]:
-    """The run's summary: ``{"dataset", "metric", "items", "modes": {mode: {...}}, "paper": {...}}``, and the
-    ``price`` its costs used (``price`` or else the process's, ``agents.llm.pricing.price_of``) when one is known."""
+              *, total_items: int | None = None, price: pricing.Price | None = None, k: int = 1) -> dict[str, Any]:
+    """The run's summary: ``{"dataset", "metric", "items", "k", "modes": {mode: {...}}, "paper": {...}}``, and the
+    ``price`` its costs used (``price`` or else the process's, ``agents.llm.pricing.price_of``) when one is known.
+    ``k``: the tries per item (:func:`reliability`)."""
     metric = headline_metric(records, dataset)
     price = price or pricing.price_of()
-    summary: dict[str, Any] = {"dataset": dataset, "metric": metric, "items": total_items, "modes": {}}
+    summary: dict[str, Any] = {"dataset": dataset, "metric": metric, "items": total_items, "k": k, "modes": {}}
     if price is not None:
         summary["price"] = price.to_dict()
     for mode in modes:
-        stats = mode_summary([r for r in records if r["mode"] == mode], metric, price)
+        mine = [r for r in records if r["mode"] == mode]
+        stats = mode_summary(mine, metric, price)
+        stats["grounding"] = grounding_stats(mine)  # its own table (grounded.py)
+        stats.update(reliability(mine, k, stats.get("cost_usd")))
         stats["paper"] = paper_figure(mode, dataset)
         if (later := later_figure(mode, dataset)) is not None:
             stats["paper_source"] = later.source
@@ -176,17 +222,33 @@ def summary_table(summary: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
+def reliability_table(summary: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and one row per mode: pass@1 (the EM or accuracy over every try) and pass^k with their counts, then
+    the cost per correct answer (with a price) and the tokens per correct answer, each in a column of its own
+    (``~`` where some tokens are estimated); :data:`NO_FIGURE` where no answer was correct."""
+    k = int(summary.get("k") or 1)
+    score = "Accuracy %" if summary.get("metric") == "accuracy" else "EM %"
+    priced = any("cost_per_correct_usd" in s for s in summary["modes"].values())
+    headers = ["Mode", f"{score} (pass@1)", "Right / tries", f"pass^{k} %", f"All {k} right / items",
+               *(["Cost per correct"] * priced), "Tokens per correct"]
+    rows = []
+    for mode, s in summary["modes"].items():
+        none_right = not s.get("correct")
+        cost = pricing.cost_text(s.get("cost_per_correct_usd"), bool(s.get("cost_estimated")))
+        tokens: Any = s.get("tokens_per_correct")
+        tokens = f"~{round(tokens)}" if tokens is not None and s.get("tokens_estimated") else tokens and round(tokens)
+        rows.append([table_title(mode), _pct(s.get("pass_at_1")), f"{s.get('correct', 0)} / {s.get('tries', 0)}",
+                     _pct(s.get("pass_hat_k")), f"{s.get('pass_hat_k_passed', 0)} / {s.get('pass_hat_k_items', 0)}",
+                     *([NO_FIGURE if none_right else cost] * priced),
+                     NO_FIGURE if none_right or tokens is None else tokens])
+    return headers, rows
+
+
 def format_summary(summary: dict[str, Any]) -> str:
-    """A plain-text table for the terminal, with the paper's whole Table 1 line under it."""
-    headers, rows = summary_table(summary)
-    cells = [headers] + [["–" if v is None else (f"{v:g}" if isinstance(v, float) else str(v)) for v in row]
-                         for row in rows]
-    widths = [max(len(str(row[i])) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
-                       for i, (c, w) in enumerate(zip(row, widths, strict=True)))
-             for row in cells]
+    """A plain-text table for the terminal, with the paper's whole Table 1 line under it, then the reliability
+    table (:func:`reliability_table`) and its sources."""
     title = f"{summary.get('dataset')}: {summary.get('items') or '?'} items, score = {summary.get('metric')}"
-    out = [title, *lines]
+    out = [title, *text_table(*summary_table(summary))]
     paper = summary.get("paper")
     if paper:
         figures = " · ".join(f"{k} {100 * v:.1f}" for k, v in paper["figures"].items())
@@ -194,6 +256,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     for mode in summary["modes"]:
         if (later := later_figure(mode, summary.get("dataset"))) is not None:
             out.append(f"Paper ({later.source}), %: {later.method} {100 * later.value:.1f}")
+    k = int(summary.get("k") or 1)
+    out += ["", f"Reliability and cost, {k} tr{'y' if k == 1 else 'ies'} per item:",
+            *text_table(*reliability_table(summary)), f"pass^k: {PASS_K_SOURCE}", f"Cost: {COST_SOURCE}"]
+    if set(ablation.MODES) & set(summary["modes"]):
+        out.append(f"Placebo ablation: {ablation.SOURCE}; whether it holds here is what this run measures")
     return "\n".join(out)
 
 
@@ -226,7 +293,7 @@ def chart_data(summary: dict[str, Any], what: str = "score") -> Any:
 
 # --- files ----------------------------------------------------------------------------------------
 
-RESULT_COLUMNS = ["id", "mode", "category", "question", "gold", "prediction", "parsed", "em", "f1", "steps",
+RESULT_COLUMNS = ["id", "mode", "try", "category", "question", "gold", "prediction", "parsed", "em", "f1", "steps",
                   "llm_calls", "tool_calls", "prompt_tokens", "completion_tokens", "latency_s", "error", "forced",
                   "trace"]
 
@@ -258,7 +325,7 @@ def results_csv(records: Sequence[dict[str, Any]]) -> str:
 
 def summary_csv(summary: dict[str, Any]) -> str:
     """One row per mode with every summary number (fractions, not percentages)."""
-    modes = summary["modes"]
+    modes = {m: _flat(s) for m, s in summary["modes"].items()}
     keys = list(dict.fromkeys(k for s in modes.values() for k in s))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -269,8 +336,14 @@ def summary_csv(summary: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
+def _flat(stats: dict[str, Any]) -> dict[str, Any]:
+    """A mode's summary with its nested blocks (``grounding``) as ``block.key`` columns."""
+    return {f"{k}.{n}" if isinstance(v, dict) else k: x for k, v in stats.items()
+            for n, x in (v.items() if isinstance(v, dict) else [(None, v)])}
+
+
 def summary_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=1, ensure_ascii=False)
+    return strict_json.dumps(summary, indent=1, ensure_ascii=False)
 
 
 def write_exports(out_dir: str | Path, summary: dict[str, Any], records: Sequence[dict[str, Any]]) -> dict[str, Path]:

@@ -1,7 +1,8 @@
-"""Run questions × modes concurrently, score each pair as it finishes, and keep every result.
+"""Run questions × modes (× k tries) concurrently, score each pair as it finishes, and keep every result.
 
 Pairs run on a thread pool bounded by ``concurrency``; each pair gets a fresh model from the
-factory (closed when it ends), so a slow or failing pair costs only itself. A finished pair
+factory (closed when it ends), so a slow or failing pair costs only itself. With ``k`` > 1 each
+(item, mode) pair runs k times, each try a pair of its own (its record's ``try``), for pass^k. A finished pair
 is scored and appended to the store by the worker that ran it, before anyone is told, so an
 interruption (Ctrl-C, the app's Stop, a progress callback that raises) loses nothing
 finished; a rerun on the same folder skips the pairs already there.
@@ -23,9 +24,10 @@ from typing import Any
 
 from agents.comparison import ModelFactory, OpenModels, run_one, validate_question
 from agents.evaluation.datasets import Item
+from agents.evaluation.grounded import record_claims
 from agents.evaluation.report import summarise
 from agents.evaluation.scoring import score, vote_key
-from agents.evaluation.store import ResultStore
+from agents.evaluation.store import Key, ResultStore, key_of
 from agents.events import LLMError
 from agents.modes import RunConfig
 from agents.modes.hybrids import DEFAULT_SC_SAMPLES
@@ -35,11 +37,12 @@ from agents.trace import Trace
 from tools.registry import ToolRegistry
 
 _END = object()  # EvalRun: no more progress will come
+MAX_K = 10  # tries per item at most (τ-bench reports up to pass^8)
 
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a run stands: ``done`` of ``total`` pairs (``resumed`` of them from an earlier run).
+    """Where a run stands: ``done`` of ``total`` pairs (``resumed`` of them from an earlier run; each try counts).
 
     ``record`` is the pair that just finished (None for the first event, sent before any work);
     ``records`` are all finished pairs of this run so far (a snapshot), resumed ones included.
@@ -53,11 +56,12 @@ class Progress:
     records: list[dict[str, Any]] = field(repr=False)
     items: Sequence[Item] = field(default=(), repr=False)
     modes: tuple[str, ...] = ()
+    k: int = 1  # tries per (item, mode)
 
     def summary(self, dataset: str | None = None) -> dict[str, Any]:
         name = dataset or (self.items[0].dataset if self.items else "")
         records = order_records(self.records, self.items, self.modes)
-        return summarise(records, self.modes, name, total_items=len(self.items))
+        return summarise(records, self.modes, name, total_items=len(self.items), k=self.k)
 
 
 @dataclass
@@ -69,11 +73,11 @@ class EvalResult:
     out_dir: Path | None
 
 
-def make_record(item: Item, mode: str, trace: Trace) -> dict[str, Any]:
-    """One result line: the item, the scored answer and the trace's numbers (not its events)."""
+def make_record(item: Item, mode: str, trace: Trace, attempt: int = 1) -> dict[str, Any]:
+    """One result line: the item, its try, the scored answer and the trace's numbers (not its events)."""
     scored = score(item.scorer, trace.answer, item.answer, item.aliases)
     return {
-        "id": item.id, "mode": mode, "dataset": item.dataset, "category": item.category,
+        "id": item.id, "mode": mode, "try": attempt, "dataset": item.dataset, "category": item.category,
         "question": item.question, "gold": item.answer, "aliases": list(item.aliases),
         "prediction": trace.answer, "parsed": scored.parsed, "scorer": item.scorer,
         "em": scored.em, "f1": scored.f1,
@@ -81,6 +85,7 @@ def make_record(item: Item, mode: str, trace: Trace) -> dict[str, Any]:
         "prompt_tokens": trace.prompt_tokens, "completion_tokens": trace.completion_tokens,
         "tokens": trace.prompt_tokens + trace.completion_tokens, "tokens_estimated": trace.tokens_estimated,
         "latency_s": round(trace.elapsed_s, 4), "error": trace.error, "forced": trace.forced,
+        "claims": record_claims(trace),  # the answer's grounding marks, counted (agents/evaluation/grounded.py)
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -95,15 +100,15 @@ class _Pairs:
         self.config = replace(config, cancel=self.cancel)
         self.models = OpenModels(self.cancel)
 
-    def run(self, item: Item, mode: str) -> dict[str, Any] | None:
-        """Run, score and save one pair; None when it was cancelled before it could finish."""
+    def run(self, item: Item, mode: str, attempt: int = 1) -> dict[str, Any] | None:
+        """Run, score and save one pair's try; None when it was cancelled before it could finish."""
         if self.cancel.is_set():
             return None
         trace = Trace(mode, item.question)
         problem = validate_question(item.question)
         if problem is not None:  # items made in code skip load_dataset's check: no model call for them either
             trace.add(LLMError(f"not sent to the model: {problem}"))
-            return self.store.append(make_record(item, mode, trace), trace)
+            return self.store.append(make_record(item, mode, trace, attempt), trace)
         # Each mode gets the options it declares: the hybrids' CoT-SC samples and vote key, Reflexion's trials
         # and the item's answer (its trials are graded against the ground truth, as in the paper).
         for event in run_one(mode, item.question, self.factory, self.registry, self.config, self.models,
@@ -113,7 +118,7 @@ class _Pairs:
         trace.finish()
         if self.cancel.is_set() and (trace.answer is None or trace.error):
             return None  # cut short by the cancel (e.g. its stream was closed): run it again next time
-        return self.store.append(make_record(item, mode, trace), trace)
+        return self.store.append(make_record(item, mode, trace, attempt), trace)
 
     def stop(self) -> None:
         """Cancel: no new pairs start, running ones stop at their next model call, open streams close."""
@@ -122,7 +127,7 @@ class _Pairs:
 
 
 class EvalRun:
-    """Every (item, mode) pair of a benchmark, run on a thread pool: the benchmark's run object.
+    """Every (item, mode) pair of a benchmark, ``k`` tries each, run on a thread pool: the benchmark's run object.
 
     Shaped like :class:`agents.comparison.ComparisonRun` so one UI loop drives either: :meth:`poll`
     waits at most ``timeout`` seconds for the next :class:`Progress` (one before any work, then one
@@ -135,8 +140,8 @@ class EvalRun:
     def __init__(self, items: Sequence[Item], modes: Iterable[str], *, model_factory: ModelFactory,
                  registry: ToolRegistry, config: RunConfig | None = None, concurrency: int = 8,
                  out_dir: str | Path | None = None, sc_n: int = DEFAULT_SC_SAMPLES,
-                 trials: int = DEFAULT_TRIALS) -> None:
-        self.items, self.modes = items, tuple(_check_modes(modes))
+                 trials: int = DEFAULT_TRIALS, k: int = 1) -> None:
+        self.items, self.modes, self.k = items, tuple(_check_modes(modes)), max(1, int(k))
         self.store = ResultStore(out_dir)
         self._pairs = _Pairs(model_factory, registry, config or RunConfig(), self.store, sc_n, trials)
         self._concurrency = max(1, int(concurrency))
@@ -149,9 +154,10 @@ class EvalRun:
 
     def start(self) -> EvalRun:
         """Load what an earlier run saved, announce the total, and submit the pairs still to do."""
-        wanted = {(item.id, mode) for item in self.items for mode in self.modes}
+        wanted = set(self.keys())
         saved = {key: rec for key, rec in self.store.load().items() if key in wanted}
-        todo = [(item, mode) for item in self.items for mode in self.modes if (item.id, mode) not in saved]
+        todo = [(item, mode, attempt) for item in self.items for mode in self.modes for attempt in self.tries
+                if (item.id, mode, attempt) not in saved]
         with self._lock:
             self._records = list(saved.values())
             self._total, self._resumed, self._remaining = len(wanted), len(saved), len(todo)
@@ -161,11 +167,19 @@ class EvalRun:
                 return self
             self._pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="eval")
         try:
-            for item, mode in todo:
-                self._pool.submit(self._work, item, mode)
+            for item, mode, attempt in todo:
+                self._pool.submit(self._work, item, mode, attempt)
         except RuntimeError:  # closed meanwhile: the pairs not submitted are simply not run
             pass
         return self
+
+    @property
+    def tries(self) -> range:
+        return range(1, self.k + 1)
+
+    def keys(self) -> list[Key]:
+        """Every (item id, mode, try) this run asks for."""
+        return [(item.id, mode, attempt) for item in self.items for mode in self.modes for attempt in self.tries]
 
     @property
     def done(self) -> bool:
@@ -194,9 +208,9 @@ class EvalRun:
             pool.shutdown(wait=True, cancel_futures=True)
         self._queue.put(_END)
 
-    def _work(self, item: Item, mode: str) -> None:
+    def _work(self, item: Item, mode: str, attempt: int) -> None:
         try:
-            record = self._pairs.run(item, mode)
+            record = self._pairs.run(item, mode, attempt)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, as iter_eval always did
             self._queue.put(exc)
             record = None
@@ -210,7 +224,7 @@ class EvalRun:
 
     def _progress(self, record: dict[str, Any] | None) -> Progress:
         return Progress(len(self._records), self._total, self._resumed, record, list(self._records), self.items,
-                        self.modes)
+                        self.modes, self.k)
 
 
 def iter_eval(
@@ -224,6 +238,7 @@ def iter_eval(
     out_dir: str | Path | None = None,
     sc_n: int = DEFAULT_SC_SAMPLES,
     trials: int = DEFAULT_TRIALS,
+    k: int = 1,
 ) -> Iterator[Progress]:
     """Yield a :class:`Progress` before starting and after every finished pair (an :class:`EvalRun`, iterated).
 
@@ -231,7 +246,7 @@ def iter_eval(
     cancels the remaining pairs, closes their models and waits for the workers to end.
     """
     run = EvalRun(items, modes, model_factory=model_factory, registry=registry, config=config,
-                  concurrency=concurrency, out_dir=out_dir, sc_n=sc_n, trials=trials)
+                  concurrency=concurrency, out_dir=out_dir, sc_n=sc_n, trials=trials, k=k)
     try:
         run.start()
         while not run.done:
@@ -255,8 +270,9 @@ def run_eval(
     sc_n: int = DEFAULT_SC_SAMPLES,
     dataset: str | None = None,
     trials: int = DEFAULT_TRIALS,
+    k: int = 1,
 ) -> EvalResult:
-    """Run every (item, mode) pair and return the records and the per-mode summary.
+    """Run every (item, mode) pair ``k`` times and return the records and the per-mode summary.
 
     ``progress`` is called after each finished pair (and once at the start); if it raises,
     the run stops and the exception propagates, with everything finished already saved.
@@ -266,7 +282,7 @@ def run_eval(
     records: list[dict[str, Any]] = []
     started = time.perf_counter()
     events = iter_eval(items, modes, model_factory=model_factory, registry=registry, config=config,
-                       concurrency=concurrency, out_dir=out_dir, sc_n=sc_n, trials=trials)
+                       concurrency=concurrency, out_dir=out_dir, sc_n=sc_n, trials=trials, k=k)
     # closing(): if progress raises, stop the workers now, not whenever the traceback lets go of the generator
     with contextlib.closing(events):
         for event in events:
@@ -274,15 +290,16 @@ def run_eval(
             if progress is not None:
                 progress(event)
     name = dataset or (items[0].dataset if items else "")
-    summary = summarise(order_records(records, items, modes), modes, name, total_items=len(items))
+    summary = summarise(order_records(records, items, modes), modes, name, total_items=len(items), k=k)
     summary["wall_s"] = round(time.perf_counter() - started, 3)
     return EvalResult(order_records(records, items, modes), summary, Path(out_dir) if out_dir else None)
 
 
 def order_records(records: list[dict[str, Any]], items: Sequence[Item], modes: Sequence[str]) -> list[dict[str, Any]]:
-    """Records in dataset order, then mode order (finishing order is arbitrary under concurrency)."""
+    """Records in dataset order, then mode order, then try (finishing order is arbitrary under concurrency)."""
     rank = {(item.id, mode): (i, j) for i, item in enumerate(items) for j, mode in enumerate(modes)}
-    return sorted((r for r in records if (r["id"], r["mode"]) in rank), key=lambda r: rank[(r["id"], r["mode"])])
+    return sorted((r for r in records if (r["id"], r["mode"]) in rank),
+                  key=lambda r: (*rank[(r["id"], r["mode"])], key_of(r)[2]))
 
 
 def parse_modes(text: str | Iterable[str]) -> list[str]:

@@ -2,8 +2,10 @@
 
 Each finished (item, mode) pair is one JSON line, appended under a lock and flushed at once,
 so an interruption loses nothing that finished; its full trace goes to
-``traces/<id>__<mode>.json`` first, and the line points at it. Reading back skips a torn last
-line (the process died mid-write) and truncates it, so the next append starts on a clean line.
+``traces/<id>__<mode>.json`` first (a later try of the pair: ``<id>__<mode>__try<n>.json``), and the
+line points at it. A record's ``try`` is 1 to k (the benchmark's tries per item); one without is try 1.
+Reading back skips a torn last line (the process died mid-write) and truncates it, so the next append
+starts on a clean line.
 """
 
 from __future__ import annotations
@@ -17,21 +19,27 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agents import strict_json
 from agents.trace import Trace
 
 log = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
 TRACES_DIR = "traces"
-Key = tuple[str, str]  # (item id, mode)
+Key = tuple[str, str, int]  # (item id, mode, try)
 
 
-def trace_filename(item_id: str, mode: str) -> str:
-    """A safe, unique file name for a pair; ids with odd characters get a short hash to stay unique."""
+def key_of(record: dict[str, Any]) -> Key:
+    """A record's (item id, mode, try); a record written without a try is the pair's first."""
+    return str(record["id"]), str(record["mode"]), int(record.get("try") or 1)
+
+
+def trace_filename(item_id: str, mode: str, attempt: int = 1) -> str:
+    """A safe, unique file name for a pair's try; ids with odd characters get a short hash to stay unique."""
     safe = re.sub(r"[^\w.-]", "_", item_id)[:80]
     if safe != item_id:
         safe += "-" + hashlib.sha1(item_id.encode()).hexdigest()[:8]
-    return f"{safe}__{mode}.json"
+    return f"{safe}__{mode}.json" if attempt == 1 else f"{safe}__{mode}__try{attempt}.json"
 
 
 class ResultStore:
@@ -48,7 +56,7 @@ class ResultStore:
         return self.out_dir / RESULTS_FILE if self.out_dir else None
 
     def load(self) -> dict[Key, dict[str, Any]]:
-        """Every saved record by (id, mode); a later line for the same pair replaces an earlier one."""
+        """Every saved record by (id, mode, try); a later line for the same try replaces an earlier one."""
         path = self.results_path
         if path is None or not path.exists():
             return {}
@@ -60,8 +68,8 @@ class ResultStore:
                     continue
                 try:
                     record = json.loads(line)
-                    records[(str(record["id"]), str(record["mode"]))] = record
-                except (json.JSONDecodeError, KeyError, TypeError):
+                    records[key_of(record)] = record
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     log.warning("%s line %d is not a result; ignored", path, number)
         return records
 
@@ -78,13 +86,13 @@ class ResultStore:
         if self.out_dir is None:
             return record
         if trace is not None:
-            name = trace_filename(str(record["id"]), str(record["mode"]))
+            name = trace_filename(*key_of(record))
             target = self.out_dir / TRACES_DIR / name
             tmp = target.with_suffix(".tmp")
-            tmp.write_text(json.dumps(trace.to_dict(), ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(strict_json.dumps(trace.to_dict(), ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, target)
             record = {**record, "trace": f"{TRACES_DIR}/{name}"}
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        line = strict_json.dumps(record, ensure_ascii=False) + "\n"
         with self._lock, open(self.results_path, "a", encoding="utf-8") as f:  # type: ignore[arg-type]
             f.write(line)
             f.flush()
@@ -100,4 +108,5 @@ class ResultStore:
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Record what this folder was run with (dataset, modes, model, settings) for a later reader."""
         if self.out_dir is not None:
-            (self.out_dir / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8")
+            text = strict_json.dumps(meta, indent=1, ensure_ascii=False)
+            (self.out_dir / "meta.json").write_text(text, encoding="utf-8")

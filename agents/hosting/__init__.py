@@ -22,9 +22,10 @@ from typing import Any
 from agents.hosting.host import Host, HostedRun, LocalHost
 from agents.hosting.processes import ROOT, WORKER_DIED, ProcessHost
 from agents.hosting.worker import RunSpec
+from agents.llm import gate
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
-from agents.modes.registry import get_mode
+from agents.modes.registry import get_mode, mode_of
 from agents.request import RunRequest
 from agents.settings import env_int
 from tools.page_tools import spec_of
@@ -35,7 +36,7 @@ __all__ = ["WORKER_DIED", "HostedRun", "default_host", "local_host", "make_fork"
 
 ENV = "APP_RUN_WORKERS"
 # On 2 vCPUs, more processes than cores: every stream's chunks are parsed under its process's interpreter lock, and
-# when a crowd's streams deliver at once, fewer threads per process wait less for it (README, "Measured").
+# when a crowd's streams deliver at once, fewer threads per process wait less for it (docs/performance.md).
 DEFAULT_WORKERS = 4
 MAX_WORKERS = 8
 
@@ -51,7 +52,7 @@ def make_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry,
     """The live run of ``request`` for the UI (unstarted), hosted where it belongs (:func:`_hosted`); ``registry``
     holds the request's tools."""
     for mode in request.modes:
-        get_mode(mode)  # a clear ValueError naming the known modes
+        get_mode(mode_of(mode))  # a clear ValueError naming the known modes (a fork's panel runs its mode)
     return _hosted(RunSpec(request, settings, model_factory=model_factory), registry)
 
 
@@ -85,11 +86,15 @@ def importable(module: str) -> bool:
 
 def _hosted(spec: RunSpec, registry: ToolRegistry) -> HostedRun:
     """In a worker when the run can travel there (its tools as import references, a tool written on the page as
-    its data, no injected model) and no setting keeps it here; else in this process, with the registry itself."""
+    its data, no injected model) and no gate keeps it here (``LLM_MAX_CONCURRENT``, or a server found to serve one
+    request at a time: one gate in this process holds every run's calls); else in this process, with the registry
+    itself."""
     page = tuple(p for t in registry.tools if (p := spec_of(t)) is not None)  # made again in the worker, last
     refs = [tool_ref(t) for t in registry.tools if spec_of(t) is None]
     travels = spec.model_factory is None and all(ref is not None and importable(ref[0]) for ref in refs)
-    if travels and not spec.settings.max_concurrent and workers_from_env() > 0:
+    gated = spec.settings.max_concurrent or (spec.settings.max_concurrent is None
+                                            and gate.one_at_a_time(spec.settings.server_key()))
+    if travels and not gated and workers_from_env() > 0:
         placed = dataclasses.replace(spec, tools=tuple(refs), page_tools=page,  # type: ignore[arg-type]
                                      max_output_chars=registry.max_output_chars)
         return HostedRun(placed, default_host())

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.comparison import JOIN_TIMEOUT_S
-from agents.events import Event, LLMError
+from agents.events import Event, LLMError, Waiting
 from agents.hosting.worker import CLOSED, Item, RunSpec, RunWorker
+from agents.llm import gate
 from agents.stepping import StepControls, StepState
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,8 @@ class HostedRun(StepControls):
                     self._acked.set()
                 continue
             self._steps.add(mode, payload)
+            if isinstance(payload, Waiting) and payload.learned:  # the worker found a one-at-a-time server:
+                gate.learn(self.spec.settings.server_key())  # its next runs stay here, behind one gate (make_run)
             events.append((mode, payload))
             urgent = urgent or payload is None or mode not in self._heard
             self._heard.add(mode)

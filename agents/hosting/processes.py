@@ -1,8 +1,9 @@
 """Worker processes for live runs (``APP_RUN_WORKERS`` of them): :class:`ProcessHost` and one :class:`_Worker` per
 process — its command pipe, and one reader thread routing its batches (:data:`BOOT`, ``python -m agents.hosting``).
 
-A worker starts with the app's environment less its secrets (:func:`tools.hardening.without_secrets`), and makes
-itself non-dumpable before it imports the engine (:data:`BOOT`). The Hugging Face token reaches it as the first
+A worker is started by :func:`tools.children.start` with the engine's allow-listed variables
+(:data:`tools.children.ENGINE`: never a secret), and makes itself non-dumpable before it imports the engine
+(:data:`BOOT`). The Hugging Face token reaches it as the first
 message on its command pipe (:func:`hub_tokens`); a run's own token travels in its spec's settings.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from agents.hosting.host import Host, HostedRun
 from agents.hosting.worker import SECRETS
-from tools.hardening import without_secrets
+from tools import children
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,14 @@ BOOT = ("import sys\n"
 
 
 def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """A worker's environment: the app's, less every secret, with the app's code importable."""
-    env = without_secrets(environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
+    """A worker's environment: the app's variables :data:`tools.children.ENGINE` admits (never a secret), with
+    the app's code importable."""
+    return children.environment(children.ENGINE, environ, _code_path(environ))
+
+
+def _code_path(environ: Mapping[str, str]) -> dict[str, str]:
+    """``PYTHONPATH`` with the app's folder first, so the worker imports the app's code."""
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), environ.get("PYTHONPATH", "")) if p)}
 
 
 def hub_tokens(environ: Mapping[str, str]) -> dict[str, str]:
@@ -61,8 +66,9 @@ class _Worker:
         cmd_r, cmd_w = os.pipe()
         evt_r, evt_w = os.pipe()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-c", BOOT, str(cmd_r), str(evt_w)], pass_fds=(cmd_r, evt_w),
-                                         stdin=subprocess.DEVNULL, env=worker_environment(os.environ), cwd=ROOT)
+            self.proc = children.start([sys.executable, "-c", BOOT, str(cmd_r), str(evt_w)], children.ENGINE,
+                                       extra_env=_code_path(os.environ), pass_fds=(cmd_r, evt_w),
+                                       stdin=subprocess.DEVNULL, cwd=ROOT)
         finally:
             os.close(cmd_r)
             os.close(evt_w)

@@ -30,6 +30,7 @@ from agents.comparison import ComparisonRun
 from agents.events import LLMError, TokenDelta
 from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
+from tools import children, sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.page_tools import PageTool, with_page_tools
 from tools.registry import ToolRef, ToolRegistry, tool_from_ref
@@ -221,6 +222,7 @@ def main(argv: list[str]) -> None:
     """The worker process (``python -m agents.hosting CMD_FD EVENT_FD``): take the secrets the app sends first,
     then serve runs until the app closes the command pipe."""
     make_non_dumpable()  # before anything is read (the app's BOOT did it even before the imports)
+    children.tidy_on_sigterm(sandbox_wasm.shutdown)  # asked to stop: its sandboxes and their folders go with it
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="run-worker: %(levelname)s %(name)s: %(message)s")
     commands = Connection(int(argv[0]), writable=False)
@@ -255,5 +257,6 @@ def main(argv: list[str]) -> None:
             break  # the app is gone
         worker.handle(message)
     worker.close_all()
+    sandbox_wasm.shutdown()  # os._exit runs no atexit hook: the spare sandbox and its folder go here
     os._exit(0)  # daemon threads (streams being cancelled) must not keep the worker alive
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from agents.events import Waited, Waiting
+
 if TYPE_CHECKING:
     from agents.llm.settings import LLMSettings
 
@@ -33,8 +35,9 @@ class Chunk:
 
     ``finish_reason`` is the server's word that the reply is whole ("stop", "tool_calls") or was
     cut at ``max_tokens`` ("length"); a stream that ends without it was cut off and the model
-    client raises instead of ending normally. ``waiting`` marks a chunk carrying nothing but the
-    news that the call is queued behind ``LLM_MAX_CONCURRENT``.
+    client raises instead of ending normally. ``news`` is a chunk carrying nothing but an event of the
+    client's own for the mode to pass on: a :class:`~agents.events.Waiting` (the call waits for the
+    server: its gate, its turn, a back-off) or the :class:`~agents.events.Waited` that ends it.
     """
 
     text: str = ""
@@ -43,11 +46,16 @@ class Chunk:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
-    waiting: bool = False
+    news: Waiting | Waited | None = None
 
     @property
     def has_usage(self) -> bool:
         return self.prompt_tokens is not None or self.completion_tokens is not None
+
+    @property
+    def waiting(self) -> bool:
+        """The call waits (its tokens, if any came, were not its reply: it is asked for again)."""
+        return isinstance(self.news, Waiting)
 
 
 class LLMFailure(Exception):

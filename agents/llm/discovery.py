@@ -65,7 +65,12 @@ def list_models(base_url: str, api_key: str | None = None, *, timeout: float = L
     ids = tuple(dict.fromkeys(item["id"].strip() for item in entries))
     if not ids:
         return ModelList(error="GET /models lists no models")
-    prices = {item["id"].strip(): offers for item in entries if (offers := pricing.listed_offers(item))}
+    refused: list[str] = []
+    prices = {item["id"].strip(): offers for item in entries if (offers := pricing.listed_offers(item, refused))}
+    if refused:  # one line for the whole listing, however many prices it gets wrong
+        log.warning("GET /models listed prices the app refuses (not a number, below 0, not finite, or over $%g a "
+                    "million tokens) for %d model(s), shown with no price: %s", pricing.MAX_PRICE, len(refused),
+                    "; ".join(refused[:3])[:300])
     return ModelList(ids[:MAX_MODELS], prices=MappingProxyType(prices))
 
 

@@ -5,9 +5,10 @@
 retries with backoff for 429/5xx and dropped connections, a retry without ``stop`` for
 servers that reject it, a reply trusted only when the server says it is finished, limits on
 silence (``LLM_TIMEOUT``) and on a whole call (``LLM_MAX_DURATION``) — its own ``timeout`` is
-per socket operation —, an optional cap on calls in flight (``LLM_MAX_CONCURRENT``), and
-turning every failure into one human line. One instance per run: closing it ends that run's
-in-flight stream and nobody else's.
+per socket operation —, a gate on calls in flight (``LLM_MAX_CONCURRENT``, or one at a time once a
+server shows it serves one request at a time: ``agents/llm/gate.py``), every wait said as it begins and
+ends (``Chunk.news``), and turning every failure into one human line. One instance per run: closing it
+ends that run's in-flight stream and nobody else's.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, TextGenerationError
 from huggingface_hub.utils import httpx  # httpx2 under its stable alias
 
+from agents.events import BACKOFF, QUEUE, TURN, Waited, Waiting
 from agents.llm import abort, http_errors, watchdog
-from agents.llm.base import Chunk, LLMFailure, Message, ToolCallDelta
-from agents.llm.gate import gate_for
+from agents.llm.base import Chunk, LLMFailure, Message
+from agents.llm.chunks import to_chunk
+from agents.llm.gate import Gate, gate_for
 from agents.llm.gate import streams as open_streams
 from agents.llm.settings import LLMSettings
 from patches import hf_stream_parse
@@ -34,8 +37,11 @@ log = logging.getLogger(__name__)
 
 MAX_TRIES = 3
 RETRY_BUDGET_S = 10.0
+MAX_INTERRUPTIONS = 2  # a reply a one-at-a-time server closed is asked for again, in its turn, this many times
 ONE_AT_A_TIME = "it may serve one request at a time (llama-cpp-python's server does); set LLM_MAX_CONCURRENT=1"
 INTERRUPTED = f"the server closed this reply when another request arrived — {ONE_AT_A_TIME}"
+LEARNED = ("the model server closed this reply when another request arrived: it serves one request at a time, so "
+           "the app now sends it one at a time, and asks for this reply again in its turn")
 
 
 class HFInferenceModel:
@@ -53,7 +59,8 @@ class HFInferenceModel:
         self._closed = threading.Event()
         self._stop_rejected = False
         self._server = settings.server_key()
-        self._gate = gate_for(self._server, settings.max_concurrent)
+        self._gate = _gate_of(settings)
+        self._turns = _learns(self._gate)  # a server that may serve one at a time: our calls to it note their chunks
         self._thread: int | None = None  # the thread streaming now, so close() can interrupt its read
         self._thread_lock = threading.Lock()  # close() may abort only while that thread is in *our* stream
 
@@ -70,27 +77,55 @@ class HFInferenceModel:
 
         The reply is complete only when the server says so (a ``finish_reason``): huggingface_hub
         swallows ``data: [DONE]``, and a server that aborts a request may end the body cleanly, so a
-        stream that just stops is a failure too. With ``LLM_MAX_CONCURRENT`` set, the call first
-        waits for a slot, saying so with a ``Chunk(waiting=True)``.
+        stream that just stops is a failure too. A call that must wait for its gate's slot, or for a
+        back-off, says so as the wait begins and ends (``Chunk.news``). A reply a server closed because
+        another of ours arrived teaches the gate that the server serves one request at a time (unless
+        ``LLM_MAX_CONCURRENT`` is set) and is asked for again in its turn.
         """
         kwargs: dict[str, Any] = {"max_tokens": max_tokens or self.settings.max_tokens,
                                   "temperature": temperature, "tools": tools or None}
         stop = None if self._stop_rejected else (stop or None)
-        gate = self._gate
-        if gate is not None and not gate.try_acquire():
-            yield Chunk(waiting=True)
-            if not gate.acquire(self._closed.is_set):
-                raise LLMFailure("the run was stopped", reason="stopped")
-        try:
-            yield from self._call(messages, stop, kwargs)
-        finally:
-            if gate is not None:
-                gate.release()
+        gate, cut, learned = self._gate, 0, False
+        while True:
+            waited = yield from self._turn(gate, again=cut > 0, learned=learned)
+            try:
+                if waited is not None:
+                    yield Chunk(news=waited)
+                yield from self._call(messages, stop, kwargs)
+                return
+            except LLMFailure as exc:
+                if exc.reason != "interrupted" or not _learns(gate) or cut >= MAX_INTERRUPTIONS:
+                    raise
+                cut += 1
+                learned = gate.learn()  # type: ignore[union-attr]  # _learns: a gate
+            finally:
+                if gate is not None:
+                    gate.release()
+
+    def _turn(self, gate: Gate | None, *, again: bool, learned: bool) -> Iterator[Chunk]:
+        """Take a slot of the gate, waiting in line when it has none free (saying so); returns the :class:`Waited`
+        to pass on, or None when the call did not wait. ``again``: a reply the server closed is asked for again,
+        which the mode must hear even when the slot is free at once (what it streamed is not the reply)."""
+        if gate is None or (not again and gate.try_acquire()):
+            return None
+        cause = QUEUE if gate.limit else TURN
+        ahead = gate.ahead
+        line = (f"{LEARNED} ({ahead} ahead of it)" if learned else
+                f"waiting for a free slot: LLM_MAX_CONCURRENT={gate.limit}, {ahead} ahead of this call" if gate.limit
+                else f"waiting for the model server: it serves one request at a time, {ahead} ahead of this one")
+        began = time.monotonic()
+        yield Chunk(news=Waiting(line, cause, learned=learned))
+        if not gate.acquire(self._closed.is_set):
+            raise LLMFailure("the run was stopped", reason="stopped")
+        return Waited(round(time.monotonic() - began, 3), cause)
 
     def _call(self, messages: list[Message], stop: list[str] | None, kwargs: dict[str, Any]) -> Iterator[Chunk]:
         """One call under the watchdog's clock, registered as an open stream to its server."""
         ticket = open_streams.opened(self._server)
         clock = watchdog.watch(self.settings.timeout_s, self.settings.max_duration_s, self._expire)
+        if self._turns:  # queued in a one-at-a-time server behind our other calls, a call waits; it is not silence
+            gate, server = self._gate, self._server
+            clock.turn = lambda: open_streams.last_beat(server) if gate.learned else None  # type: ignore[union-attr]
         with self._thread_lock:
             self._thread = threading.get_ident()
             abort.clear_thread(self._thread)
@@ -139,7 +174,7 @@ class HFInferenceModel:
                     stop, self._stop_rejected = None, True  # retry once without stop; loops cut client-side
                     continue
                 retry = status in http_errors.RETRY_STATUSES and not sent.any
-                if retry and self._may_retry(attempt, started, exc, clock):
+                if retry and (yield from self._back_off(attempt, started, exc, clock)):
                     continue
                 raise LLMFailure(http_errors.describe(exc, status, attempt, self.settings)) from None
             except LLMFailure:
@@ -147,7 +182,7 @@ class HFInferenceModel:
             except Exception as exc:  # noqa: BLE001 - every transport failure becomes one line (logged)
                 _log_failure(exc, attempt, self._server, stopped=self._closed.is_set())
                 failure = self._failure(exc, sent, clock, ticket, attempt)
-                if failure is None and self._may_retry(attempt, started, None, clock):
+                if failure is None and (yield from self._back_off(attempt, started, None, clock)):
                     continue
                 raise (failure or LLMFailure(self._describe_transport(exc, sent, attempt))) from None
 
@@ -198,13 +233,17 @@ class HFInferenceModel:
             if clock.expired:  # a steady stream past LLM_MAX_DURATION: the watchdog had no read to abort
                 raise TimeoutError(clock.expired)
             clock.beat()
+            if self._turns:
+                open_streams.beat(self._server)
             self.answered = getattr(out, "model", None) or self.answered
-            chunk = _to_chunk(out)
+            chunk = to_chunk(out)
             if chunk is not None:
                 yield chunk
 
-    def _may_retry(self, attempt: int, started: float, exc: HfHubHTTPError | None, clock: watchdog.Watch) -> bool:
-        """Sleep before the next try (exponential backoff with jitter, honouring Retry-After) if budget allows."""
+    def _back_off(self, attempt: int, started: float, exc: HfHubHTTPError | None,
+                  clock: watchdog.Watch) -> Iterator[Chunk]:
+        """Wait before the next try (exponential backoff with jitter, honouring Retry-After) if the budget allows,
+        saying so as the wait begins and ends; returns whether to try again."""
         if attempt >= MAX_TRIES or self._closed.is_set():
             return False
         wait = min(4.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random())
@@ -214,7 +253,15 @@ class HFInferenceModel:
         if time.monotonic() - started + wait > RETRY_BUDGET_S:
             return False
         clock.pause()  # a backoff is not the server's silence
-        return not self._closed.wait(wait)
+        status = http_errors.status(exc) if exc is not None else None
+        why = f"it answered HTTP {status}" if status else "the connection dropped before a reply"
+        yield Chunk(news=Waiting(f"waiting for the model server: retry {attempt + 1} in {wait:.1f} s ({why})",
+                                 BACKOFF, seconds=round(wait, 2)))
+        began = time.monotonic()
+        if self._closed.wait(wait):
+            return False
+        yield Chunk(news=Waited(round(time.monotonic() - began, 3), BACKOFF))
+        return True
 
     def _describe_transport(self, exc: Exception, sent: _Sent, attempt: int) -> str:
         if isinstance(exc, OfflineModeIsEnabled):
@@ -244,6 +291,21 @@ class HFInferenceModel:
             log.warning("closing the model client failed", exc_info=True)
 
 
+def _gate_of(settings: LLMSettings) -> Gate | None:
+    """The gate for this client's calls: the owner's ``LLM_MAX_CONCURRENT``; unset, an automatic gate for an
+    ``LLM_BASE_URL`` server (one at a time once it shows it serves one at a time); none for the router (its
+    providers serve many) or with ``LLM_MAX_CONCURRENT=0`` (unlimited, by the owner's choice)."""
+    limit = settings.max_concurrent
+    if limit == 0 or (limit is None and not settings.base_url):
+        return None
+    return gate_for(settings.server_key(), limit)
+
+
+def _learns(gate: Gate | None) -> bool:
+    """A gate that may learn that its server serves one request at a time (not one the owner set)."""
+    return gate is not None and not gate.limit
+
+
 def _make_client(settings: LLMSettings) -> InferenceClient:
     hf_stream_parse.install()  # the same typed chunks at a fraction of the CPU (checked once per process)
     if settings.base_url:
@@ -251,7 +313,10 @@ def _make_client(settings: LLMSettings) -> InferenceClient:
         # header of None overrides its default and is dropped before sending, so a base_url server
         # gets LLM_API_KEY or no Authorization header at all — never a Hugging Face token.
         auth = f"Bearer {settings.token}" if settings.token else None
-        return InferenceClient(base_url=settings.base_url, timeout=settings.timeout_s,
+        # The watchdog owns silence (LLM_TIMEOUT): a read queued in a one-at-a-time server behind our other calls
+        # waits its turn (watchdog.Watch.turn), which httpx's per-read timeout would cut; it still bounds connects.
+        timeout = httpx.Timeout(settings.max_duration_s, connect=settings.timeout_s)
+        return InferenceClient(base_url=settings.base_url, timeout=timeout,  # type: ignore[arg-type]
                                headers={"authorization": auth})  # type: ignore[dict-item]
     return InferenceClient(provider=settings.provider, token=settings.token, timeout=settings.timeout_s)
 
@@ -284,43 +349,6 @@ class _Sent:
         return max(self.pieces, self.chars // 4)
 
 
-def _to_chunk(out: Any) -> Chunk | None:
-    """One ``ChatCompletionStreamOutput`` → :class:`Chunk` (reasoning from ``reasoning`` or ``reasoning_content``)."""
-    usage = getattr(out, "usage", None)
-    choices = getattr(out, "choices", None) or []
-    text = reasoning = ""
-    calls: tuple[ToolCallDelta, ...] = ()
-    if choices:
-        delta = choices[0].delta
-        text = delta.content or ""
-        reasoning = getattr(delta, "reasoning", None) or _extra(delta, "reasoning_content") or ""
-        calls = tuple(
-            ToolCallDelta(
-                index=getattr(tc, "index", 0) or 0,
-                id=getattr(tc, "id", None) or None,
-                name=getattr(tc.function, "name", None) or None,
-                arguments=getattr(tc.function, "arguments", None) or "",
-            )
-            for tc in (delta.tool_calls or [])
-        )
-    finish = (getattr(choices[0], "finish_reason", None) or None) if choices else None
-    prompt = getattr(usage, "prompt_tokens", None) if usage else None
-    completion = getattr(usage, "completion_tokens", None) if usage else None
-    if not (text or reasoning or calls or usage or finish):
-        return None
-    return Chunk(text=text, reasoning=reasoning, tool_calls=calls, prompt_tokens=prompt, completion_tokens=completion,
-                 finish_reason=finish)
-
-
-def _extra(obj: Any, key: str) -> Any:
-    """Fields the generated types do not declare are kept in the object's dict form."""
-    try:
-        return obj.get(key) if hasattr(obj, "get") else getattr(obj, key, None)
-    except Exception:  # a malformed chunk field reads as absent
-        log.warning("could not read %r from a streamed chunk", key, exc_info=True)
-        return None
-
-
 def _log_failure(exc: Exception, attempt: int, server: str, *, stopped: bool) -> None:
     """Expected ends of a call (Stop, a dropped or cut stream, a timeout) are one info line; anything
     else keeps its traceback at warning level: a bug must not pass for a flaky server."""
@@ -332,6 +360,5 @@ def _log_failure(exc: Exception, attempt: int, server: str, *, stopped: bool) ->
 
 
 def _is_transient(exc: Exception) -> bool:
-    return isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)) and not isinstance(
-        exc, OfflineModeIsEnabled
-    )
+    return isinstance(exc, httpx.TransportError | TimeoutError | ConnectionError) and not isinstance(
+        exc, OfflineModeIsEnabled)

@@ -11,17 +11,27 @@ Where a price comes from, in this order (docs/configuration.md, "Cost"):
 
 The process's prices are one :class:`PriceBook`, published once at start (:func:`publish`); each
 :class:`~agents.trace.Trace` keeps the book current when it is made, and an export keeps the price it used.
+
+A price is a finite number from 0 to :data:`MAX_PRICE` dollars per million tokens, or no price: a listing's price
+past that is refused with one log line, and a :class:`Price` cannot hold one, so no cost is ever NaN or infinite
+(a server's listing is as untrusted as its replies).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 PER_MILLION = 1_000_000
-PRICE_RANGE = (0.0, 10_000.0)  # USD per million tokens: the dearest listed models cost well under a hundred
+MAX_PRICE = 1_000.0  # USD per million tokens: the dearest listed models cost well under a hundred
+PRICE_RANGE = (0.0, MAX_PRICE)
+MAX_TOKENS_COSTED = 10**12  # tokens one cost counts at most, whatever a record says
+TINY_USD = 0.000001  # costs below this show as "< $0.000001"
 OWNER_SOURCE = "APP_PRICE_INPUT / APP_PRICE_OUTPUT"
 ROUTER_POLICIES = ("fastest", "cheapest", "preferred")  # router suffixes that choose no one provider
 
@@ -36,9 +46,15 @@ class Price:
     output: float
     source: str = ""
 
+    def __post_init__(self) -> None:
+        if _number(self.input) is None or _number(self.output) is None:
+            raise ValueError(f"a price is 0 to {MAX_PRICE:g} US dollars per million tokens, "
+                             f"not {self.input!r} / {self.output!r}")
+
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """Tokens × price, in USD."""
-        return (prompt_tokens * self.input + completion_tokens * self.output) / PER_MILLION
+        """Tokens × price, in USD: finite, whatever the counts (each is taken between 0 and
+        :data:`MAX_TOKENS_COSTED`)."""
+        return (_tokens(prompt_tokens) * self.input + _tokens(completion_tokens) * self.output) / PER_MILLION
 
     def to_dict(self) -> dict[str, Any]:
         return {"input_per_million": self.input, "output_per_million": self.output, "source": self.source}
@@ -54,34 +70,62 @@ class Price:
         return cls(values[0], values[1], str(data.get("source") or ""))
 
 
-def _number(value: Any) -> float | None:
-    """A listed price: a finite number ≥ 0 (OpenRouter sends strings); anything else is no price."""
+def _number(value: Any, scale: float = 1.0) -> float | None:
+    """A price in USD per million tokens: ``value`` (OpenRouter sends strings) × ``scale``, a finite number from 0
+    to :data:`MAX_PRICE`; anything else is no price."""
     if isinstance(value, bool):
         return None
     try:
-        number = float(value)
-    except (TypeError, ValueError):
+        number = float(value) * scale
+    except (TypeError, ValueError, OverflowError):
         return None
-    return number if math.isfinite(number) and number >= 0 else None
+    return number if math.isfinite(number) and 0 <= number <= MAX_PRICE else None
 
 
-def listed_offers(item: Mapping[str, Any]) -> Offers:
-    """The prices one ``data[]`` entry of a listing carries: per live provider (the router), or one (OpenRouter)."""
+def _tokens(count: Any) -> int:
+    """A token count as a cost counts it: a whole number from 0 to :data:`MAX_TOKENS_COSTED`."""
+    try:
+        number = int(count)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return min(max(number, 0), MAX_TOKENS_COSTED)
+
+
+def listed_offers(item: Mapping[str, Any], refused: list[str] | None = None) -> Offers:
+    """The prices one ``data[]`` entry of a listing carries: per live provider (the router), or one (OpenRouter).
+    A price given but refused (not a number, below 0, not finite, over :data:`MAX_PRICE` a million tokens) is no
+    price; its model and value are added to ``refused`` (else logged, one line)."""
     offers: list[tuple[str | None, Price]] = []
+    seen: list[str] = []
     providers = item.get("providers")
     for p in providers if isinstance(providers, list) else []:
         pricing = p.get("pricing") if isinstance(p, dict) else None
         if not isinstance(pricing, dict) or p.get("status", "live") != "live":
             continue
-        cost_in, cost_out = _number(pricing.get("input")), _number(pricing.get("output"))
-        if cost_in is not None and cost_out is not None and isinstance(p.get("provider"), str):
-            offers.append((p["provider"], Price(cost_in, cost_out)))
+        price = _offer(pricing.get("input"), pricing.get("output"), 1.0, seen)
+        if price is not None and isinstance(p.get("provider"), str):
+            offers.append((p["provider"], price))
     pricing = item.get("pricing")
     if isinstance(pricing, dict):  # OpenRouter: USD per token, as strings
-        cost_in, cost_out = _number(pricing.get("prompt")), _number(pricing.get("completion"))
-        if cost_in is not None and cost_out is not None:
-            offers.append((None, Price(cost_in * PER_MILLION, cost_out * PER_MILLION)))
+        price = _offer(pricing.get("prompt"), pricing.get("completion"), PER_MILLION, seen)
+        if price is not None:
+            offers.append((None, price))
+    if seen:
+        line = f"{str(item.get('id'))[:80]!r}: {', '.join(seen)}"
+        if refused is None:
+            log.warning("A model listing's price was refused (no price is shown for it): %s", line)
+        else:
+            refused.append(line)
     return tuple(offers)
+
+
+def _offer(cost_in: Any, cost_out: Any, scale: float, refused: list[str]) -> Price | None:
+    """A listed pair of prices, or None (each value given but refused is added to ``refused``)."""
+    values = [_number(cost_in, scale), _number(cost_out, scale)]
+    for given, value in zip((cost_in, cost_out), values, strict=True):
+        if value is None and given is not None:
+            refused.append(f"{str(given)[:40]!r}")
+    return Price(values[0], values[1]) if None not in values else None
 
 
 def pick(offers: Offers, provider: str | None, where: str) -> Price | None:
@@ -150,15 +194,19 @@ def cost_fields(price: Price | None, prompt_tokens: int, completion_tokens: int)
 
 
 def cost_text(cost: float | None, estimated: bool = False) -> str | None:
-    """``≈ $0.0004``, or ``~$0.0004`` when the tokens themselves are estimated; None with no price."""
+    """``≈ $0.0004``, or ``~$0.0004`` when the tokens themselves are estimated, ``< $0.000001`` for less;
+    None with no price."""
     if cost is None:
         return None
+    if 0 < cost < TINY_USD:
+        return f"{'~' if estimated else ''}< ${TINY_USD:.6f}"
     return f"{'~' if estimated else '≈ '}${format_usd(cost)}"
 
 
 def format_usd(cost: float) -> str:
-    """Two significant digits below a cent, cents above: 0.00037, 0.0004, 0.12, 3.50."""
-    if cost <= 0:
+    """Two significant digits below a cent, cents above: 0.00037, 0.0004, 0.12, 3.50 (never NaN: a cost that
+    is not a finite number reads 0, though :class:`Price` makes none)."""
+    if not math.isfinite(cost) or cost <= 0:
         return "0"
     if cost >= 0.01:
         return f"{cost:.2f}"

@@ -26,7 +26,8 @@ DEFAULT_MAX_TOKENS = 2048  # LLM_MAX_TOKENS: reasoning models spend part of it o
 ROUTER = "Hugging Face router"
 SECONDS_RANGE = (0.1, 86400.0)  # LLM_TIMEOUT and LLM_MAX_DURATION: a tenth of a second to a day
 MAX_TOKENS_RANGE = (1, 1_000_000)
-MAX_CONCURRENT_RANGE = (0, 1000)  # 0: unlimited, as when unset
+MAX_CONCURRENT_RANGE = (0, 1000)  # 0: unlimited, by the owner's choice; unset: automatic (agents/llm/gate.py)
+AUTOMATIC = -1  # LLM_MAX_CONCURRENT unset, as env_int reads it
 
 THREE_WAYS = (
     "Three ways to connect a real model: set HF_TOKEN (a Hugging Face token with Inference Providers "
@@ -68,7 +69,9 @@ class LLMSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
     max_tokens: int = DEFAULT_MAX_TOKENS
-    max_concurrent: int | None = None  # model calls in flight per process; None: unlimited
+    # model calls in flight per process and server; 0: unlimited; None (unset): unlimited until an LLM_BASE_URL
+    # server shows it serves one request at a time, then one (agents/llm/gate.py)
+    max_concurrent: int | None = None
     models: tuple[str, ...] = ()  # what the base_url server listed at start (GET /models), for the Settings box
     models_error: str | None = None  # why it listed none, when it was asked
     toy: bool = False  # the base_url is the toy model the app started itself (nothing was configured)
@@ -85,7 +88,7 @@ class LLMSettings:
         base_url = env_text("LLM_BASE_URL", None, environ, prefixes=("http://", "https://"))
         # A Hugging Face token goes to Hugging Face only: a base_url server gets LLM_API_KEY or nothing.
         token = env_text("LLM_API_KEY" if base_url else "HF_TOKEN", None, environ, secret=True)
-        concurrent = env_int("LLM_MAX_CONCURRENT", 0, *MAX_CONCURRENT_RANGE, environ)
+        concurrent = env_int("LLM_MAX_CONCURRENT", AUTOMATIC, *MAX_CONCURRENT_RANGE, environ)
         model = env_text("LLM_MODEL", None, environ)
         return cls(
             model=model or ("" if base_url else DEFAULT_MODEL),  # "": ask the server (discovery.resolve_model)
@@ -96,7 +99,7 @@ class LLMSettings:
             max_duration_s=env_float("LLM_MAX_DURATION", DEFAULT_MAX_DURATION_S, *SECONDS_RANGE, environ,
                                      unit="seconds"),
             max_tokens=env_int("LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, *MAX_TOKENS_RANGE, environ),
-            max_concurrent=concurrent or None,
+            max_concurrent=None if concurrent == AUTOMATIC else concurrent,
             price=owner_price(environ),
         )
 

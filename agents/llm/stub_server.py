@@ -13,6 +13,7 @@ import collections
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,15 +33,20 @@ class RecordedRequest:
     first_byte: float | None = None
     finished: float | None = None
     counted: bool = False  # counted in the server's requests in flight (until its last event is on its way)
+    cut: bool = False  # one_at_a_time: the server ended this reply because another request waited
 
 
 class StubLLMServer:
     """Threaded SSE server on 127.0.0.1; use as a context manager. ``url`` ends in ``/v1``.
 
-    ``one_at_a_time=True`` behaves like llama-cpp-python's server with its default ``interrupt_requests=True``:
-    a new request aborts the one in flight, which gets ``data: [DONE]`` without a ``finish_reason`` and an end
-    of body, then waits for the model to be free. ``serial=True`` queues requests for the one model without a
-    word until their turn. ``GET /v1/models`` lists ``models`` (``None``: no such endpoint, a 404);
+    ``one_at_a_time=True`` behaves like llama-cpp-python 0.3's server with its default ``interrupt_requests=True``
+    (``llama_cpp/server/app.py``, seen on it too): every request gets its headers at once, then waits for the one
+    model behind two locks (a request waiting for the model holds the outer one); the reply in flight, after each
+    chunk it sends, sees the outer lock taken and ends — ``data: [DONE]`` without a ``finish_reason``, then the
+    connection closes mid-body. So of three requests sent together the first two are closed and the third is
+    served; a reply's time is known exactly (``first_token_delay`` once it has the model, ``token_delay`` a chunk).
+    ``serial=True`` queues requests for the one model without a word (no headers) until their turn.
+    ``GET /v1/models`` lists ``models`` (``None``: no such endpoint, a 404);
     ``unknown_model="ollama" | "vllm" | "openai"`` refuses a request for a model not listed the way that server
     does (a 404 with its body; OpenAI's carries ``"code": "model_not_found"``). ``price=(input, output)`` (USD
     per million tokens) lists that price on every model, in the Hugging Face router's shape (one live provider,
@@ -68,8 +74,8 @@ class StubLLMServer:
         self.latency, self.token_delay, self.chunk_chars = latency, token_delay, chunk_chars
         self.one_at_a_time = one_at_a_time
         self.serial = serial  # requests queue for the single model, unanswered (Ollama with OLLAMA_NUM_PARALLEL=1)
-        self._model_lock = threading.Lock()  # one_at_a_time: the single model
-        self._current: threading.Event | None = None  # set it to interrupt the request in flight
+        self._model_lock = threading.Lock()  # serial: the single model
+        self._outer, self._inner = threading.Lock(), threading.Lock()  # one_at_a_time: llama-cpp-python's two locks
         self.max_in_flight = 0  # most requests ever streamed at once (tests of LLM_MAX_CONCURRENT)
         self._in_flight = 0
         self.requests: list[RecordedRequest] = []
@@ -210,39 +216,45 @@ class _Handler(BaseHTTPRequestHandler):
         if server.unknown_model and body.get("model") not in (server.models or ()):
             return self._send_json(404, UNKNOWN_MODEL[server.unknown_model](body.get("model")))
         reply = server.next_reply(body)
-        interrupt = threading.Event()
+        self._count(record)
+        try:
+            if server.one_at_a_time and reply.status == 200 and not reply.hang:
+                self._serve_one_at_a_time(reply, body, record)
+            elif server.serial:
+                with server._model_lock:
+                    self._serve(reply, body, record)
+            else:
+                self._serve(reply, body, record)
+        finally:
+            record.finished = time.perf_counter()
+            server.landed(record)
+
+    def _count(self, record: RecordedRequest) -> None:
+        """The request is in flight (waiting for the model or answered), until :meth:`StubLLMServer.landed`."""
+        server = self.stub
         with server._lock:
             server._in_flight += 1
             server.max_in_flight = max(server.max_in_flight, server._in_flight)
             record.counted = True
-        try:
-            self._serve_in_turn(reply, body, record, interrupt)
-        finally:
-            record.finished = time.perf_counter()
-            server.landed(record)
-            with server._lock:
-                if server._current is interrupt:
-                    server._current = None
 
-    def _serve_in_turn(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
-                       interrupt: threading.Event) -> None:
-        """Serve now, or one at a time like a single-slot llama.cpp server (serial / one_at_a_time)."""
+    def _serve_one_at_a_time(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest) -> None:
+        """llama-cpp-python's ``get_event_publisher``: headers at once; the model behind the outer lock, then the
+        inner one (the outer released as the inner is taken); after each chunk, a taken outer lock ends the reply."""
         server = self.stub
-        if server.one_at_a_time:
-            with server._lock:
-                if server._current is not None:
-                    server._current.set()  # like llama-cpp-python: the newcomer aborts the one in flight
-                server._current = interrupt
-            with server._model_lock:
-                self._serve(reply, body, record, interrupt)
-        elif server.serial:
-            with server._model_lock:
-                self._serve(reply, body, record, interrupt)
-        else:
-            self._serve(reply, body, record, interrupt)
+        if reply.reject_stop and body.get("stop"):
+            return self._serve(reply, body, record)
+        self._headers()
+        with server._outer:
+            server._inner.acquire()
+        try:
+            delay = server.latency if reply.first_token_delay is None else reply.first_token_delay
+            if delay:
+                time.sleep(delay)
+            self._stream(reply, body, record, cut=server._outer.locked)
+        finally:
+            server._inner.release()
 
-    def _serve(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
-               interrupt: threading.Event) -> None:
+    def _serve(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest) -> None:
         server = self.stub
         if reply.hang:
             server._shutdown.wait(300)
@@ -259,28 +271,28 @@ class _Handler(BaseHTTPRequestHandler):
         delay = server.latency if reply.first_token_delay is None else reply.first_token_delay
         if delay:
             time.sleep(delay)
+        self._headers()
+        self._stream(reply, body, record)
+
+    def _headers(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")  # so a dropped connection is an error, as in production
         self.end_headers()
-        self._stream(reply, body, record, interrupt)
+        self.wfile.flush()
 
     def _stream(self, reply: StubReply, body: dict[str, Any], record: RecordedRequest,
-                interrupt: threading.Event) -> None:
-        """The SSE body, with the reply's scripted faults (disconnect, early end, pause) and the abort."""
+                cut: Callable[[], bool] = lambda: False) -> None:
+        """The SSE body, with the reply's scripted faults (disconnect, early end, pause); ``cut``, asked after each
+        chunk, ends the reply as llama-cpp-python ends one another request waits behind."""
         server = self.stub
         events = sse_events(reply, body, server.chunk_chars)
         token_delay = server.token_delay if reply.token_delay is None else reply.token_delay
         due = time.perf_counter()  # each chunk is paced on absolute time, as a server paces its tokens
         for i, event in enumerate(events):
             if reply.disconnect_after is not None and i >= reply.disconnect_after:
-                self.wfile.flush()
-                self.close_connection = True
-                self.connection.shutdown(2)  # abrupt: no terminating chunk
-                return
-            if (reply.end_after is not None and i >= reply.end_after) or interrupt.is_set():
-                if interrupt.is_set():
-                    self._chunk(b"data: [DONE]\n\n")  # what llama-cpp-python sends the request it aborts
+                return self._drop()
+            if reply.end_after is not None and i >= reply.end_after:
                 return self._end_body()
             if i and reply.pause_after == i:
                 time.sleep(reply.pause_s)
@@ -288,14 +300,25 @@ class _Handler(BaseHTTPRequestHandler):
             elif i and token_delay:
                 due += token_delay
                 if (wait := due - time.perf_counter()) > 0:
-                    interrupt.wait(wait)
+                    time.sleep(wait)
             if i == len(events) - 1:  # the client may end the call (and start another) once it has this one
                 server.landed(record)
             self._chunk(f"data: {event}\n\n".encode())
             if record.first_byte is None:
                 record.first_byte = time.perf_counter()
+            if i < len(events) - 1 and cut():
+                record.cut = True
+                server.landed(record)
+                self._chunk(b"data: [DONE]\n\n")  # what llama-cpp-python sends the reply it ends, then it hangs up
+                return self._drop()
         self._chunk(b"data: [DONE]\n\n")
         self._end_body()
+
+    def _drop(self) -> None:
+        """An abrupt end: no terminating chunk, the connection closed."""
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.shutdown(2)
 
     def _end_body(self) -> None:
         """A clean end of the chunked body (the connection may be reused)."""

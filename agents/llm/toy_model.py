@@ -8,10 +8,13 @@ Reflexion's self-check and reflection, and (:func:`talkative`) can reason at len
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any
 
 from agents.llm.stub_replies import Responder, StubReply
+from tools.calculator import evaluate
+from tools.registry import ToolFailure
 
 # Arithmetic as written in a question: numbers joined by operators ("17 * 23 + 5", "(2 + 3) × 4"); a lone
 # number ("the 30th", "below 10,000") is not something the toy can compute.
@@ -35,7 +38,8 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
     ``calculate`` call for the arithmetic in the question; with the text protocol it writes
     ``Action: calculate``; under CodeAct's prompt it writes a program that prints
     ``calculate(...)``; once it sees an observation it answers with it (CodeAct: ``final_answer``).
-    Without tools it can only guess, as a model doing mental arithmetic might. It never knows the
+    Without tools it states a wrong estimate with a number, as a model doing mental arithmetic might
+    (:func:`estimate`). It never knows the
     answer in advance: the number comes from the calculator's observation. Anything but an arithmetic
     expression gets its honest "I don't know". Asked to check an attempt (Reflexion's self-check) it
     trusts one that used a tool; asked to reflect on a failed one, it plans to compute.
@@ -68,10 +72,27 @@ def toy_policy(body: dict[str, Any]) -> StubReply:
             return StubReply(text=f"{thought}Action: calculate\nAction Input: {expression}\nObservation: 42")
         thought = f"Thought: {WHY_NOT}\n" if wants_thoughts else ""
         return StubReply(text=f"{thought}Final Answer: {UNKNOWN}.")
-    if not expression:
+    if not expression or (guess := estimate(expression)) is None:
         return StubReply(text=f"Thought: {WHY_NOT}\nFinal Answer: {UNKNOWN}.")
-    guess = f"roughly {expression}, I cannot compute it exactly"
-    return StubReply(text=f"Thought: Without tools I can only estimate.\nFinal Answer: {guess}")
+    return StubReply(text=f"Thought: Without a calculator I can only estimate: {expression} comes to about {guess}."
+                          f"\nFinal Answer: about {guess}")
+
+
+def estimate(expression: str) -> str | None:
+    """A wrong estimate, as a model without a calculator makes one: the value rounded to two significant figures,
+    nudged when that happens to be exact ("about 400" for 17 * 23 + 5 = 396); None when it cannot be computed."""
+    try:
+        value = float(evaluate(expression))
+    except (ToolFailure, TypeError, ValueError, OverflowError):
+        return None
+    if not math.isfinite(value):
+        return None
+    if value == 0:
+        return "1"
+    power = math.floor(math.log10(abs(value))) - 1  # the second significant figure
+    rough = round(value / 10**power) * 10**power
+    rough = rough + 10**power if math.isclose(rough, value) else rough
+    return f"{rough:,.{max(0, -power)}f}"
 
 
 def _question_of(messages: list[dict[str, Any]]) -> str:

@@ -29,6 +29,9 @@ class Watch:
         self.chunks = 0
         self.expired: str | None = None  # "silence" or "duration"
         self.poke: Callable[[], None] = lambda: None  # the watchdog's: the watch's deadline moved earlier
+        # Before the call's first chunk, the last moment another call to its one-at-a-time server got a chunk (None:
+        # no such server): queued behind our other calls in the server, the call waits its turn; it is not silence.
+        self.turn: Callable[[], float | None] | None = None
 
     def beat(self) -> None:
         self.last = time.monotonic()
@@ -45,19 +48,28 @@ class Watch:
     def pause(self) -> None:
         self.last = None
 
+    def _silent_since(self) -> float | None:
+        """Since when the call has heard nothing that counts (None: paused)."""
+        last = self.last
+        if last is not None and not self.chunks and self.turn is not None:
+            other = self.turn()
+            return max(last, other) if other is not None else last
+        return last
+
     def check(self, now: float) -> str | None:
         """Which limit has passed at ``now`` (sets ``expired`` once)."""
         if self.expired is None:
+            since = self._silent_since()
             if now - self.started > self.max_duration_s:
                 self.expired = "duration"
-            elif self.last is not None and now - self.last > self.timeout_s:
+            elif since is not None and now - since > self.timeout_s:
                 self.expired = "silence"
         return self.expired
 
     def deadline(self) -> float:
         """The earliest moment a limit could pass, as things stand (a beat only moves it later)."""
-        ends = self.started + self.max_duration_s
-        return ends if self.last is None else min(ends, self.last + self.timeout_s)
+        ends, since = self.started + self.max_duration_s, self._silent_since()
+        return ends if since is None else min(ends, since + self.timeout_s)
 
 
 class _Watchdog:

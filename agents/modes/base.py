@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import json_repair
 
 from agents import prompts
-from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waiting
+from agents.events import Action, Event, FinalAnswer, LLMError, Observation, TokenDelta, Truncated, Usage, Waited
 from agents.llm.base import ChatModel, Chunk, LLMFailure, Message, ToolCall, ToolCallDelta, assemble_tool_calls
 from agents.parsing import cut_observation, has_format_labels, parse_step
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, MAX_STEPS_RANGE, PROTOCOLS
@@ -113,9 +113,12 @@ def complete(
 def _receive(stream: Iterable[Chunk], call: _Call, stop: list[str] | None) -> Generator[Event, None, None]:
     """Take in one call's chunks as events, until the stream ends or the text reaches a hallucinated Observation."""
     for chunk in stream:
-        if chunk.waiting:
-            yield Waiting()
-            call.start = time.perf_counter()  # the call's time starts when it gets a slot
+        if chunk.news is not None:  # the client waits (its gate, the server's turn, a back-off), or waited
+            if chunk.waiting:
+                call.restart()  # a reply under way is asked for again: what it streamed is not the reply
+            yield chunk.news
+            if isinstance(chunk.news, Waited):
+                call.start = time.perf_counter()  # the call's own time starts when its wait ends
             continue
         if chunk.reasoning:
             call.reasoning += chunk.reasoning
@@ -165,6 +168,15 @@ class _Call:
     finish: str | None = None
     line: int = 0  # where the line being written starts: every earlier line was checked for an Observation
     settled: bool = False  # the line being written is too long to start an Observation any more
+    asked: bool = field(default=False, init=False)  # answer_only as asked (a restart starts from it again)
+
+    def __post_init__(self) -> None:
+        self.asked = self.answer_only
+
+    def restart(self) -> None:
+        """Forget what was received: the reply is asked for again from its start."""
+        fresh = _Call(answer_only=self.asked, start=self.start)
+        self.__dict__.update(fresh.__dict__)
 
     @property
     def output(self) -> str:
@@ -242,6 +254,11 @@ class ToolRunner:
         """How many times this exact call was made before (0 for a new one)."""
         return self.seen[self.key(action)]
 
+    def replayed(self, action: Action) -> Observation | None:
+        """The observation a replay recorded for ``action`` (a fork's :class:`~agents.fork.ReplayRunner`); None:
+        run it live. CodeAct asks this of its programs, which no registry tool runs."""
+        return None
+
     def run(self, action: Action) -> Observation:
         return self.start(action)()
 
@@ -288,15 +305,38 @@ Extract = Callable[[str], str | None]  # a mode's own reading of an answer in a 
 
 
 def forced_answer(
-    model: ChatModel, messages: list[Message], config: RunConfig, *, extract: Extract | None = None
+    model: ChatModel, messages: list[Message], config: RunConfig, *, extract: Extract | None = None, why: str = ""
 ) -> Generator[Event, None, None]:
-    """One last call without tools asking for the best answer now; the answer is marked ``forced``."""
-    yield from answer_now(model, messages, config, prompts.forced_answer_message(), forced=True, extract=extract)
+    """One last call without tools asking for the best answer now; the answer is marked ``forced`` (``why``: what
+    forced it, when not the step budget)."""
+    yield from answer_now(model, messages, config, prompts.forced_answer_message(), forced=True, extract=extract,
+                          why=why)
+
+
+REPEATED_FAILURE = "the model wrote the same unreadable reply twice, so it was asked for its answer"
+
+
+class FormatFailures:
+    """A loop's replies that fit no format: one identical to the failed reply before it is not re-prompted again
+    (a small model repeats itself for the whole budget); the loop forces its answer instead, saying why."""
+
+    def __init__(self) -> None:
+        self._last: str | None = None
+
+    def repeated(self, reply: str) -> bool:
+        """Note a failed reply; True when it is the previous failed one again (spacing aside)."""
+        text = " ".join(reply.split())
+        again, self._last = text == self._last, text
+        return again
+
+    def passed(self) -> None:
+        """A reply that parsed: the next failure starts afresh."""
+        self._last = None
 
 
 def answer_now(
     model: ChatModel, messages: list[Message], config: RunConfig, prompt: str, *, forced: bool,
-    extract: Extract | None = None,
+    extract: Extract | None = None, why: str = "",
 ) -> Generator[Event, None, None]:
     """Send ``prompt`` after ``messages`` and turn the reply into the run's :class:`FinalAnswer`.
 
@@ -307,7 +347,8 @@ def answer_now(
     if reply is None:
         return
     text = extract(reply.text) if extract is not None else None
-    yield FinalAnswer(text if text is not None else answer_in(reply.text, whole=not forced), forced=forced)
+    yield FinalAnswer(text if text is not None else answer_in(reply.text, whole=not forced), forced=forced,
+                      why=why if forced else "")
 
 
 PLAIN_ANSWER_CHARS = 300  # a forced answer longer than this is a paragraph of musing, not an answer

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 
+from agents.agreement import gave_answer
 from agents.answers import normalize_answer
 from agents.events import Event, FinalAnswer, LLMError, Thought
 from agents.llm.base import ChatModel
@@ -25,6 +26,7 @@ from tools.registry import ToolRegistry
 DEFAULT_SC_SAMPLES = 5  # the paper uses 21; 5 keeps a benchmark affordable
 SC_TEMPERATURE = 0.7  # the paper's CoT-SC sampling temperature
 VoteKey = Callable[[str], str]
+VOTES = "CoT-SC votes over"  # opens the Thought that tallies the samples (the step-aligned map shows it as one row)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Vote:
     votes: int
     answered: int
     samples: int
+    said: str | None = None  # what a sample said instead of an answer ("I don't know"), when none answered
 
 
 def _sub_run(events: Iterator[Event]) -> Generator[Event, None, tuple[FinalAnswer | None, str | None]]:
@@ -56,26 +59,30 @@ def self_consistency(
 ) -> Generator[Event, None, Vote]:
     """Sample ``n`` think-only chains at temperature 0.7, one after another, and vote on ``key(answer)``.
 
-    Ties go to the answer seen first. A failed sample is a missing vote, reported in a Thought.
+    Ties go to the answer seen first. A failed sample, or one that gives no real answer ("I don't know"), is a
+    missing vote, reported in a Thought; each sample's Thought is a step (``Thought.sample``).
     """
     sample_config = replace(config, temperature=SC_TEMPERATURE)
     answers: list[str] = []
-    failed = 0
+    failed, said = 0, None
     for i in range(1, n + 1):
         answer, error = yield from _sub_run(think_only(question, model, registry, sample_config))
-        if answer is not None and answer.text.strip():
+        if answer is not None and gave_answer(answer.text):
             answers.append(answer.text.strip())
-            yield Thought(f"Sample {i}/{n} answers: {answer.text.strip()}")
+            yield Thought(f"Sample {i}/{n} answers: {answer.text.strip()}", sample=i)
         else:
             failed += 1
-            yield Thought(f"Sample {i}/{n} gave no answer{f' ({error})' if error else ''}.")
+            text = answer.text.strip() if answer is not None else ""
+            said = said or text or None
+            why = f" ({error})" if error else f" (it said {text!r})" if text else ""
+            yield Thought(f"Sample {i}/{n} gave no answer{why}.", sample=i)
     if not answers:
-        return Vote(None, 0, 0, n)
+        return Vote(None, 0, 0, n, said)
     counts = Counter(key(a) for a in answers)
     winner, votes = counts.most_common(1)[0]
     text = next(a for a in answers if key(a) == winner)
     tally = ", ".join(f"{next(a for a in answers if key(a) == k)!r} ×{c}" for k, c in counts.most_common())
-    yield Thought(f"CoT-SC votes over {n} samples: {tally}{f'; {failed} failed' if failed else ''}. "
+    yield Thought(f"{VOTES} {n} samples: {tally}{f'; {failed} gave no answer' if failed else ''}. "
                   f"Majority: {text!r} with {votes}/{n}.")
     return Vote(text, votes, len(answers), n)
 
@@ -84,10 +91,10 @@ def cot_sc(question: str, model: ChatModel, registry: ToolRegistry, config: RunC
            *, n: int = DEFAULT_SC_SAMPLES, key: VoteKey = normalize_answer) -> Iterator[Event]:
     """CoT-SC alone: the majority answer of ``n`` chains of thought."""
     vote = yield from self_consistency(question, model, registry, config, n=n, key=key)
-    if vote.answer is None:
-        yield LLMError(f"none of the {n} chain-of-thought samples gave an answer")
+    if vote.answer is not None or vote.said is not None:
+        yield FinalAnswer(vote.answer or vote.said or "")  # "I don't know", when every sample said so
     else:
-        yield FinalAnswer(vote.answer)
+        yield LLMError(f"none of the {n} chain-of-thought samples gave an answer")
 
 
 def react_cot_sc(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
@@ -105,12 +112,15 @@ def react_cot_sc(question: str, model: ChatModel, registry: ToolRegistry, config
 
 def cot_sc_react(question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
                  *, n: int = DEFAULT_SC_SAMPLES, key: VoteKey = normalize_answer) -> Iterator[Event]:
-    """CoT-SC; when the majority answer has fewer than n/2 votes, back off to ReAct."""
+    """CoT-SC; when the majority answer has fewer than n/2 votes (a sample that gives no answer has no vote), back
+    off to ReAct."""
     vote = yield from self_consistency(question, model, registry, config, n=n, key=key)
     if vote.answer is not None and vote.votes >= n / 2:
         yield FinalAnswer(vote.answer)
         return
-    yield Thought(f"Only {vote.votes}/{n} samples agree (fewer than {n / 2:g}): backing off to ReAct.")
+    why = (f"none of the {n} samples gave an answer" if vote.answer is None else
+           f"only {vote.votes}/{n} samples agree (fewer than {n / 2:g})")
+    yield Thought(f"{why[:1].upper()}{why[1:]}: backing off to ReAct.")
     answer, error = yield from _sub_run(react(question, model, registry, config))
     if answer is not None and answer.text.strip():
         yield answer

@@ -26,7 +26,7 @@ import importlib
 import pkgutil
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -97,6 +97,7 @@ class ModeSpec:
     prompt: str | None = None  # template name in prompts/ (see above)
     other_prompts: tuple[str, ...] = ()  # further templates it sends (a reflection, a check): shown in the Prompts view
     uses_tools: bool = False  # sees the tool list (and, natively, the tool schemas)
+    text_only: bool = False  # runs under the paper's text protocol only (its prompt holds a text-format example)
     options: tuple[str, ...] = ()  # keyword options ``run`` accepts
     run_options: tuple[RunOption, ...] = ()  # those of them a visitor may set (their names join ``options``)
     order: int = 100  # position among the modes of its placement (registration order breaks ties)
@@ -227,6 +228,13 @@ def forked_mode(panel_id: str) -> tuple[str, int] | None:
     return match.group(1), int(match.group(2))
 
 
+def mode_of(panel_id: str) -> str:
+    """The mode a panel runs: ``react`` for ``react`` and for its fork ``react@2`` (a fork's panel continues its
+    mode in a follow-up)."""
+    forked = forked_mode(panel_id)
+    return forked[0] if forked else panel_id
+
+
 def mode_title(mode_id: str) -> str:
     """The title of a mode (a fork's: "ReAct (fork @2)"), or the id itself for one not registered
     (e.g. in an old recording)."""
@@ -244,9 +252,19 @@ def table_title(mode_id: str) -> str:
     return spec.table_title if spec else mode_id
 
 
+def protocol_problem(modes: Iterable[str], protocol: str) -> str | None:
+    """One line when ``protocol`` is not the text protocol and a mode of ``modes`` runs under it only."""
+    discover()
+    titles = [s.title for m in modes if (s := _specs.get(m)) is not None and s.text_only]
+    if protocol == "text" or not titles:
+        return None
+    return (f"{' and '.join(titles)} run{'s' * (len(titles) == 1)} under the text protocol only (the worked example "
+            "is in the paper's text format): choose the text protocol, or leave them out.")
+
+
 def run_mode(mode_id: str, question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig,
              **options: Any) -> Iterator[Event]:
-    """Run a mode by id, passing it only the ``options`` its spec names."""
-    spec = get_mode(mode_id)
+    """Run a mode by id (a fork's panel id runs its mode), passing it only the ``options`` its spec names."""
+    spec = get_mode(mode_of(mode_id))
     accepted = {k: v for k, v in options.items() if k in spec.options}
     return spec.run(question, model, registry, config, **accepted)

@@ -8,7 +8,17 @@ from dataclasses import replace
 from agents import prompts
 from agents.events import Event, FinalAnswer, Observation, ParseError, Thought
 from agents.llm.base import ChatModel
-from agents.modes.base import STOP, RunConfig, ToolRunner, complete, forced_answer, opening, split_final_answer
+from agents.modes.base import (
+    REPEATED_FAILURE,
+    STOP,
+    FormatFailures,
+    RunConfig,
+    ToolRunner,
+    complete,
+    forced_answer,
+    opening,
+    split_final_answer,
+)
 from agents.parsing import parse_step
 from tools.registry import ToolRegistry
 
@@ -19,13 +29,15 @@ def text_loop(
     question: str, model: ChatModel, registry: ToolRegistry, config: RunConfig, *, thoughts: bool,
     prompt: str, runner: ToolRunner | None = None, notes: Sequence[str] = (),
 ) -> Iterator[Event]:
-    """One action per model call until a Final Answer, the step budget, or a third identical call.
+    """One action per model call until a Final Answer, the step budget, a third identical call, or a reply that fit
+    no format twice alike (:class:`~agents.modes.base.FormatFailures`).
 
     ``prompt`` is the calling mode's template name (its ``ModeSpec.prompt``): the loop knows no mode ids.
     ``notes`` are messages the mode adds after the question (:func:`~agents.modes.base.opening`).
     """
     messages = opening(prompts.system_prompt(prompt, registry, max_steps=config.max_steps), question, notes)
     runner = runner or ToolRunner(registry, config)  # a fork passes one that replays the recorded observations
+    failures = FormatFailures()
     for _ in range(config.max_steps):
         reply = yield from complete(model, messages, config, stop=STOP)
         if reply is None:
@@ -33,9 +45,13 @@ def text_loop(
         messages.append({"role": "assistant", "content": reply.text})
         step = parse_step(reply.text, registry.names)
         if isinstance(step, ParseError):
+            if failures.repeated(reply.text):
+                yield from forced_answer(model, messages, config, why=REPEATED_FAILURE)
+                return
             yield step
             messages.append({"role": "user", "content": step.message})
             continue
+        failures.passed()
         if isinstance(step, FinalAnswer):
             thought, _ = split_final_answer(reply.text)
             if thoughts and thought:

@@ -214,3 +214,71 @@ def test_a_replay_on_the_page_shows_the_recorded_cost_not_this_process_s(tmp_pat
     shown = [_shown(trace, 2.5, 10.0) for trace in traces.values()]
     lines = [line.replace("\\$", "$") for line in frame.metrics]  # Markdown escapes the dollar sign
     assert all(any(cost in line for line in lines) for cost in shown), frame.metrics
+
+
+class HostileListing(StubLLMServer):
+    """A server whose ``GET /v1/models`` prices its model as an attacker chose: OpenRouter's shape (USD per token)
+    and the router's (per million, per provider), both with ``value``."""
+
+    def __init__(self, value, **kw) -> None:
+        super().__init__(toy_policy, models=("stub-model",), **kw)
+        self.value = value
+
+    def listed(self, model: str) -> dict:
+        return {"id": model, "pricing": {"prompt": self.value, "completion": self.value},
+                "providers": [{"provider": "stub", "status": "live",
+                               "pricing": {"input": self.value, "output": self.value}}]}
+
+
+HOSTILE = [1e305, "1e305", float("nan"), "NaN", float("inf"), -1, "-1", "abc", None, True, 1001, "1e400"]
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+def test_a_hostile_listed_price_is_no_price_and_every_run_finishes(value, caplog):
+    """Refused with one log line and shown as no price: no "$" anywhere, no NaN or infinity in a cost, a metrics
+    line or the export, which a strict JSON reader parses (a mode with no tokens at all included)."""
+    from agents import strict_json
+    from agents.events import LLMError
+
+    with HostileListing(value) as server:
+        settings = resolve_model(LLMSettings.from_env({"LLM_BASE_URL": server.url}))
+        traces = compare(QUESTION, MODES, model_factory=default_model_factory(settings))
+    empty = Trace("act", QUESTION)
+    empty.add(LLMError("the server went away"), 0.1)  # 0 tokens: what turned a price of infinity into NaN
+    traces["act"] = empty
+    data = export_dict(QUESTION, "custom", traces, settings_block(settings, RunRequest(QUESTION, MODES), ()))
+    text = to_json(data)
+    assert strict_json.loads(text) is not None
+    assert all(t.price is None and t.cost is None for t in traces.values())
+    assert "$" not in " ".join(metrics_line(t) for t in traces.values()) + comparison_markdown(traces)
+    if value is not None:
+        refused = [r.getMessage() for r in caplog.records if "refuses" in r.getMessage()]
+        assert len(refused) == 1 and "\n" not in refused[0]
+
+
+def test_a_tiny_listed_price_is_kept_and_shown_as_less_than_a_millionth():
+    from agents import strict_json
+
+    with HostileListing("1e-30") as server:
+        settings = resolve_model(LLMSettings.from_env({"LLM_BASE_URL": server.url}))
+        traces = compare(QUESTION, MODES, model_factory=default_model_factory(settings))
+    data = export_dict(QUESTION, "custom", traces, settings_block(settings, RunRequest(QUESTION, MODES), ()))
+    assert strict_json.loads(to_json(data))["traces"]["react"]["price"]["input_per_million"] == pytest.approx(1e-24)
+    assert all(0 < t.cost < 1e-6 for t in traces.values())
+    assert all("≈ $" not in metrics_line(t) and "< $0.000001" in metrics_line(t) for t in traces.values())
+
+
+def test_no_arithmetic_on_a_price_is_nan_or_infinite():
+    with pytest.raises(ValueError):
+        pricing.Price(float("inf"), 1)
+    with pytest.raises(ValueError):
+        pricing.Price(1, 1001)
+    dearest = pricing.Price(pricing.MAX_PRICE, pricing.MAX_PRICE)
+    for tokens in (0, 10**30, -5, float("inf"), float("nan"), "junk", None):
+        cost = dearest.cost(tokens, tokens)
+        assert cost == cost and cost != float("inf") and cost >= 0
+    assert pricing.format_usd(float("nan")) == "0" and pricing.format_usd(float("inf")) == "0"
+    assert pricing.Price.from_dict({"input_per_million": 1e305, "output_per_million": 1}) is None  # a file's
+    summary = summarise([{"id": "1", "mode": "react", "em": 1.0, "f1": 1.0, "prompt_tokens": 10**40,
+                          "completion_tokens": 1}], ["react"], "handwritten", price=dearest)
+    assert 0 < summary["modes"]["react"]["cost_usd"] < float("inf")

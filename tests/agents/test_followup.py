@@ -125,12 +125,12 @@ def test_the_earlier_turns_table_has_a_row_per_turn_with_its_figures_and_survive
     model = ScriptedModel(["Thought: add.\nAction: calculate\nAction Input: 2+3", "Final Answer: 5"])
     _, block = turn("react", "What is 2+3?", model)
     table = earlier_table(open_block(block), ("react", "think"))
-    assert "| 1 | What is 2\\+3? | 5 (1 step · " in table and table.rstrip().endswith("**Turn 2**")
+    assert "| 1 | What is 2\\+3? | — | 5 (1 step · " in table and table.rstrip().endswith("**Turn 2**")
     odd = {**block["turns"][0], "numbers": {"react": {"steps": "x", "tokens": None, "seconds": []}}}
     from agents.followup import recorded
 
     shown = earlier_table(recorded({**block, "turns": [odd]}), ("react",))
-    assert "| 1 | What is 2\\+3? | 5 |" in shown
+    assert "| 1 | What is 2\\+3? | — | 5 |" in shown  # no expected answer: a dash
 
 
 def test_a_hybrid_carries_its_question_and_answer_and_every_call_sees_them():

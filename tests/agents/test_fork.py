@@ -243,3 +243,39 @@ def test_every_mode_a_fork_is_offered_for_replays_under_its_fork_id():
     for spec in list_modes():
         assert (forked_mode(fork_id(spec.id, 1)) == (spec.id, 2)) == spec.forkable, spec.id
     assert {s.id for s in forkable_modes()} == {s.id for s in list_modes() if s.forkable} >= {"think", "act", "react"}
+
+
+def codeact_step(thought: str, program: str) -> str:
+    return f"Thought: {thought}\n<code>\n{program}\n</code>"
+
+
+CODEACT_SCRIPT = [
+    codeact_step("add with the tool.", "x = int(calculate('1+1'))\nprint(x)"),
+    codeact_step("ten times it.", "print(x * 10)"),
+    "Thought: done.\nFinal Answer: 20",
+]
+
+
+def test_codeact_forks_at_a_programs_output_and_its_session_keeps_the_earlier_variables():
+    """A CodeAct fork edits what a program printed; the programs before the edit run again, unseen, so a live
+    program after it still finds their variables, while the model reads the teacher's text."""
+    from agents.modes.codeact import codeact
+
+    model = ScriptedModel(list(CODEACT_SCRIPT))
+    original = Trace("codeact", "What is ten times 1+1?")
+    for event in codeact(original.question, model, REGISTRY, RunConfig(max_steps=4)):
+        original.add(event)
+    model.assert_done()
+    assert [s.observation for s in original.steps] == ["2", "20"] and original.answer == "20"
+    live = ScriptedModel([codeact_step("ten times the edited value.", "print(x * 10)"), "Final Answer: 20"])
+    forked = Trace("codeact", original.question)
+    for event in fork(original, 0, "3", live, REGISTRY, RunConfig(max_steps=4)):
+        forked.add(event)
+    live.assert_done()
+    sent = live.requests[0].messages
+    assert sent[:3] == model.requests[1].messages[:3] and sent[3]["content"].endswith("3")  # the edit, as sent
+    assert forked.of(Forked) == [Forked(0, "2", "3")]
+    assert [s.observation for s in forked.steps] == ["3", "20"]  # x = 2 lived on in the rebuilt session
+    assert forked.answer == "20" and forked.error is None
+    with pytest.raises(ValueError, match="no observation 3"):
+        fork(original, 2, "x", ScriptedModel([]), REGISTRY, RunConfig(max_steps=4))  # a call inside is no step

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from agents import hosting
-from agents.comparison import RETRY_NOTE, ComparisonRun
-from agents.events import Action, LLMError, Retry, TokenDelta, event_to_dict
+from agents.comparison import ComparisonRun
+from agents.events import TURN, Action, LLMError, Retry, TokenDelta, Waiting, event_to_dict
 from agents.hosting import WORKER_DIED, HostedRun, make_fork, make_run
 from agents.hosting.host import LocalHost
 from agents.hosting.processes import ProcessHost
 from agents.hosting.worker import CLOSED, RunSpec, coalesce
+from agents.llm.gate import one_at_a_time
 from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
@@ -148,7 +149,7 @@ def test_a_failing_mode_leaves_the_others_running(kind, host):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_an_interrupted_mode_runs_again_once_the_others_finish(kind, host):
+def test_an_interrupted_mode_waits_for_its_turn_wherever_the_run_is_hosted(kind, host):
     def slow_toy(body):
         reply = toy_policy(body)
         reply.first_token_delay, reply.token_delay = 0.3, 0.02
@@ -156,11 +157,25 @@ def test_an_interrupted_mode_runs_again_once_the_others_finish(kind, host):
 
     with StubLLMServer(responder=slow_toy, one_at_a_time=True) as srv:
         traces = run_to_end(new_run(kind, host, settings(srv)), timeout=60)
-    retried = [m for m, t in traces.items() if t.of(Retry)]
-    assert retried, "the one-at-a-time server interrupted nobody?"
+        assert any(r.cut for r in srv.requests), "the one-at-a-time server interrupted nobody?"
+    waited = [m for m, t in traces.items() if any(w.cause == TURN for w in t.of(Waiting))]
+    assert waited and sum(w.learned for t in traces.values() for w in t.of(Waiting)) == 1
     for mode, trace in traces.items():
-        assert trace.error is None and trace.answer, (mode, trace.to_markdown())
-    assert all(traces[m].of(Retry)[0].message == RETRY_NOTE for m in retried)
+        assert trace.error is None and trace.answer and not trace.of(Retry), (mode, trace.to_markdown())
+
+
+def test_what_a_worker_learned_about_a_server_keeps_the_next_runs_in_the_apps_process(monkeypatch):
+    """The app hears from a run's events that a server serves one request at a time; the next runs to it then stay
+    in the app's process, where one gate sends it one request at a time for every visitor."""
+    s = LLMSettings(base_url="http://127.0.0.1:9/v1", model="stub")
+    monkeypatch.setenv(hosting.ENV, "1")
+    process, local = hosting.default_host(), hosting.local_host()
+    first = make_run(THINK, s, REGISTRY)
+    assert first.host is process
+    first.deliver([("think", Waiting("the server closed this reply", TURN, learned=True))])
+    assert one_at_a_time(s.server_key()) and make_run(THINK, s, REGISTRY).host is local
+    unlimited = LLMSettings(base_url="http://127.0.0.1:9/v1", model="stub", max_concurrent=0)
+    assert make_run(THINK, unlimited, REGISTRY).host is process  # the owner's LLM_MAX_CONCURRENT=0 is not gated
 
 
 def test_a_worker_that_dies_ends_its_runs_with_one_clear_line_and_is_replaced():

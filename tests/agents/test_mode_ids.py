@@ -77,7 +77,7 @@ def test_any_mode_that_takes_a_runner_can_be_forked(toy_tool_mode, protocol):
 def test_a_mode_without_a_runner_or_reasoning_option_is_not_forkable():
     trace = Trace("cot_sc", "What is 1+1?")
     trace.add(Observation("calculate", "2"))
-    with pytest.raises(ValueError, match="only the modes think, act, react can be forked; 'cot_sc'"):
+    with pytest.raises(ValueError, match="only the modes think, act, react, codeact can be forked; 'cot_sc'"):
         fork(trace, 0, "3", ScriptedModel([]), REGISTRY, RunConfig())
 
 

@@ -138,6 +138,20 @@ def test_a_model_that_never_answers_in_format_gets_no_raw_answer():
     assert trace.forced and trace.answer == ""
 
 
+@pytest.mark.parametrize("mode", [act_only, react])
+def test_an_identical_failed_reply_is_reprompted_at_most_twice_then_the_answer_is_forced(mode):
+    """Two different unreadable replies are each re-prompted; the same one again is not: the answer is forced, and
+    it says why (a small model repeats itself until the step budget runs out)."""
+    from agents.modes.base import REPEATED_FAILURE
+
+    model = ScriptedModel(["I think it is 4", "maybe 4 then", "maybe  4\nthen", "Final Answer: 4"])
+    trace = run(mode, model, max_steps=8)
+    assert trace.parse_errors == 2 and trace.llm_calls == 4  # two re-prompts, then the forced ask: not 8 calls
+    answer = trace.of(FinalAnswer)[-1]
+    assert answer.forced and answer.why == REPEATED_FAILURE and answer.text == "4"
+    assert [m["content"] for m in model.requests[-1].messages if m["role"] == "user"][-1].startswith("You have no")
+
+
 def test_tool_exception_becomes_error_observation():
     model = ScriptedModel(["Action: broken\nAction Input: x", "Final Answer: sorry"])
     trace = run(react, model)
@@ -278,14 +292,17 @@ def test_a_reply_at_the_token_limit_is_used_but_flagged():
 
 
 def test_a_call_waiting_for_the_server_says_so_once():
-    from agents.events import Waiting
+    from agents.events import Waited, Waiting
     from agents.llm.base import Chunk
 
     class Queued(ScriptedModel):
         def stream(self, messages, **kw):
-            yield Chunk(waiting=True)
+            yield Chunk(text="Thought: half a reply")  # the server closed it: it is asked for again
+            yield Chunk(news=Waiting("waiting for the model server", "turn"))
+            yield Chunk(news=Waited(0.5, "turn"))
             yield from super().stream(messages, **kw)
 
     trace = run(think_only, Queued(["Final Answer: 4"]))
-    assert [type(e) for _, e in trace.events if not isinstance(e, TokenDelta)][:1] == [Waiting]
-    assert trace.answer == "4" and trace.llm_calls == 1
+    assert [type(e) for _, e in trace.events if not isinstance(e, TokenDelta)][:2] == [Waiting, Waited]
+    assert trace.answer == "4" and trace.llm_calls == 1 and trace.waiting_s == min(0.5, trace.elapsed_s)
+    assert "half a reply" not in (trace.of(Usage)[0].reply or "")  # what the closed reply streamed is not the reply

@@ -125,6 +125,17 @@ def test_a_reply_without_a_program_gets_the_corrective_reprompt():
     assert trace.parse_errors == 1 and trace.answer == "4"
 
 
+def test_the_same_reply_without_a_program_twice_forces_the_answer_instead_of_a_third_reprompt():
+    from agents.modes.base import REPEATED_FAILURE
+
+    model = ScriptedModel(["I believe it is four.", "I believe it is  four.", code("Answer.", "final_answer('4')")])
+    trace = run(model, max_steps=6)
+    assert trace.parse_errors == 1 and trace.llm_calls == 3 and trace.answer == "4"
+    answer = trace.of(FinalAnswer)[-1]
+    assert answer.forced and answer.why == REPEATED_FAILURE
+    assert "You have no steps left" in model.requests[2].messages[-1]["content"]
+
+
 def test_a_final_answer_line_without_code_ends_the_run():
     trace = run(ScriptedModel(["Thought: I know this.\nFinal Answer: 4"]))
     assert trace.answer == "4" and shown(trace) == ["answer"]

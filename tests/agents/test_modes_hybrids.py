@@ -53,7 +53,7 @@ def test_cot_sc_ties_go_to_the_first_answer_and_failed_samples_are_missing_votes
     trace = run(lambda *a: cot_sc(*a, n=5), model)
     assert trace.answer == "B" and trace.error is None
     assert "Sample 1/5 gave no answer (rate limited)." in [t.text for t in trace.of(Thought)]
-    assert "1 failed" in trace.of(Thought)[-1].text
+    assert "1 gave no answer" in trace.of(Thought)[-1].text
 
 
 def test_cot_sc_with_no_answers_is_an_error():
@@ -123,7 +123,7 @@ def test_cot_sc_react_keeps_the_majority_when_react_fails():
 
 
 def test_the_registry_runs_hybrids_with_their_options_and_rejects_unknown_modes():
-    assert mode_ids("more")[:2] == ("react_cot_sc", "cot_sc_react") and mode_ids("benchmark") == ("cot_sc",)
+    assert mode_ids("more")[:2] == ("react_cot_sc", "cot_sc_react") and mode_ids("benchmark")[0] == "cot_sc"
     model = ScriptedModel([cot("5"), cot("5")])
     events = list(run_mode("cot_sc", Q, model, REGISTRY, RunConfig(), sc_n=2, vote_key=str.lower))
     assert [e.text for e in events if isinstance(e, FinalAnswer)] == ["5"]
@@ -140,3 +140,31 @@ def test_hybrids_have_the_mode_signature_with_default_n():
     model = ScriptedModel([cot("5")] * 5)
     events = list(get_mode("cot_sc_react").run(Q, model, REGISTRY, RunConfig()))
     assert not any(isinstance(e, LLMError) for e in events) and model.unused == 0
+
+
+def test_cot_sc_react_falls_back_to_react_when_its_samples_do_not_answer():
+    """Five "I don't know"s are no majority: the hybrid backs off to ReAct, which computes the answer."""
+    model = ScriptedModel([cot("I don't know.")] * 5 + [
+        "Thought: compute it.\nAction: calculate\nAction Input: 2+3", "Thought: done.\nFinal Answer: 5"])
+    trace = run(lambda *a: cot_sc_react(*a, n=5), model)
+    assert trace.answer == "5" and not trace.forced and trace.error is None
+    assert "None of the 5 samples gave an answer: backing off to ReAct." in [t.text for t in trace.of(Thought)]
+    assert "Sample 1/5 gave no answer (it said \"I don't know.\")." in [t.text for t in trace.of(Thought)]
+
+
+def test_cot_sc_alone_keeps_saying_it_does_not_know_rather_than_failing():
+    trace = run(lambda *a: cot_sc(*a, n=3), ScriptedModel([cot("I don't know.")] * 3))
+    assert trace.answer == "I don't know." and trace.error is None
+
+
+def test_cot_sc_and_its_hybrids_count_the_same_samples_as_the_same_steps():
+    """Each chain of thought is a step in CoT-SC alone and in both hybrids, as Think-only's one chain is."""
+    alone = run(lambda *a: cot_sc(*a, n=5), ScriptedModel([cot("5")] * 5))
+    trace = Trace("cot_sc", Q, list(alone.events))
+    hybrid = run(lambda *a: cot_sc_react(*a, n=5), ScriptedModel([cot("5")] * 5))
+    hybrid = Trace("cot_sc_react", Q, list(hybrid.events))
+    assert trace.step_count == hybrid.step_count == 5
+    fallback = run(lambda *a: react_cot_sc(*a, n=5), ScriptedModel(
+        ["Thought: compute.\nAction: calculate\nAction Input: 2+3", "Final Answer: 5", *[cot("5")] * 5]),
+        max_steps=1)  # the step budget forces ReAct's answer: CoT-SC takes over
+    assert Trace("react_cot_sc", Q, list(fallback.events)).step_count == 1 + 5  # one ReAct round, five samples

@@ -53,14 +53,17 @@ def _noop(question, model, registry, config):
 
 def test_the_paper_modes_are_registered_in_order_with_their_names():
     assert mode_ids("base") == ("think", "act", "react")
-    assert mode_ids() == ("think", "act", "react", "react_cot_sc", "cot_sc_react", "codeact", "reflexion", "cot_sc")
+    assert mode_ids() == ("think", "act", "react", "react_cot_sc", "cot_sc_react", "codeact", "reflexion", "cot_sc",
+                          "react_worked", "react_placebo")
     assert panel_ids() == ("think", "act", "react", "react_cot_sc", "cot_sc_react", "codeact", "reflexion")
     assert [s.label for s in list_modes("base")] == ["Think", "Act", "ReAct"]
     assert [mode_title(m) for m in mode_ids()] == ["Think-only", "Act-only", "ReAct", "ReAct → CoT-SC",
-                                                    "CoT-SC → ReAct", "CodeAct", "Reflexion", "CoT-SC"]
+                                                    "CoT-SC → ReAct", "CodeAct", "Reflexion", "CoT-SC",
+                                                    "ReAct (worked example)", "ReAct (placebo example)"]
     assert table_title("think") == "Think-only (CoT)" and table_title("act") == "Act-only"
     assert mode_title("telepathy") == "telepathy" == table_title("telepathy")  # e.g. an old recording's mode
-    assert [s.prompt for s in list_modes() if s.prompt] == ["think", "act", "react", "codeact", "react"]
+    assert [s.prompt for s in list_modes() if s.prompt] == ["think", "act", "react", "codeact", "react",
+                                                            "react_worked", "react_placebo"]
     assert not get_mode("think").uses_tools and get_mode("react").uses_tools
 
 
@@ -156,7 +159,10 @@ def test_a_toy_mode_in_one_module_appears_everywhere(app_copy):
         return done
 
     usage = run("-m", "agents", "ask", "--help").stdout
-    assert "{think,act,react,all,react_cot_sc,cot_sc_react,codeact,reflexion,toy,cot_sc}" in "".join(usage.split())
+    listed = "".join(usage.split())  # argparse wraps the help: the mode ids, in the registry's order, the new one too
+    assert "think,act,react,react_cot_sc(ReAct→CoT-SC),cot_sc_react(CoT-SC→ReAct),codeact(CodeAct)," in listed
+    assert ("reflexion(Reflexion),toy(Toyecho),cot_sc(CoT-SC),react_worked(ReAct(workedexample)),"
+            "react_placebo(ReAct(placeboexample))") in listed
     assert "toy" in run("-m", "agents", "eval", "--help").stdout
 
     with StubLLMServer() as server:
@@ -169,14 +175,15 @@ def test_a_toy_mode_in_one_module_appears_everywhere(app_copy):
     assert system.startswith("You are Echo.") and "calculate" in system
 
     shown = json.loads(run("-c", textwrap.dedent(INSPECT_APP)).stdout)
-    assert shown["picker"] == [["Think", "think"], ["Act", "act"], ["ReAct", "react"],
+    assert shown["picker"] == [["Think-only", "think"], ["Act-only", "act"], ["ReAct", "react"],
                                ["ReAct → CoT-SC", "react_cot_sc"], ["CoT-SC → ReAct", "cot_sc_react"],
-                               ["CodeAct", "codeact"], ["Reflexion", "reflexion"], ["Echo", "toy"]]
+                               ["CodeAct", "codeact"], ["Reflexion", "reflexion"], ["Toy echo", "toy"]]
     assert shown["columns"][-2:] == ["col-toy", "col-beside"]  # a panel of its own, before the panel beside
     assert shown["chosen"] == ["react", "toy"] and "toy" in shown["replayable"]
-    assert ["Toy echo (test)", "toy"] in shown["bench"] and len(shown["bench"]) == 9
-    assert shown["codes"] == ["Think-only", "Act-only", "ReAct", "CodeAct", "Reflexion", "Toy echo"]
-    assert shown["rendered"][-1].startswith("[system]\nYou are Echo.")
+    assert ["Toy echo (test)", "toy"] in shown["bench"] and len(shown["bench"]) == 11
+    assert shown["codes"] == ["Think-only", "Act-only", "ReAct", "CodeAct", "Reflexion", "Toy echo",
+                              "ReAct (worked example)", "ReAct (placebo example)"]  # the benchmark's after the panels'
+    assert shown["rendered"][5].startswith("[system]\nYou are Echo.")
 
 
 # Blocks agents.evaluation, imports every module of agents/ except the benchmark-facing ones, and runs a
@@ -214,4 +221,5 @@ def test_every_core_module_imports_without_the_benchmark_package():
                           cwd=ROOT, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     count, modes = done.stdout.split()
-    assert int(count) > 20 and modes == "think,act,react,react_cot_sc,cot_sc_react,codeact,reflexion,cot_sc"
+    assert int(count) > 20 and modes == ("think,act,react,react_cot_sc,cot_sc_react,codeact,"
+                                        "reflexion,cot_sc,react_worked,react_placebo")

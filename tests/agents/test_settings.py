@@ -47,7 +47,7 @@ def test_limits_from_the_environment():
     d = LLMSettings.from_env({"HF_TOKEN": "hf_x"})
     assert (d.timeout_s, d.max_duration_s, d.max_tokens, d.max_concurrent) == (60, 600, 2048, None)
     unlimited = LLMSettings.from_env({"HF_TOKEN": "hf_x", "LLM_MAX_CONCURRENT": "0"})
-    assert unlimited.max_concurrent is None  # 0 means unlimited, as when unset
+    assert unlimited.max_concurrent == 0  # unlimited by the owner's choice; unset (None): automatic
 
 
 @pytest.mark.parametrize(("env", "line"), [

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from agents.comparison import ComparisonRun
-from agents.events import FinalAnswer, LLMError, Paused, Resumed, Retry, Usage
+from agents.events import FinalAnswer, LLMError, Paused, Resumed, Retry, Usage, Waiting
 from agents.llm import watchdog
 from agents.llm.gate import gate_for
 from agents.llm.hf import HFInferenceModel
@@ -244,7 +244,9 @@ def test_a_mode_waiting_to_run_again_does_not_keep_a_stepping_run_from_asking_fo
         run, traces = stepping_run(("act", "react"), model_factory=make)
     try:
         drain(run, traces, lambda r: r.waiting_for_step)
-        assert run.paused == ["react"] and traces["act"].error is not None  # act is held: it does not run
+        held = traces["act"].of(Waiting)
+        assert run.paused == ["react"] and held and held[0].rerun  # act is held: it does not run
+        assert traces["act"].error is None  # ...and waits to run again: no error is shown meanwhile
         run.step()
         drain(run, traces, lambda r: r.waiting_for_step and len(traces["react"].of(Paused)) == 2)
         run.resume()

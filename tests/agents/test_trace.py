@@ -85,10 +85,15 @@ def test_every_event_kind_round_trips():
         Retry,
         Trial,
         Truncated,
+        Waited,
         Waiting,
     )
 
     extra = [LLMError("boom"), LLMError("cut", "interrupted"), Waiting(), Retry("again"), Truncated("limit"),
+             Waiting("the server closed this reply", "turn", learned=True),
+             Waiting("retry 2 in 4.0 s", "backoff", seconds=4.0), Waiting("runs again", "turn", rerun=True,
+                                                                        reason="busy"),
+             Waited(3.25, "turn"), FinalAnswer("4", forced=True, why="the same reply twice"),
              Paused(2), Resumed(12.5), Forked(1, "the Rhine flows into the North Sea", "the Baltic"),
              Usage(5, 3, 0.1, reply="Thought: x\nAction: search", tool_calls=(("call_1", "search", '{"q": 1}'),)),
              Trial(2, 3), Evaluation(False, "expected", "not an exact match", "Paris"), Evaluation(True, "self"),

@@ -111,3 +111,28 @@ def test_cli_refuses_a_model_setting_out_of_range_instead_of_changing_it(args, m
     if args[0] != "--temperature" and args[0] != "--max-steps":  # eval takes --model and --max-tokens too
         assert eval_main(["--dataset", "hotpotqa", *args]) == EXIT_USAGE
         assert message in capsys.readouterr().err
+
+
+def test_cli_mode_takes_a_list_of_the_pages_mode_ids_and_the_summary_has_the_tables_lines():
+    """``--mode think,act,react,codeact`` runs the four side by side; the summary ends with the page table's lines:
+    ✓ / ✗ and F1 per mode, which answers agree, and how many got the expected answer."""
+    with StubLLMServer(responder=toy_policy) as srv:
+        done = ask(srv, "--mode", "think,act,react,codeact", "--expected", "396")
+        listed = ask(srv, "--mode", "think,act,react,codeact", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = done.stdout.split("=" * 60)[-1]
+    for title in ("Think-only", "Act-only", "ReAct", "CodeAct"):
+        assert f"{title}: " in summary, summary
+    assert "Think-only: ✗ F1 0.00 · about 400" in summary and "ReAct: ✓ F1 1.00 · 396" in summary
+    assert "⚖ Think-only differs; Act-only and ReAct and CodeAct agree." in summary
+    assert summary.rstrip().endswith("Expected answer: 396 — 3 of 4 right.")
+    assert list(json.loads(listed.stdout)["runs"]) == ["think", "act", "react", "codeact"]
+
+
+@pytest.mark.parametrize("value", ["think,nope", ",", "all,think"])
+def test_cli_mode_list_with_an_unknown_id_is_a_usage_error_naming_the_ids(value, capsys):
+    from agents.cli import EXIT_USAGE, ask_main
+
+    assert ask_main([QUESTION, "--mode", value]) == EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --mode" in err and "think, act, react" in err and "codeact" in err

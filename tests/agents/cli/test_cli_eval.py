@@ -55,6 +55,31 @@ def test_cli_json_prints_only_the_summary_object(sums, stub_env, tmp_path, capsy
     assert json.loads(capsys.readouterr().out)["modes"]["react"]["em"] == 1.0
 
 
+def test_cli_k_runs_each_item_k_times_and_reports_pass_hat_k(sums, stub_env, tmp_path, capsys):
+    out = tmp_path / "k"
+    argv = ["--dataset", str(sums), "--n", "2", "--modes", "think,react", "--k", "3", "--out", str(out)]
+    assert eval_main([*argv, "--json"], registry=REGISTRY) == 0
+    summary = json.loads(capsys.readouterr().out)
+    react, think = summary["modes"]["react"], summary["modes"]["think"]
+    assert summary["k"] == 3 and (react["tries"], react["correct"], react["pass_hat_k"]) == (6, 6, 1.0)
+    assert (think["tries"], think["correct"], think["pass_hat_k"], think["tokens_per_correct"]) == (6, 0, 0.0, None)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 12
+    assert json.loads((out / "meta.json").read_text())["k"] == 3
+    requests = len(stub_env.requests)
+    assert eval_main(argv, registry=REGISTRY) == 0  # same --out: every try is done already
+    assert len(stub_env.requests) == requests
+    table = capsys.readouterr().out
+    assert "Reliability and cost, 3 tries per item:" in table and "pass^3 %" in table and "6 / 6" in table
+
+
+def test_cli_temperature_reaches_every_try_s_request(sums, stub_env, tmp_path, capsys):
+    out = tmp_path / "t"
+    argv = ["--dataset", str(sums), "--n", "1", "--modes", "think", "--k", "2", "--temperature", "0.7"]
+    assert eval_main([*argv, "--out", str(out), "--json"], registry=REGISTRY) == 0
+    assert [r.body["temperature"] for r in stub_env.requests] == [0.7, 0.7]
+    assert json.loads((out / "meta.json").read_text())["temperature"] == 0.7
+
+
 def test_cli_table_shows_the_papers_figures_for_hotpotqa(stub_env, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert eval_main(["--dataset", "hotpotqa", "--n", "2", "--modes", "think,react"], registry=REGISTRY) == 0
@@ -95,6 +120,11 @@ def test_cli_without_a_model_says_how_to_configure_one(sums, monkeypatch, capsys
     (["--dataset", "hotpotqa", "--concurrency", "0"], "must be at least 1"),
     (["--n", "5"], "the following arguments are required: --dataset"),
     (["--dataset", "hotpotqa", "--trials", "0"], "--trials must be between 1 and 10"),
+    (["--dataset", "hotpotqa", "--k", "0"], "--k must be between 1 and 10"),
+    (["--dataset", "hotpotqa", "--k", "three"], "argument --k: invalid int value: 'three'"),
+    (["--dataset", "hotpotqa", "--temperature", "2.5"], "--temperature must be between 0 and 2"),
+    (["--dataset", "hotpotqa", "--modes", "react,react_placebo", "--protocol", "tools"],
+     "error: ReAct (placebo example) runs under the text protocol only"),
 ])
 def test_cli_usage_errors_exit_2_with_one_line(argv, message, capsys):
     assert eval_main(argv, registry=REGISTRY) == 2
