@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import importlib.util
 import io
-import json
 import logging
 import warnings
 from typing import Any
 
 import gradio as gr
 
+from agents import strict_json
 from agents.comparison import validate_question
 from agents.correctness import clean_expected, judge
 from agents.followup import FollowupError
@@ -34,6 +34,7 @@ from ui.core.modes import BASE
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, stream
 from ui.core.verdicts import expected_problem
+from ui.core.visitors import visitor
 
 log = logging.getLogger(__name__)
 
@@ -186,28 +187,29 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
     """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
 
     async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
-                                      expected: str | None = None, previous: str | None = None) -> str:
+                                      expected: str | None = None, previous: str | None = None,
+                                      request: gr.Request | None = None) -> str:
         chosen = parse_modes(modes)
         problem = validate_question(question) or (chosen if isinstance(chosen, str) else None) \
             or expected_problem(expected) or (str(settings.problem()) if settings.problem() else None)
         if problem is not None:
             raise gr.Error(problem, print_exception=False)
         assert isinstance(chosen, tuple)
-        request = followup_request(question, chosen, clean_expected(expected), previous)
+        asked = followup_request(question, chosen, clean_expected(expected), previous)
         try:
-            ticket = admission.ticket()
+            ticket = admission.ticket(visitor(request))  # the MCP caller's (ui/core/visitors.RELAY)
         except Full as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         try:
             async for _place in ticket.wait():
                 pass
             # the Compare tab's defaults (max_tokens: LLM_MAX_TOKENS): the tool takes no model or settings
-            traces = await run_traces(request, settings, registry, model_factory)
+            traces = await run_traces(asked, settings, registry, model_factory)
         finally:
             ticket.release()
         answer = result(question, clean_expected(expected), traces)
-        answer.update(await asyncio.to_thread(export_fields, request, traces, registry))  # turn, its block
-        return json.dumps(answer, ensure_ascii=False)
+        answer.update(await asyncio.to_thread(export_fields, asked, traces, registry))  # turn, its block
+        return strict_json.dumps(answer, ensure_ascii=False)
 
     compare_reasoning_modes.__doc__ = description()  # the modes as the registry has them today
     gr.api(compare_reasoning_modes, api_name=TOOL_NAME, concurrency_limit=None, concurrency_id="compare")

@@ -5,25 +5,30 @@ A benchmark in the app saves each pair's full trace in its run folder (``agents/
 The picker lists the items (those where the modes disagree first, by default only those), and
 "Open in Compare" plays the chosen item's traces instantly into the Compare tab through the same path
 as a replayed export (``ui/recordings/playback.run_on_screen``), so a class can look at why ReAct missed item 17.
+With k tries per item, the list and the panels are each mode's first try.
 """
 
 
 import asyncio
 import itertools
-import json
 import logging
 import threading
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from agents import strict_json
 from agents.evaluation.store import ResultStore
+from agents.followup import block_for
+from agents.modes import RunConfig
 from agents.modes.registry import mode_title
+from tools.registry import ToolRegistry
 from ui.core.frame import Outputs, refusal
+from ui.core.lesson import Lessons, Shown, Turn
 from ui.core.modes import PANEL_MODES
 from ui.core.stream import session_of
 from ui.core.table import answers_agree
@@ -42,10 +47,21 @@ SWITCH_TO_COMPARE = "() => { document.querySelector('button[data-tab-id=\"compar
 
 @dataclass(frozen=True)
 class BenchFolder:
-    """Where one benchmark saved its pairs, and its items' order."""
+    """Where one benchmark saved its pairs, its items' order and what it ran with (its settings block, tools and
+    run settings), so that an item opened in Compare can be forked and followed up as the benchmark ran it."""
 
     out_dir: Path
     item_ids: tuple[str, ...]
+    settings: dict[str, Any] = field(default_factory=dict)
+    made: tuple[ToolRegistry, RunConfig] | None = None
+
+    @classmethod
+    def ran(cls, out_dir: Path, item_ids: tuple[str, ...], model: str | None, tools: ToolRegistry,
+            config: RunConfig) -> "BenchFolder":
+        """The folder of a benchmark that ran ``model`` with ``tools`` and ``config``."""
+        settings = {"model": model, "protocol": config.protocol, "max_steps": config.max_steps,
+                    "temperature": config.temperature, "tools": list(tools.names)}
+        return cls(out_dir, item_ids, settings, (tools, config))
 
 
 class RunFolders:
@@ -98,8 +114,9 @@ def item_label(number: int, records: list[dict[str, Any]]) -> str:
 def item_choices(folder: BenchFolder, only_disagreeing: bool) -> list[tuple[str, str]]:
     """(label, item id) for each finished item, disagreeing ones first (or only those)."""
     by_item: dict[str, list[dict[str, Any]]] = {}
-    for (item_id, _mode), record in ResultStore(folder.out_dir).load().items():
-        by_item.setdefault(item_id, []).append(record)
+    for (item_id, _mode, attempt), record in ResultStore(folder.out_dir).load().items():
+        if attempt == 1:
+            by_item.setdefault(item_id, []).append(record)
     order = {item_id: i for i, item_id in enumerate(folder.item_ids)}
     rows = sorted(by_item.items(), key=lambda kv: order.get(kv[0], len(order)))
     split = [(disagree(recs), order.get(item_id, 0) + 1, item_id, recs) for item_id, recs in rows]
@@ -113,28 +130,34 @@ def _mode_rank(record: dict[str, Any]) -> int:
 
 
 def item_export(folder: BenchFolder, item_id: str) -> Path | None:
-    """The item's traces as an export file (question, expected answer, every mode's trace), or None."""
+    """The item's traces as an export file (question, expected answer, every mode's first try), or None."""
     store = ResultStore(folder.out_dir)
-    records = sorted((r for (i, _), r in store.load().items() if i == item_id), key=_mode_rank)
-    traces = {str(r["mode"]): t.to_dict() for r in records if (t := store.load_trace(r)) is not None}
+    records = sorted((r for (i, _, attempt), r in store.load().items() if i == item_id and attempt == 1),
+                     key=_mode_rank)
+    traces = {str(r["mode"]): t for r in records if (t := store.load_trace(r)) is not None}
     if not traces:
         return None
     first = records[0]
     selection = mode_title(next(iter(traces))) if len(traces) == 1 else "All"
-    data = {"format": "think-act-react/run@1", "question": first.get("question") or "", "selection": selection,
-            "expected": str(first.get("gold") or ""), "settings": {"backend": f"benchmark item {item_id}"},
-            "traces": traces}
+    question, expected = str(first.get("question") or ""), str(first.get("gold") or "")
+    data = {"format": "think-act-react/run@1", "question": question, "selection": selection, "expected": expected,
+            "settings": {**folder.settings, "backend": f"benchmark item {item_id}"},
+            "traces": {m: t.to_dict() for m, t in traces.items()}}
+    if folder.made is not None:  # the turn a follow-up continues, as the benchmark ran it
+        data["turn"], data["followup"] = 1, block_for(None, question, traces, *folder.made, expected=expected or None)
     target = EXPORT_DIR / uuid.uuid4().hex[:12] / "benchmark-item.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    target.write_text(strict_json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return target
 
 
 class BenchOpen:
-    """The picker's handlers: list items after a benchmark, open one in the Compare tab."""
+    """The picker's handlers: list items after a benchmark, open one in the Compare tab (the page's lesson then
+    shows it)."""
 
-    def __init__(self, folders: RunFolders, outputs: Outputs) -> None:
+    def __init__(self, folders: RunFolders, outputs: Outputs, lessons: Lessons | None = None) -> None:
         self.folders, self.outputs = folders, outputs
+        self.lessons = lessons if lessons is not None else Lessons()
 
     async def choices(self, only_disagreeing: bool = True, request: gr.Request | None = None) -> Any:
         folder = self.folders.get(session_of(request))
@@ -163,7 +186,11 @@ class BenchOpen:
         except (OSError, ValueError) as exc:  # a folder removed or a file cut mid-way: one line, logged
             log.exception("could not open benchmark item %r", item_id)
             return [*refusal(f"That item could not be read ({type(exc).__name__}).").values(), *on_screen_unchanged()]
-        return await run_on_screen(recording, path, f"✔ Benchmark item {item_id}", "benchmark-item.json")
+        values, copy = await run_on_screen(recording, path, f"✔ Benchmark item {item_id}", "benchmark-item.json")
+        model = folder.settings.get("model")
+        self.lessons.of(request).show(Shown("benchmark", copy, (Turn(recording.question, recording.expected),),
+                                            model=model if isinstance(model, str) else None))
+        return values
 
 
 def picker_layout() -> dict[str, gr.Component]:

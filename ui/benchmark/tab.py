@@ -1,4 +1,4 @@
-"""The Benchmark tab: run a dataset through the chosen modes, with live progress, a table, charts and files.
+"""The Benchmark tab: a dataset through the chosen modes, k tries each, with live progress, tables, charts, files.
 
 The run itself is an :class:`agents.evaluation.runner.EvalRun`, streamed by the same adapter as a
 Compare run (``ui/core/stream.py``): polled from the event loop, closed from any thread. Stop (or a visitor
@@ -6,7 +6,6 @@ leaving) closes it: the pairs not started are cancelled and every open model cli
 ends in-flight streams at once; the pairs already finished are kept and shown. The event has its own
 ``concurrency_id`` so a long benchmark never holds up the Compare tab, and only a few benchmarks run at a time.
 """
-
 
 import asyncio
 import contextlib
@@ -23,20 +22,23 @@ import gradio as gr
 import pandas as pd
 
 from agents.comparison import default_model_factory
+from agents.evaluation import grounded
 from agents.evaluation.datasets import BUILTIN_FILES, DatasetError, Item, load_dataset
-from agents.evaluation.report import summary_table, write_exports
+from agents.evaluation.report import reliability_table, summary_table, write_exports
 from agents.evaluation.runner import EvalRun, Progress, order_records
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.reflexion import DEFAULT_TRIALS, TRIALS
-from agents.modes.registry import list_modes, mode_ids
+from agents.modes.registry import list_modes, mode_ids, protocol_problem
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
 from patches.gradio_inputs import lenient
 from tools.page_tools import PageToolError, page_tools_of, with_page_tools
 from tools.registry import ToolRegistry
-from ui.benchmark import charts
+from ui.benchmark import charts, reliability
 from ui.benchmark.open_in_compare import BenchFolder, RunFolders
+from ui.benchmark.progress import clock, progress_line  # noqa: F401 - clock: also read as tab.clock
+from ui.core.admission import OverQuota, RunQuota
 from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import (
     kind_of,
@@ -48,13 +50,19 @@ from ui.core.inputs import (
 from ui.core.render import plain
 from ui.core.settings import app_settings
 from ui.core.stream import Outcome, Stops, StopSignal, session_of, stream
+from ui.core.visitors import visitor
 
 _NO_ESTIMATE = re.compile(r" · ~[\d:]+ left")
 TAB = "benchmark"  # the tab's Stop key in :class:`~ui.core.stream.Stops`
 UPLOAD = "upload"
 DATASETS = [("HotpotQA (the paper's 200-question sample)", "hotpotqa"), ("FEVER (the paper's 200 claims)", "fever"),
             ("GSM8K (first 250 test problems)", "gsm8k"), ("Handwritten (35 mixed questions)", "handwritten"),
+            ("Arithmetic (the hand-written set's 7 arithmetic questions)", "arithmetic"),
             ("Upload your own CSV/JSONL", UPLOAD)]
+TOY_DATASET = "arithmetic"  # where the Benchmark tab opens on the toy model: the questions it can answer
+TOY_NOTE = ("⚙ **The toy model answers only arithmetic** it can hand to the calculator, so the tab opens on the "
+            "arithmetic questions; on HotpotQA, FEVER and GSM8K it says \"I don't know\" and scores 0 (set "
+            "`HF_TOKEN` or `LLM_BASE_URL` for a language model).")
 DEFAULT_MODES = list(mode_ids("base"))
 MAX_CONCURRENCY, MAX_SC = 8, 21  # BENCH_MAX_N, BENCH_VISITOR_MAX_N, BENCH_CONCURRENCY: ui/core/settings.py
 REFRESH_S = 0.5  # table refresh at most every REFRESH_S (the clock ticks every stream.TICK_S when idle)
@@ -69,13 +77,14 @@ class BenchmarkError(ValueError):
 
 @dataclass(frozen=True)
 class Plan:
-    """A validated request: the items, modes and knobs, plus a note when N was capped."""
+    """A validated request: the items, modes and knobs (``k`` tries per item), plus a note when N was capped."""
 
     items: list[Item]
     modes: list[str]
     concurrency: int
     sc_n: int
     note: str = ""
+    k: int = 1
 
 
 def clamp(value: Any, low: int, high: int, default: int) -> int:
@@ -105,8 +114,9 @@ def mode_names(selected: Sequence[str] | None) -> list[str]:
 
 
 def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str] | None, concurrency: Any = 4,
-            sc_n: Any = 5, *, max_n: int | None = None) -> Plan:
-    """Validate the form (or an API call) and load the items; every problem is a :class:`BenchmarkError`."""
+            sc_n: Any = 5, *, max_n: int | None = None, k: int = 1) -> Plan:
+    """Validate the form (or an API call) and load the items; every problem is a :class:`BenchmarkError`.
+    N is capped at ``max_n``; the items × ``k`` tries beyond it are refused (before any model call)."""
     names = mode_names(modes)
     if dataset == UPLOAD or (not dataset and upload):
         if not upload:
@@ -124,8 +134,12 @@ def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str
         items = load_dataset(source, count)
     except DatasetError as exc:
         raise BenchmarkError(str(exc)) from None
-    note = f" (N capped at {max_n}: sign in with Hugging Face to run up to {limit})" if wanted > max_n else ""
-    return Plan(items, names, clamp(concurrency, 1, MAX_CONCURRENCY, 4), clamp(sc_n, 1, MAX_SC, 5), note)
+    sign_in = f"sign in with Hugging Face to run up to {limit}" if max_n < limit else "BENCH_MAX_N"
+    note = f" (N capped at {max_n}: {sign_in})" if wanted > max_n else ""
+    if len(items) * k > max_n:
+        raise BenchmarkError(f"N × k = {len(items)} × {k} = {len(items) * k} tries of each mode, over this app's "
+                             f"limit of {max_n} ({sign_in}): lower N or k.")
+    return Plan(items, names, clamp(concurrency, 1, MAX_CONCURRENCY, 4), clamp(sc_n, 1, MAX_SC, 5), note, k)
 
 
 def knobs_problem(dataset: Any, n: Any, concurrency: Any, sc_n: Any, model: Any, protocol: Any, max_steps: Any,
@@ -142,26 +156,16 @@ def knobs_problem(dataset: Any, n: Any, concurrency: Any, sc_n: Any, model: Any,
                             tools=tools, registry=registry)
 
 
-def clock(seconds: float) -> str:
-    """``0:42``, ``12:05``, ``1:02:03``."""
-    minutes, secs = divmod(int(max(0.0, seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+def table_frame(summary: dict[str, Any], table: Any = summary_table) -> pd.DataFrame:
+    """A per-mode table (``table``: the main one, or :func:`reliability_table`), ``–`` for a missing number (NaN
+    would not survive JSON)."""
+    headers, rows = table(summary)
+    return pd.DataFrame([["–" if v is None else v for v in row] for row in rows], columns=headers)
 
 
-def progress_line(done: int, total: int, elapsed: float, errors: int = 0) -> str:
-    """``12 / 30 pairs · 0:42 elapsed · ~1:03 left · 1 error`` (the estimate once a pair has finished)."""
-    parts = [f"{done} / {total} pairs", f"{clock(elapsed)} elapsed"]
-    if 0 < done < total:
-        parts.append(f"~{clock(elapsed / done * (total - done))} left")
-    if errors:
-        parts.append(f"{errors} error{'s' if errors != 1 else ''}")
-    return " · ".join(parts)
-
-
-def table_frame(summary: dict[str, Any]) -> pd.DataFrame:
-    """The per-mode table, ``–`` for a missing number (NaN would not survive JSON)."""
-    headers, rows = summary_table(summary)
+def grounding_frame(summary: dict[str, Any]) -> pd.DataFrame:
+    """The grounding shares per mode beside the paper's (``agents/evaluation/grounded.py``), ``–`` where none."""
+    headers, rows = grounded.grounding_table(summary)
     return pd.DataFrame([["–" if v is None else v for v in row] for row in rows], columns=headers)
 
 
@@ -178,7 +182,7 @@ def export_dir() -> str:
 
 class BenchView:
     """A benchmark's picture for the stream adapter: :class:`Progress` in; (progress line, table,
-    score chart, tokens chart, files) out — the charts and files only at the end."""
+    score chart, tokens chart, files, grounding table, reliability table) out — charts, files, grounding at the end."""
 
     def __init__(self, plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig) -> None:
         self.plan, self.settings, self.registry, self.config = plan, settings, registry, config
@@ -198,8 +202,9 @@ class BenchView:
     def running(self) -> tuple | None:
         if self.last is None:
             return None
-        skip = gr.skip()
-        return f"● {self.line(self.last.records)}{self.plan.note}", table_frame(self.last.summary()), skip, skip, skip
+        skip, summary = gr.skip(), self.last.summary()
+        return (f"● {self.line(self.last.records)}{self.plan.note}", table_frame(summary), skip, skip, skip, skip,
+                table_frame(summary, reliability_table))
 
     async def end(self, outcome: Outcome) -> tuple:
         """The summary, charts and files of every finished pair, whether the run ended, stopped or failed."""
@@ -207,12 +212,12 @@ class BenchView:
         if self.last is None:
             failed = f"⚠ The run failed: {plain(redact(str(outcome.failure)))}"
             line = "■ Stopped before it started." if outcome.stopped else failed
-            return line, skip, skip, skip, skip
+            return line, skip, skip, skip, skip, skip, skip
         summary = self.last.summary()
         summary["wall_s"] = round(time.monotonic() - self.started, 3)
         summary["run"] = {"model": self.settings.model, "protocol": self.config.protocol,
                           "max_steps": self.config.max_steps, "temperature": self.config.temperature,
-                          "tools": self.registry.names, "sc_n": self.plan.sc_n,
+                          "tools": self.registry.names, "sc_n": self.plan.sc_n, "k": self.plan.k,
                           "concurrency": self.plan.concurrency}  # never the token or the server address
         records = order_records(self.last.records, self.plan.items, self.plan.modes)
         files = await asyncio.to_thread(write_files, summary, records)
@@ -228,7 +233,7 @@ class BenchView:
         else:
             status = f"✔ Done: {line}"
         return (status + self.plan.note, table_frame(summary), charts.score_chart(summary),
-                charts.tokens_chart(summary), files)
+                charts.tokens_chart(summary), files, grounding_frame(summary), table_frame(summary, reliability_table))
 
 
 def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[str]:
@@ -240,11 +245,11 @@ def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, 
                      model_factory: ModelBuilder | None = None, refresh_s: float = REFRESH_S,
                      stop: StopSignal | None = None, out_dir: str | None = None,
                      trials: int = DEFAULT_TRIALS) -> AsyncIterator[tuple]:
-    """Yield (progress line, table, score chart, tokens chart, files) while the run goes; charts and files at the end.
-    ``out_dir`` keeps every pair's record and full trace there (for opening an item in Compare)."""
+    """Yield (progress line, table, score chart, tokens chart, files, grounding, reliability) while the run goes;
+    charts, files and grounding at the end. ``out_dir`` keeps each pair's record and trace (for Open in Compare)."""
     make = default_model_factory(settings) if model_factory is None else (lambda: model_factory(settings))
     run = EvalRun(plan.items, plan.modes, model_factory=make, registry=registry, config=config,
-                  concurrency=plan.concurrency, sc_n=plan.sc_n, out_dir=out_dir, trials=trials)
+                  concurrency=plan.concurrency, sc_n=plan.sc_n, out_dir=out_dir, trials=trials, k=plan.k)
     return stream(run, BenchView(plan, settings, registry, config), stop=stop, throttle=refresh_s)
 
 
@@ -253,18 +258,21 @@ class BenchmarkTab:
 
     def __init__(self, settings: LLMSettings, registry: ToolRegistry | None, *, stops: Stops,
                  model_factory: ModelBuilder | None = None, on_space: bool = False,
-                 refresh_s: float = REFRESH_S, folders: RunFolders | None = None) -> None:
+                 refresh_s: float = REFRESH_S, folders: RunFolders | None = None, runs: RunQuota | None = None) -> None:
         self.settings, self.registry, self.stops = settings, registry, stops
+        self.runs = runs  # a benchmark is one of its visitor's live runs (ui/core/admission.RunQuota)
         self.folders = folders or RunFolders()  # each visitor's latest run folder (ui/benchmark/open_in_compare.py)
         self.model_factory, self.on_space, self.refresh_s = model_factory, on_space, refresh_s
 
     async def benchmark(self, dataset: str, upload: str | None = None, n: float = 10, modes: list[str] | None = None,
                         concurrency: float = 4, sc_n: float = 5, model: str | None = None, protocol: str = "text",
                         max_steps: float = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
-                        tools: list[str] | None = None, trials: float | None = None, page_tools: Any = None,
-                        oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None):
-        """Run N items of a dataset through the chosen modes; streams progress and the table, then charts and files.
-        ``page_tools``: the visitor's tools written on the page (Settings' Add a tool), usable like the app's."""
+                        tools: list[str] | None = None, trials: float | None = None, k: float | None = None,
+                        page_tools: Any = None, oauth_token: gr.OAuthToken | None = None,
+                        request: gr.Request | None = None):
+        """Run N items of a dataset through the chosen modes, ``k`` tries each (default 1); streams progress and
+        the tables, then charts and files. ``page_tools``: the visitor's tools written on the page (Settings' Add a
+        tool), usable like the app's."""
         llm_settings = self.settings.with_overrides(model=model if isinstance(model, str) else None,
                                                     token=oauth_token.token if oauth_token else None)
         skip, registry = gr.skip(), self.registry
@@ -272,22 +280,40 @@ class BenchmarkTab:
             if registry is not None:  # the visitor's tools written on the page, after the app's
                 registry = with_page_tools(registry, page_tools_of(page_tools, registry.names))
             if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
-                                        registry) or (TRIALS.problem(trials) if trials is not None else None):
+                                        registry) or (TRIALS.problem(trials) if trials is not None else None) \
+                    or reliability.k_problem(k):
                 raise BenchmarkError(problem)
             if problem := llm_settings.problem():
                 raise BenchmarkError(problem)
             limits = app_settings()
             cap = limits.bench_visitor_max_n if self.on_space and oauth_token is None else limits.bench_max_n
             plan = await asyncio.to_thread(prepare, dataset, upload, n, DEFAULT_MODES if modes is None else modes,
-                                           concurrency, sc_n, max_n=cap)  # reading a file must not block the loop
+                                           concurrency, sc_n, max_n=cap, k=reliability.tries(k))  # off the loop
+            if problem := protocol_problem(plan.modes, protocol_value(protocol) or "text"):
+                raise BenchmarkError(problem)
         except (BenchmarkError, PageToolError) as exc:
-            yield f"⚠ {plain(str(exc))}", skip, skip, skip, skip
+            yield f"⚠ {plain(str(exc))}", skip, skip, skip, skip, skip, skip
             return
         assert registry is not None  # knobs_problem refuses no request without one; prepare needs none
         enabled = registry.subset(tools if tools is not None else registry.names)
         config = make_config(protocol_value(protocol) or "text", max_steps, temperature)
+        try:  # one of the visitor's live runs for as long as it streams
+            release = self.runs.take(visitor(request)) if self.runs is not None else (lambda: None)
+        except OverQuota as exc:
+            yield f"⚠ {plain(str(exc))}", skip, skip, skip, skip, skip, skip
+            return
+        try:
+            async for frame in self._frames(plan, llm_settings, enabled, config, trials, request):
+                yield frame
+        finally:
+            release()
+
+    async def _frames(self, plan: Plan, llm_settings: LLMSettings, enabled: ToolRegistry, config: RunConfig,
+                      trials: float | None, request: gr.Request | None) -> AsyncIterator[tuple]:
+        """The checked benchmark's frames, its folder remembered for Open in Compare."""
         out_dir = await asyncio.to_thread(export_dir)  # the pairs' traces, so an item opens in Compare
-        self.folders.remember(session_of(request), BenchFolder(Path(out_dir), tuple(i.id for i in plan.items)))
+        self.folders.remember(session_of(request), BenchFolder.ran(Path(out_dir), tuple(i.id for i in plan.items),
+                                                                   llm_settings.model, enabled, config))
         with self.stops.signal(session_of(request), TAB) as stop:
             async for frame in benchmark_frames(plan, llm_settings, enabled, config, model_factory=self.model_factory,
                                                 refresh_s=self.refresh_s, stop=stop, out_dir=out_dir,
@@ -304,12 +330,12 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
                         max_steps: gr.Component | None = None, temperature: gr.Component | None = None,
                         tools: gr.Component | None = None, trials: gr.Component | None = None, on_space: bool = False,
                         refresh_s: float = REFRESH_S, stops: Stops | None = None,
-                        page_tools: gr.State | None = None) -> dict[str, Any]:
+                        page_tools: gr.State | None = None, runs: RunQuota | None = None) -> dict[str, Any]:
     """Lay out the tab inside the current ``gr.Tab`` and wire ``/benchmark``; returns its components and
     ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too,
     so a benchmark uses the same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults,
     hidden from the API)."""
-    parts = _layout(on_space)
+    parts = _layout(on_space, toy=settings.toy)
     parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
                             **PAGE_EVENT)
     defaults = {"model": settings.model, "protocol": "text", "max_steps": DEFAULT_MAX_STEPS,
@@ -317,27 +343,31 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools,
              "trials": trials}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
-    extra += [page_tools] if page_tools is not None else []  # the visitor's tools written on the page, last
+    extra += [parts["k"], *([page_tools] if page_tools is not None else [])]  # the visitor's tools: last
     tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory,
-                       on_space=on_space, refresh_s=refresh_s)
+                       on_space=on_space, refresh_s=refresh_s, runs=runs)
     inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]
-    outputs = [parts[k] for k in ("progress", "table", "score_chart", "tokens_chart", "files")]
+    outputs = [parts[k] for k in ("progress", "table", "score_chart", "tokens_chart", "files", "grounding",
+                                  "reliability")]
     event = parts["run"].click(tab.benchmark, inputs=[*inputs, *extra], outputs=outputs,
                                api_name="benchmark", concurrency_limit=app_settings().bench_concurrency,
                                concurrency_id="benchmark",
                                show_progress="hidden", trigger_mode="once")
     # Stop ends this visitor's benchmark, which renders its own stopped frame (see ui/core/stream.py)
     parts["stop"].click(tab.stop, **PAGE_EVENT)
+    reliability.wire_runs_line(parts, on_space)
     return {**parts, "event": event, "handler": tab.benchmark, "folders": tab.folders}
 
 
-def _layout(on_space: bool) -> dict[str, Any]:
-    """The form, the Run/Stop buttons, the progress line, the live table, the charts and the files."""
+def _layout(on_space: bool, *, toy: bool = False) -> dict[str, Any]:
+    """The form, Run/Stop, the runs line, progress, the tables, charts and files; the toy model's note and dataset."""
     limits = app_settings()
+    note = gr.Markdown(TOY_NOTE, elem_id="bench-toy-note", visible=toy)
     with gr.Row():
-        dataset = gr.Dropdown(DATASETS, value="hotpotqa", label="Dataset", scale=2)
+        dataset = gr.Dropdown(DATASETS, value=TOY_DATASET if toy else "hotpotqa", label="Dataset", scale=2)
         n = lenient(gr.Slider(1, limits.bench_max_n, value=10, step=1, label="N (items)", scale=2,
                               info=f"Up to {limits.bench_visitor_max_n} unless signed in" if on_space else None))
+        k = reliability.k_slider()
         concurrency = lenient(gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)",
                                         scale=1))
         sc_n = lenient(gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21"))
@@ -348,15 +378,23 @@ def _layout(on_space: bool) -> dict[str, Any]:
                                  scale=5)
         run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150, elem_id="bench-run")
         stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90, elem_id="bench-stop")
+    runs = reliability.runs_box(DEFAULT_MODES, on_space)  # what a request will run, before it starts
     progress = gr.Markdown("", elem_id="bench-progress")
     # its real headers before any run (without them Gradio shows "1 | 2 | 3"); a run's table brings its own
     table = gr.Dataframe(headers=TABLE_HEADERS, label="Results per mode (live)", interactive=False, wrap=True,
                          elem_id="bench-table")
+    second = reliability.table()  # pass@1, pass^k, cost per correct: a table of its own
     with gr.Row():
         # one group of bars per mode, a colour per source (ui/benchmark/charts.py: gr.BarPlot can only stack them)
         score_chart = gr.Plot(label="Score per mode", elem_id="bench-score")
         tokens_chart = gr.Plot(label="Mean tokens per pair", elem_id="bench-tokens")
+    # a table of its own: how many answers rest on a claim no observation backs, beside the paper's Table 2
+    grounding = gr.Dataframe(headers=grounded.HEADERS, label="Answers with an unbacked claim (string matches), beside "
+                             "the paper's hallucination shares (human labels)", interactive=False, wrap=True,
+                             elem_id="bench-grounding")
+    gr.Markdown(f"{grounded.NOTE} Paper: {grounded.PAPER_SOURCE}.", elem_id="bench-grounding-note")
     files = gr.File(label="Download (summary.json, summary.csv, results.csv)", file_count="multiple", interactive=False)
-    return {"dataset": dataset, "upload": upload, "n": n, "modes": modes, "concurrency": concurrency, "sc_n": sc_n,
-            "run": run, "stop": stop, "progress": progress, "table": table, "score_chart": score_chart,
-            "tokens_chart": tokens_chart, "files": files}
+    return {"dataset": dataset, "upload": upload, "n": n, "k": k, "modes": modes, "concurrency": concurrency,
+            "sc_n": sc_n, "run": run, "stop": stop, "runs": runs, "progress": progress, "table": table,
+            "reliability": second, "score_chart": score_chart, "tokens_chart": tokens_chart, "files": files,
+            "toy_note": note, "grounding": grounding}

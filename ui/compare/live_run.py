@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from agents.events import Event, Paused, Resumed
 from agents.hosting import make_run  # the one place a live run is made: a worker process, or in-process
 from agents.llm.base import ModelBuilder
 from agents.llm.settings import LLMSettings
+from agents.modes.registry import forked_mode
 from agents.request import RunRequest
 from agents.trace import Trace
 from tools.registry import ToolRegistry
@@ -23,9 +24,16 @@ from ui.compare.stepping import PAUSED_STATUS, STEPPING_STATUS, PauseState
 from ui.core import followup, render
 from ui.core.admission import Admission, Full
 from ui.core.frame import Frame, PanelsView, everywhere, refusal, run_status, waiting
+from ui.core.lesson import Steppable
+from ui.core.modes import BESIDE
+from ui.core.notices import server_note
 from ui.core.stream import THROTTLE_S, Outcome, StopSignal, stream
 from ui.core.verdicts import comparison_table
+from ui.core.visitors import Visitor
 from ui.recordings.export import export_dict, settings_block, write_exports
+from ui.recordings.reader import Recording
+
+OnStepping = Callable[[Steppable, Callable[[], Recording]], None]  # a stepping run and its traces so far
 
 NOT_CONFIGURED_SHORT = ("No model is configured, so nothing was run: set HF_TOKEN, sign in with Hugging Face "
                         "(on the Space) or set LLM_BASE_URL — see the status line above.")
@@ -50,6 +58,7 @@ class LiveView:
         self.request, self.registry = request, registry
         if request.followup is not None:
             self.panels.threads = {m: followup.thread(request.followup, m, request.question) for m in request.modes}
+            self.panels.previous = request.followup.previous  # the map's bands of the earlier turns
         self.settings = settings
         self.where = render.plain(settings.describe())
         self.export_settings = settings_block(settings, request, registry.names) if export else None
@@ -67,7 +76,7 @@ class LiveView:
 
     def running(self) -> Frame:
         if self.pauses is None:
-            return self.panels.frame(self.status)
+            return self.panels.frame(self.status + server_note(self.panels.traces.values()))
         if self.pauses.paused(self.panels.modes, self.panels.finished):
             return self.panels.frame(PAUSED_STATUS.format(step=self.pauses.step))
         return self.panels.frame(STEPPING_STATUS.format(selection=render.plain(self.selection), where=self.where,
@@ -90,38 +99,53 @@ class LiveView:
         else:
             status = run_status(view.traces, time.perf_counter() - view.started,
                                 answered_where(self.settings, view.traces), outcome.failure)
+            status += server_note(view.traces.values())
         files = None
         if self.export_settings is not None:  # off the event loop: other visitors' frames keep flowing
             data = export_dict(self.question, self.selection, view.traces, self.export_settings,
-                               stopped=outcome.stopped, expected=self.expected)
+                               stopped=outcome.stopped, expected=self.expected, claims=view.claims())
             files = list(await asyncio.to_thread(self._write, data))
         previous = self.request.followup.previous if self.request.followup is not None else None
-        table = followup.earlier_table(previous, view.modes) + comparison_table(view.traces, self.expected)
+        table = followup.earlier_table(previous, view.modes) + comparison_table(view.traces, self.expected,
+                                                                                claims=view.claim_counts())
         return view.frame(status, final=True, table=table, files=files)
 
     def _write(self, data: dict) -> tuple[str, str]:
-        """The export files, with the follow-up blocks: the turns this one continued, and the one it hands on."""
+        """The export files, with the follow-up blocks: the turns this one continued, and the one it hands on; a
+        fork continued in the panel beside is named, so that a replay and a fork show it there again."""
         data.update(followup.export_fields(self.request, self.panels.traces, self.registry))
+        if self.panels.beside is not None and forked_mode(self.panels.beside) is not None:
+            data["fork"] = {"panel": BESIDE, "trace": self.panels.beside}
         return write_exports(data, None, self.panels.traces)
+
+    def snapshot(self) -> Recording:
+        """The traces so far, copied (the run may still add to them): what a fork of the paused run starts from."""
+        traces = {m: Trace(m, t.question, list(t.events), elapsed_s=t.elapsed_s) for m, t in self.panels.traces.items()}
+        previous = self.request.followup.previous if self.request.followup is not None else None
+        return Recording(self.question, self.selection, traces, dict(self.export_settings or {}), self.expected,
+                         previous=previous)
 
 
 async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry, *,
                    model_factory: ModelBuilder | None = None, throttle: float = THROTTLE_S, export: bool = True,
                    admission: Admission | None = None, stop: StopSignal | None = None,
-                   pause_ttl_s: float | None = None, beside: str | None = None) -> AsyncIterator[Frame]:
+                   pause_ttl_s: float | None = None, beside: str | None = None,
+                   visitor: Visitor | None = None, on_stepping: OnStepping | None = None) -> AsyncIterator[Frame]:
     """Run ``request`` (already checked) and yield frames until its modes finish or ``stop`` is set; ``beside``
-    (a mode of the run, named by ``/compare``'s older ``fourth`` input) is also shown in the panel beside.
-    With ``admission``, first wait for a slot, showing the place in line. A stepping run pauses after
-    each step and is attached to ``stop``, where Next step / Continue find it (``ui/compare/stepping.py``); left
-    paused for ``pause_ttl_s`` it ends, and its panels say why."""
+    (a panel of the run: a mode named by ``/compare``'s older ``fourth`` input, or a fork a follow-up continues)
+    is also shown in the panel beside. With ``admission``, first wait for a slot, showing the place in line; the
+    run counts against ``visitor``'s live runs until it ends (past their bound it is refused in one line). A
+    stepping run pauses after each step and is handed to ``on_stepping`` (the page's lesson, where Next step and
+    Continue find it: ``ui/compare/stepping.py``); left paused for ``pause_ttl_s`` it ends, and its panels say
+    why."""
     if settings.problem() is not None:
         yield refusal(str(settings.problem()), short=None if settings.configured else NOT_CONFIGURED_SHORT)
         return
     stop = stop or StopSignal()
     try:
-        ticket = admission.ticket() if admission is not None else None
+        ticket = admission.ticket(visitor) if admission is not None else None
     except Full as exc:
-        yield refusal(str(exc), short="⏳ The app is full right now — please try again in a minute.")
+        yield refusal(str(exc), short=exc.short)
         return
     try:
         if ticket is not None and admission is not None:
@@ -135,8 +159,8 @@ async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolReg
         tools = request.run_registry(registry)  # the enabled tools, then the visitor's written on the page
         run = make_run(request, settings, tools, model_factory)
         view = LiveView(request, settings, tools, export=export, beside=beside)
-        if request.stepping:
-            stop.run, stop.view = run, view
+        if request.stepping and on_stepping is not None:
+            on_stepping(run, view.snapshot)
         watch = (lambda: view.expired(pause_ttl_s)) if request.stepping and pause_ttl_s is not None else None
         async for frame in stream(run, view, stop=stop, throttle=throttle, watch=watch):
             yield frame

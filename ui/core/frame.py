@@ -4,8 +4,8 @@
 the same order. That order is ``/compare``'s contract, written only here (docs/api.md): a panel and a metrics
 line per base mode (the three by default), status, table, files, the panel beside the modes (a fork continued in
 a new panel) and its metrics — the outputs ``/compare`` had before the mode picker — then a panel and a metrics
-line per further panel mode. :class:`PanelsView` is the panels and traces of the modes in play, shared by live
-runs and replays.
+line per further panel mode, then the step-aligned map. :class:`PanelsView` is the panels and traces of the modes
+in play, shared by live runs and replays.
 """
 
 from __future__ import annotations
@@ -13,20 +13,27 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from agents.alignment import MapBuilder, StepMap
 from agents.events import Event, FinalAnswer, TokenDelta
+from agents.grounding import counts, counts_text
 from agents.modes.registry import mode_title
 from agents.trace import Trace
 from ui.core import render, verdicts
 from ui.core.modes import BASE, BESIDE, MORE, PANEL_MODES
 from ui.core.render import Panel
+from ui.core.step_map import map_html
 from ui.core.table import metrics_markdown
+
+if TYPE_CHECKING:
+    from agents.followup import Previous
 
 WAITING = render.to_wire(render.waiting())  # a running panel before its first text (the same every frame)
 NOT_RUN_METRICS = metrics_markdown(None)
+MAP_EVERY_S = 0.3  # a running map is made again at most this often: steps come in bursts (a reply, its calls)
 NOT_SHOWN: list = []  # the panel of a further mode the run does not have (never changed: sent as it is)
 
 
@@ -41,11 +48,21 @@ class Outputs:
     exports: gr.File
     beside_chat: gr.Chatbot  # the panel beside the modes (module docstring)
     beside_metrics: gr.Markdown
+    step_map: gr.HTML  # the step-aligned map: the last output (``/replay`` gives it after its own)
 
-    def all(self, *, files: bool = True) -> list[gr.Component]:
-        """Every output in order; without the export files for a replay (it has none to offer)."""
-        return _ordered(self.chats, self.metrics, [self.status, self.table, *([self.exports] if files else []),
-                                                   self.beside_chat, self.beside_metrics])
+    def all(self, *, files: bool = True, step_map: bool = True) -> list[gr.Component]:
+        """Every output in order; without the export files for a replay (it has none to offer), and without the
+        map for ``/replay``, which gives it last."""
+        return [*_ordered(self.chats, self.metrics, [self.status, self.table, *([self.exports] if files else []),
+                                                     self.beside_chat, self.beside_metrics]),
+                *([self.step_map] if step_map else [])]
+
+    def only_status(self, status: str, extra: int = 0) -> list[Any]:
+        """Values that change the status line alone (an action the page cannot take: the run on screen stays),
+        for :meth:`all` and ``extra`` outputs after them."""
+        values: list[Any] = [gr.skip()] * (len(self.all()) + extra)
+        values[self.all().index(self.status)] = self.status.postprocess(status)
+        return values
 
 
 def _ordered(panels: tuple, metrics: tuple, middle: list) -> list:
@@ -77,15 +94,18 @@ class Frame:
     question: str | None = None  # replay only: the recorded question
     beside: list = field(default_factory=list)  # the panel beside the modes
     beside_metrics: str = ""
+    step_map: str = ""  # the step-aligned map (HTML, ui/core/step_map.py)
+    final: bool = False  # a run's or replay's last frame: what it leaves on screen (not an output)
 
-    def values(self, *, files: bool = True) -> list[Any]:
+    def values(self, *, files: bool = True, step_map: bool = True) -> list[Any]:
         """The values in :meth:`Outputs.all` order."""
-        return _ordered(self.panels, self.metrics, [self.status, self.table, *([self.files] if files else []),
-                                                    self.beside, self.beside_metrics])
+        return [*_ordered(self.panels, self.metrics, [self.status, self.table, *([self.files] if files else []),
+                                                      self.beside, self.beside_metrics]),
+                *([self.step_map] if step_map else [])]
 
-    def to_outputs(self, outputs: Outputs, *, files: bool = True) -> list[Any]:
+    def to_outputs(self, outputs: Outputs, *, files: bool = True, step_map: bool = True) -> list[Any]:
         """The values as the browser receives them (for events registered with ``postprocess=False``)."""
-        return prepared(outputs.all(files=files), self.values(files=files))
+        return prepared(outputs.all(files=files, step_map=step_map), self.values(files=files, step_map=step_map))
 
 
 def prepared(components: list, values: Iterable[Any]) -> list:
@@ -140,6 +160,10 @@ class PanelsView:
         self._ended = dict.fromkeys(modes, False)  # an answer or a final error so far, per mode
         self._idle: dict[str, list] = {}  # the panels of modes not in this run (:meth:`_not_run`)
         self.threads: dict[str, list] = {}  # a follow-up: each panel's earlier turns, above this one (browser form)
+        self.previous: Previous | None = None  # a follow-up's earlier turns: the map's bands
+        self._map: tuple[tuple, StepMap, str] | None = None
+        self._builder = MapBuilder()
+        self._map_at = 0.0  # when the map was last made
 
     def add(self, mode: str, event: Event, t: float | None = None) -> bool:
         """Record an event; True when it should be shown at once (the first text of a panel)."""
@@ -166,9 +190,34 @@ class PanelsView:
         cached = self._metrics.get(mode)
         if cached is None or cached[0] != key:
             line = metrics_markdown(trace, running=running)
+            claims = "" if running else counts_text(self._builder.claims(trace, self.previous))
+            line = f"{line} · claims: {claims}" if claims else line  # the verdict stays last: "✓ F1 1.00"
             cached = (key, verdicts.metrics_with_verdict(line, trace, self.expected, running=running))
             self._metrics[mode] = cached
         return cached[1]
+
+    def claims(self) -> dict[str, tuple]:
+        """Each mode's marked claims once the run has ended (a follow-up's earlier turns counted), their sources on
+        the map's rows: the export's."""
+        return dict(self.step_map(final=True)[0].claims)
+
+    def claim_counts(self) -> dict[str, dict[str, int]]:
+        """Each mode's claims counted by mark, as the table shows them."""
+        return {m: counts(self._builder.claims(self.traces[m], self.previous)) for m in self.modes}
+
+    def step_map(self, *, final: bool) -> tuple[StepMap, str]:
+        """The step-aligned map of the modes in play and its HTML, made again only when a move changed or a mode
+        ended, and while the run goes at most every :data:`MAP_EVERY_S` (the builder reads each trace on from
+        where it was; the stream's next frame, at most a second away, brings what waited)."""
+        running = () if final else tuple(m for m in self.modes if not self.finished(m))
+        traces = {m: self.traces[m] for m in self.modes}
+        key = (self._builder.version(traces), running, id(self.previous))
+        now = time.perf_counter()
+        if self._map is None or self._map[0] != key and (final or now >= self._map_at + MAP_EVERY_S):
+            ended = [m for m in self.modes if m not in running]
+            made = self._builder.map(traces, previous=self.previous, ended=ended)
+            self._map, self._map_at = (key, made, map_html(made, traces, running=running)), now
+        return self._map[1], self._map[2]
 
     def _not_run(self, mode: str) -> list:
         """A panel this run has no mode for, in the browser's form: made once (every frame sends it)."""
@@ -200,7 +249,8 @@ class PanelsView:
             else:  # a further mode not chosen: its column is hidden, and an empty value is the cheapest to send
                 panels.append(NOT_SHOWN)
                 metrics.append("")
-        frame = Frame(tuple(panels), tuple(metrics), status, table, files, question)  # type: ignore[arg-type]
+        frame = Frame(tuple(panels), tuple(metrics), status, table, files, question,  # type: ignore[arg-type]
+                      step_map=self.step_map(final=final)[1], final=final)
         if self.beside in self.panels:
             frame.beside = self._shown(self.beside)
             frame.beside_metrics = self.metrics(self.beside, running=not final and not self.finished(self.beside))

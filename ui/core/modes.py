@@ -17,7 +17,7 @@ from agents.settings import kind_of, shown
 BASE = mode_ids("base")  # on screen by default; their panels are /compare's first outputs
 PANEL_MODES = panel_ids()  # every mode with a panel: the picker's choices, in the page's order
 MORE = PANEL_MODES[len(BASE):]  # the picker's other choices: their panels are /compare's last outputs
-PICKER_CHOICES = [(s.label, s.id) for s in list_modes("base", "more")]  # (shown, sent)
+PICKER_CHOICES = [(s.title, s.id) for s in list_modes("base", "more")]  # (shown: the panel's name, sent)
 SINGLE_CHOICES = {**{s.label: (s.id,) for s in list_modes("base")}, "All": BASE}  # the `mode` values before the picker
 BESIDE = "beside"  # the panel beside the modes: a fork continued in a new panel
 _NAMES = {name.lower(): s.id for s in list_modes("base", "more") for name in (s.id, s.label, s.title)}

@@ -31,26 +31,23 @@ from agents.events import (
     Trial,
     Truncated,
     Usage,
+    Waited,
     Waiting,
 )
 from agents.modes.registry import mode_title
 from ui.core import trials
 from ui.core.batch import RUNNING, Batch
-from ui.core.notices import not_run, notice, waiting  # noqa: F401 - the panel module's API
+from ui.core.notices import WaitNote, not_run, notice, to_wire, waiting  # noqa: F401 - the panel module's API
 from ui.core.safe_text import fenced, plain, safe_markdown
 from ui.core.table import NO_FORCED_ANSWER, answer_text
 
 SHORT_OBSERVATION = 280  # observations up to this many characters start open; longer ones collapsed
 INCOMPLETE = "⚠ Incomplete reply — cut off, not used as an answer"
 
+
 def format_input(value: str | dict) -> str:
     text = json.dumps(value, ensure_ascii=False, indent=1) if isinstance(value, dict) else str(value)
     return fenced(text, "json" if isinstance(value, dict) else "text")
-
-
-# ---------------------------------------------------------------------------------------------
-# One panel
-# ---------------------------------------------------------------------------------------------
 
 
 PAUSED_NOTE = "Waiting: press **Next step** or **Continue**."
@@ -74,7 +71,7 @@ class Panel:
     _reasoning: gr.ChatMessage | None = None
     _reasoning_text: str = ""
     _pending: gr.ChatMessage | None = None
-    _waiting: gr.ChatMessage | None = None
+    _wait: WaitNote = field(default_factory=WaitNote)  # a wait for the model server under way
     _draft_stale: bool = False
     _reasoning_stale: bool = False
     _error: gr.ChatMessage | None = None  # the last model error, until a retry makes it history
@@ -97,16 +94,14 @@ class Panel:
         return self._draft is not None or self._reasoning is not None
 
     def add(self, event: Event) -> None:
-        if self._waiting is not None and not isinstance(event, Waiting):
-            self._drop(self._waiting)  # the call got its turn
-            self._waiting = None
+        if not isinstance(event, Waiting | Waited):
+            self._wait.end(self.messages)  # the call got its turn (a recording whose wait never said it ended)
         if isinstance(event, TokenDelta):
             self._token(event)
         elif isinstance(event, Waiting):
-            if self._waiting is None:
-                self._waiting = self._append(f"⏳ {safe_markdown(event.message.capitalize())}…",
-                                             title=f"⏳ Waiting for the model server · LLM call {self.calls + 1}",
-                                             status="pending")
+            self._waiting(event)
+        elif isinstance(event, Waited):
+            self._wait.end(self.messages, event)
         elif isinstance(event, Truncated):
             self._append(f"{safe_markdown(event.message[:1].upper() + event.message[1:])}: raise **Max tokens** "
                          "(or `LLM_MAX_TOKENS`) for longer replies.",
@@ -152,17 +147,16 @@ class Panel:
             self._drop_draft()
             self._close_pending()
             self._end_trial("no verdict")
-            flag = " _(forced: the model did not finish on its own)_" if event.forced else ""
+            why = safe_markdown(event.why) if event.why else "the model did not finish on its own"
+            flag = f" _(forced: {why})_" if event.forced else ""
             text = answer_text(event.text)  # never the raw step format (an older recording's forced reply)
             shown = safe_markdown(text) if text else NO_FORCED_ANSWER if event.forced else "_(empty)_"
-            self._append(f"### ✔ Final answer{flag}\n\n{shown}")
+            self._append(f"**✔ Final answer**{flag}\n\n{shown}")  # bold, not a heading: a message is no section
 
     def finish(self, stopped: bool = False, reason: str = "") -> None:
         """Close spinners; a run that ended without an answer or an error says so (and ``reason``, when it was
         not the visitor who stopped it)."""
-        if self._waiting is not None:
-            self._drop(self._waiting)
-            self._waiting = None
+        self._wait.end(self.messages)
         self._keep_draft("Unfinished reply (stopped)" if stopped else "Reply")
         self._close_pending()
         self._end_trial("stopped" if stopped else "ended")
@@ -209,6 +203,20 @@ class Panel:
         self._draft_stale = self._reasoning_stale = False
 
     # -- internals -------------------------------------------------------------------------
+
+    def _waiting(self, event: Waiting) -> None:
+        """A wait for the model server, shown with a spinner. A reply under way is asked for again (its draft goes);
+        a mode that runs again later keeps what it wrote, marked as cut off."""
+        if event.rerun:
+            self._keep_draft(INCOMPLETE)
+            self._close_pending()
+            self._end_trial("waiting to run again")
+        else:
+            self._drop_draft()
+            if self._reasoning is not None:
+                self._drop(self._reasoning)
+                self._reasoning = None
+        self._wait.show(event, self.calls + 1, self._append)
 
     def _retire_error(self) -> None:
         """A retry follows: the earlier error becomes a closed note, so the panel ends with one ⚠ line at most."""
@@ -379,18 +387,6 @@ class Panel:
             msg.metadata["status"] = "done"  # long web text starts collapsed; short results stay open
         if self._batch is not None and not event.nested and self._batch.close():
             self._batch = None
-
-
-_converter: gr.Chatbot | None = None
-
-
-def to_wire(messages: list[gr.ChatMessage]) -> list[dict]:
-    """Messages in the browser's form: the Chatbot's own ``postprocess``, serialised (every panel's Chatbot
-    converts text messages alike)."""
-    global _converter
-    if _converter is None:
-        _converter = gr.Chatbot(render=False)
-    return _converter.postprocess(messages).model_dump()
 
 
 def _is_terminal(msg: gr.ChatMessage) -> bool:

@@ -16,12 +16,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from agents.llm.backend import TOY_DEFAULT, TOY_SWITCH
 from agents.settings import SettingError, env_bool, env_float, env_int, env_text
+from tools import sandbox_room
 
 # Compare runs at once per core, when APP_CONCURRENCY is unset: the largest crowd per core that held every crowd goal
-# in `python -m bench` (README, "Measured": 100 visitors on 2 cores; the bench's "runs per core" row checks it)
+# in `python -m bench` (docs/performance.md: 100 visitors on 2 cores; the bench's "runs per core" row checks it)
 RUNS_PER_CORE = 50
 CGROUP = Path("/sys/fs/cgroup")
 
@@ -68,6 +70,20 @@ _INTS = {
     "APP_CONTEXT_BUDGET": ("context_budget", 6000, 200, 1_000_000),  # tokens of earlier turns a follow-up carries
     "APP_POLL_PHONES": ("poll_phones", 300, 1, 5000),  # phones (voters) one class poll room holds (ui/poll/)
     "APP_POLL_ROOMS": ("poll_rooms", 3, 1, 100),  # class poll rooms one teacher (address) may hold at once
+    # what one visitor may hold (docs/serving.md, "One visitor cannot take the room"): browsers first, addresses
+    # (every client behind one, with or without the browser cookie) as a ceiling a school's class fits under
+    "APP_RUNS_PER_VISITOR": ("runs_per_visitor", 3, 1, 1000),  # live runs of one browser (ui/core/admission.py)
+    "APP_RUNS_PER_ADDRESS": ("runs_per_address", 40, 1, 10_000),  # live runs from one address, waiting included
+    "APP_UPLOAD_MB_PER_VISITOR": ("upload_mb_per_visitor", 100, 1, 100_000),  # uploads of one browser an hour
+    "APP_UPLOAD_MB_PER_ADDRESS": ("upload_mb_per_address", 1000, 1, 1_000_000),  # from one address an hour
+    "APP_BODY_MB": ("body_mb", 2, 1, 20),  # the largest request body but an upload (ui/core/bodies.py)
+    "APP_POLL_VOTERS_PER_ADDRESS": ("poll_voters_per_address", 60, 1, 5000),  # one poll's phones from one address
+    # the sandboxes (tools/sandbox_room.py, which reads them in every process): their guests' memory in all, and
+    # what one run's scratch folder may hold
+    sandbox_room.BUDGET_VAR: ("sandbox_mb", 0, *sandbox_room.BUDGET_RANGE),  # unset (0 here): default_budget_mb()
+    sandbox_room.SCRATCH_MB_VAR: ("sandbox_scratch_mb", sandbox_room.SCRATCH_MB, *sandbox_room.SCRATCH_MB_RANGE),
+    sandbox_room.SCRATCH_FILES_VAR: ("sandbox_scratch_files", sandbox_room.SCRATCH_FILES,
+                                     *sandbox_room.SCRATCH_FILES_RANGE),
 }
 _SHARE_MB_PER_HOUR = (1, 100_000)  # megabytes of new links per visitor per hour; unset: a tenth of the store
 _SHARES = {
@@ -77,6 +93,7 @@ _SECONDS = {
     "APP_SESSION_TTL": ("session_ttl_s", 900.0, 1.0, 7 * 86400.0),  # an idle visitor's session state is kept
     "APP_PAUSE_TTL": ("pause_ttl_s", 300.0, 1.0, 86400.0),  # a paused run ends after this long without Next/Continue
     "APP_POLL_IDLE": ("poll_idle_s", 7200.0, 10.0, 7 * 86400.0),  # a class poll room ends after this long idle
+    "APP_POLL_GRACE_S": ("poll_grace_s", 300.0, 1.0, 86400.0),  # a room ends this long after its teacher's page closed
 }
 _DAYS = {
     "APP_SHARE_DAYS": ("share_days", 30.0, 0.001, 3650.0),  # a share link works this many days
@@ -88,6 +105,9 @@ _SWITCHES = {
     # the sandbox's policy and restricted builtins; off lets a local copy attack the boundary alone. tools/sandbox.py
     # reads it at each call (run workers and the CLI follow it too) and keeps it on when SPACE_ID is set
     "APP_SANDBOX_FILTERS": ("sandbox_filters", True),
+    # every process makes itself non-dumpable; off (never on a Space: tools/hardening.py reads it in each process)
+    # leaves them readable to their own user, so a test can read each child's environment with that layer removed
+    "APP_NON_DUMPABLE": ("non_dumpable", True),
 }
 
 
@@ -104,6 +124,7 @@ class AppSettings:
     mcp: bool = _SWITCHES["APP_MCP"][1]
     toy_model: bool = _SWITCHES[TOY_SWITCH][1]
     sandbox_filters: bool = _SWITCHES["APP_SANDBOX_FILTERS"][1]
+    non_dumpable: bool = _SWITCHES["APP_NON_DUMPABLE"][1]
     share_max_mb: int = _INTS["APP_SHARE_MAX_MB"][1]
     share_days: float = _DAYS["APP_SHARE_DAYS"][1]
     share_per_hour: int = _INTS["APP_SHARE_PER_HOUR"][1]
@@ -118,7 +139,18 @@ class AppSettings:
     poll_phones: int = _INTS["APP_POLL_PHONES"][1]
     poll_rooms: int = _INTS["APP_POLL_ROOMS"][1]
     poll_idle_s: float = _SECONDS["APP_POLL_IDLE"][1]
+    poll_voters_per_address: int = _INTS["APP_POLL_VOTERS_PER_ADDRESS"][1]
+    poll_grace_s: float = _SECONDS["APP_POLL_GRACE_S"][1]
     trusted_proxies: tuple[str, ...] = ()  # APP_TRUSTED_PROXIES (ui/core/visitors.py); on a Space: its proxy
+    public_url: str | None = None  # APP_PUBLIC_URL: the app's address as phones reach it (join and share links)
+    runs_per_visitor: int = _INTS["APP_RUNS_PER_VISITOR"][1]
+    runs_per_address: int = _INTS["APP_RUNS_PER_ADDRESS"][1]
+    upload_mb_per_visitor: int = _INTS["APP_UPLOAD_MB_PER_VISITOR"][1]
+    upload_mb_per_address: int = _INTS["APP_UPLOAD_MB_PER_ADDRESS"][1]
+    body_mb: int = _INTS["APP_BODY_MB"][1]
+    sandbox_mb: int = dataclasses.field(default_factory=sandbox_room.default_budget_mb)
+    sandbox_scratch_mb: int = sandbox_room.SCRATCH_MB
+    sandbox_scratch_files: int = sandbox_room.SCRATCH_FILES
 
     @property
     def share_hourly_mb(self) -> int:
@@ -138,6 +170,7 @@ class AppSettings:
         for name, (field, default, low, high) in _INTS.items():
             values[field] = env_int(name, default, low, high, environ)
         values["concurrency"] = values["concurrency"] or default_concurrency()
+        values["sandbox_mb"] = values["sandbox_mb"] or sandbox_room.default_budget_mb()
         for name, (field, default, low, high) in _SECONDS.items():
             values[field] = env_float(name, default, low, high, environ, unit="seconds")
         for name, (field, on) in _SWITCHES.items():
@@ -149,6 +182,7 @@ class AppSettings:
         values["share_dir"] = env_text("APP_SHARE_DIR", None, environ)
         values["share_mb_per_hour"] = _share_mb_per_hour(int(values["share_max_mb"]), environ)  # type: ignore[arg-type]
         values["trusted_proxies"] = trusted_proxies(env_text("APP_TRUSTED_PROXIES", None, environ))
+        values["public_url"] = public_url(env_text("APP_PUBLIC_URL", None, environ))
         if environ is None and not values["sandbox_filters"]:
             _say_filters()
         return cls(**values)  # type: ignore[arg-type]
@@ -189,6 +223,27 @@ def trusted_proxies(raw: str | None) -> tuple[str, ...]:
             raise SettingError("APP_TRUSTED_PROXIES must be addresses or networks (e.g. 10.0.0.5, 10.0.0.0/8) or *, "
                                f"comma-separated, got {shown!r}") from None
     return items
+
+
+def public_url(raw: str | None) -> str | None:
+    """``APP_PUBLIC_URL``: the address phones and other visitors open the app at (``http://192.168.1.20:7860``, a
+    Space's ``https://<owner>-<space>.hf.space``), as ``scheme://host[:port]/path/``; a bad one is one line."""
+    if raw is None or not raw.strip():
+        return None
+    text = raw.strip()
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        port_ok = False
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or parts.query or parts.fragment \
+            or parts.username or parts.password:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise SettingError("APP_PUBLIC_URL must be the address phones open the app at, such as "
+                           f"http://192.168.1.20:7860 or https://owner-space.hf.space, got {shown!r}")
+    path = parts.path if parts.path.endswith("/") else parts.path + "/"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 _current: AppSettings | None = None

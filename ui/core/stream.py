@@ -97,17 +97,12 @@ class StreamView(Protocol[Out]):
 
 
 class StopSignal:
-    """Set by the Stop button (on the event loop); read by the stream it belongs to.
-
-    ``run`` is the live run behind the stream once there is one (None while waiting for a slot, and
-    for replays): the step buttons find a stepping run through it (:meth:`Stops.runs`).
-    """
+    """Set by the Stop button (on the event loop); read by the stream it belongs to. It only stops: what the
+    stream shows, and a stepping run's handle, are the page's lesson's (``ui/core/lesson.py``)."""
 
     def __init__(self) -> None:
         self.stopped = False
         self.reason = ""  # set when something other than the visitor stopped it
-        self.run: Any = None
-        self.view: Any = None  # a stepping run's view: a fork of the paused run reads its traces (ui/fork/accordion.py)
         self._callbacks: list[Callable[[], None]] = []
 
     def stop(self, reason: str = "") -> None:
@@ -160,11 +155,6 @@ class Stops:
         for signal in signals:
             signal.stop()
         return len(signals)
-
-    def runs(self, session: str | None, tab: str) -> list[Any]:
-        """The live runs of this session's tab (for Next step / Continue); none without a session."""
-        signals = self._signals.get((session or "", tab), ()) if session else ()
-        return [signal.run for signal in signals if signal.run is not None and not signal.stopped]
 
     def live(self, session: str | None, tab: str) -> list[StopSignal]:
         """The signals of this session's tab still streaming (a run, a replay, a fork); none without a session."""

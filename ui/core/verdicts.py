@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agents.agreement import expected_line
 from agents.correctness import Verdict, clean_expected, judge
 from agents.trace import Trace
 from ui.core.safe_text import escape_html
-from ui.core.table import comparison_markdown
+from ui.core.table import Claims, comparison_markdown
 
 MAX_EXPECTED_CHARS = 500  # an expected answer is a short answer, not an essay
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
@@ -48,11 +49,12 @@ def metrics_with_verdict(line: str, trace: Trace, expected: str | None, *, runni
     return f"{line} · {verdict_note(judge(trace.answer, expected, trace.question))}"
 
 
-def comparison_table(traces: dict[str, Trace], expected: str | None, question: str | None = None) -> str:
+def comparison_table(traces: dict[str, Trace], expected: str | None, question: str | None = None,
+                     claims: Claims | None = None) -> str:
     """The after-run table; with an expected answer, a ✓ / ✗ column and an F1 column after "Answer",
-    and a last line naming the expected answer and how many modes got it."""
-    table = comparison_markdown(traces)
+    and a last line naming the expected answer and how many modes got it (``claims``: ``comparison_markdown``'s)."""
     judged = verdicts(traces, expected, question)
+    table = comparison_markdown(traces, {mode: v.correct for mode, v in judged.items()} if judged else None, claims)
     if not table or not judged:
         return table
     lines = table.split("\n")
@@ -74,7 +76,7 @@ def comparison_table(traces: dict[str, Trace], expected: str | None, question: s
         lines[i] = "|".join([*cells[:at], *new, *cells[at:]])
     right = sum(v.correct for v in judged.values())
     shown = escape_html(clean_expected(expected) or "").replace("|", "\\|")
-    return "\n".join(lines) + f"\n\n**Expected answer:** {shown} — {right} of {len(judged)} right."
+    return "\n".join(lines) + f"\n\n**Expected answer:** {shown} — {expected_line(right, len(judged))}."
 
 
 def export_fields(traces: dict[str, Trace], expected: str | None, question: str | None = None) -> dict[str, Any]:

@@ -4,8 +4,15 @@
 (``APP_TRUSTED_PROXIES``; on a Space its proxy), the hop that proxy appended to ``X-Forwarded-For`` — never a
 value the client wrote. :func:`pinned_peer_address` tells uvicorn (``FORWARDED_ALLOW_IPS``, read as Gradio makes
 its server: Gradio passes no such setting on) to believe no forwarded header, so the address a handler sees is the
-socket's. An IPv6 visitor is their /56 network: a home or
-small office is commonly given a /56 (or a /48), so counting /64s would let one line count as 256 visitors.
+socket's. An IPv6 visitor is their /56 network: a home or small office is commonly given a /56 (or a /48), so
+counting /64s would let one line count as 256 visitors.
+
+A browser is known apart from its address by a cookie the app signs (:class:`BrowserCookie`, issued on any response
+to a request without a valid one): :func:`visitor` gives both, so a limit counts browsers and takes the address as a
+ceiling, and a school's class behind one address is not one visitor.
+
+Gradio's MCP server calls the tool over HTTP from the app itself, with the MCP request's headers: :class:`BrowserCookie`
+seals an MCP request's visitor into one (:data:`RELAY`), which :func:`visitor` believes on that call.
 """
 
 from __future__ import annotations
@@ -15,10 +22,16 @@ import contextlib
 import ipaddress
 import logging
 import os
+import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
 from typing import Any
+
+from agents import app_key
+from patches import page_cache
 
 log = logging.getLogger(__name__)
 
@@ -210,16 +223,163 @@ class Window:
             del self._spent[key]
 
 
-def page_url_of(headers: object) -> str:
-    """The visitor's page address: the ``Referer`` the browser sent with the event (the app's own page,
-    same origin), else the host it reached (``x-forwarded-*`` behind a proxy such as a Space's). Share links and
-    the class poll's join link are made from it."""
+COOKIE = "tar_browser"  # the browser's identity: "<id>.<seal>", the seal made with the app's "browser" key
+COOKIE_MAX_AGE_S = 400 * 24 * 3600  # the longest a browser keeps a cookie (RFC 6265bis)
+_ID_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who sent a request: their browser (``browser:<id>``, or None for a client without this app's cookie) and
+    their address as :func:`visitor_of` counts it. ``key`` is what a per-visitor limit counts."""
+
+    browser: str | None
+    address: str
+
+    @property
+    def key(self) -> str:
+        return self.browser or self.address
+
+
+def visitor(request: Any, proxies: Proxies | None = None) -> Visitor:
+    """The request's browser (from its signed cookie) and address; for the MCP server's own call, the MCP
+    caller's (:data:`RELAY`)."""
+    relayed = relayed_visitor(_header(request, RELAY.decode()))
+    if relayed is not None:
+        return relayed
+    browser_id = browser_of(_header(request, "cookie"))
+    return Visitor(f"browser:{browser_id}" if browser_id else None, visitor_of(request, proxies))
+
+
+RELAY = b"x-think-act-react-visitor"  # "<browser id or ->|<address>|<seal>", on an MCP request only
+MCP_PATH = "/gradio_api/mcp"
+
+
+def relay_value(who: Visitor) -> str:
+    """The sealed header value naming ``who`` for the MCP server's call of the tool."""
+    text = f"{(who.browser or '-').removeprefix('browser:')}|{who.address}"
+    return f"{text}|{app_key.seal('relay', text)[:32]}"
+
+
+def relayed_visitor(value: str | None) -> Visitor | None:
+    """The visitor a :func:`relay_value` names, when this app sealed it; None for none or a forged one."""
+    if not value or value.count("|") != 2 or len(value) > 200:
+        return None
+    browser_id, address, seal = value.split("|")
+    if not secrets.compare_digest(seal, app_key.seal("relay", f"{browser_id}|{address}")[:32]):
+        return None
+    return Visitor(None if browser_id == "-" else f"browser:{browser_id}", address)
+
+
+def browser_cookie_value(browser_id: str) -> str:
+    """The cookie's value for ``browser_id``: the id and its seal."""
+    return f"{browser_id}.{_seal(browser_id)}"
+
+
+def browser_of(cookie_header: str | None) -> str | None:
+    """The browser id a ``Cookie`` header carries, when its seal is this app's; None for none or a forged one."""
+    if not cookie_header or COOKIE not in cookie_header:
+        return None
+    try:
+        morsel = SimpleCookie(cookie_header).get(COOKIE)
+    except Exception:  # noqa: BLE001 - a malformed header is no identity, never an error
+        return None
+    browser_id, _, seal = (morsel.value if morsel else "").partition(".")
+    if not browser_id or len(browser_id) > 64 or not browser_id.isalnum() or not browser_id.isascii():
+        return None
+    return browser_id if secrets.compare_digest(seal, _seal(browser_id)) else None
+
+
+def _seal(browser_id: str) -> str:
+    return app_key.seal("browser", browser_id)[:32]
+
+
+def _header(request: Any, name: str) -> str | None:
+    """A header of a handler's request (a live one's ASGI scope, or a rebuilt one's headers), repeated lines joined."""
+    scope = _scope(request)
+    if scope is not None:
+        key = name.encode("latin-1")
+        return "; ".join(v.decode("latin-1") for k, v in scope.get("headers", ()) if k == key) or None
+    headers = getattr(request, "headers", None) if request is not None else None
     get = getattr(headers, "get", None)
-    if get is None:
-        return "http://localhost:7860/"
-    referer = get("referer") or ""
-    if referer.startswith(("http://", "https://")):
-        return referer
-    host = get("x-forwarded-host") or get("host") or "localhost:7860"
-    proto = (get("x-forwarded-proto") or "http").split(",")[0].strip()
-    return f"{proto}://{host.split(',')[0].strip()}/"
+    value = get(name) if get is not None else None
+    return value if isinstance(value, str) else None
+
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+class BrowserCookie:
+    """ASGI middleware: a response to an HTTP request without a valid :data:`COOKIE` sets a new one. Over HTTPS
+    (a Space, shown in an iframe) it is ``SameSite=None; Secure; Partitioned``, the only way a browser keeps a
+    cookie in a frame; over plain HTTP, ``SameSite=Lax``. Put in front of the app by :func:`install`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Any]],
+                       send: Callable[[Any], Awaitable[None]]) -> None:
+        if scope.get("type") == "http" and str(scope.get("path", "")).startswith(MCP_PATH):
+            scope = _with_relay(scope)
+        if scope.get("type") != "http" or browser_of(_scope_cookies(scope)):
+            await self.app(scope, receive, send)
+            return
+        header = _set_cookie(browser_cookie_value(secrets.token_hex(_ID_BYTES)), secure=_https(scope))
+
+        async def with_cookie(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), (b"set-cookie", header)]}
+            await send(message)
+
+        await self.app(scope, receive, with_cookie)
+
+
+def scope_visitor(scope: Scope) -> Visitor:
+    """:func:`visitor` of a bare ASGI scope (middleware, before any request object exists)."""
+    return visitor(_Live(scope))
+
+
+def _with_relay(scope: Scope) -> Scope:
+    """An MCP request's scope with its visitor sealed into :data:`RELAY` (any such header it came with dropped)."""
+    who = scope_visitor(scope)
+    headers = [(k, v) for k, v in scope.get("headers", ()) if k != RELAY]
+    return {**scope, "headers": [*headers, (RELAY, relay_value(who).encode("latin-1"))]}
+
+
+@dataclass(frozen=True)
+class _Live:
+    """A bare ASGI scope as :func:`visitor` reads a request (``request.scope``)."""
+
+    scope: Scope
+
+    @property
+    def request(self) -> _Live:
+        return self
+
+
+def _scope_cookies(scope: Scope) -> str | None:
+    return "; ".join(v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"cookie") or None
+
+
+def _https(scope: Scope) -> bool:
+    if scope.get("scheme") == "https":
+        return True
+    proto = dict(scope.get("headers", ())).get(b"x-forwarded-proto", b"")
+    return proto.split(b",")[0].strip() == b"https"
+
+
+def _set_cookie(value: str, *, secure: bool) -> bytes:
+    attributes = "SameSite=None; Secure; Partitioned" if secure else "SameSite=Lax"
+    return f"{COOKIE}={value}; Path=/; Max-Age={COOKIE_MAX_AGE_S}; HttpOnly; {attributes}".encode("latin-1")
+
+
+def install(app: Any) -> BrowserCookie | None:
+    """Put :class:`BrowserCookie` in front of a running Starlette/FastAPI ``app`` (Gradio's server app), outside the
+    page cache, so that a page answered from memory still gives a new browser its cookie. Starlette builds its
+    middleware stack on the first request and refuses ``add_middleware`` after that, so the built stack is wrapped,
+    by the patch that wraps it (``patches/page_cache.wrap_stack``). Without it every visitor counts by address."""
+    if (why := page_cache.problem(app)) is not None:
+        log.warning("browsers get no identity cookie (each visitor counts by address): %s", why)
+        return None
+    return page_cache.wrap_stack(app, BrowserCookie, BrowserCookie)

@@ -24,8 +24,10 @@ from ui.core.admission import Full
 from ui.core.frame import Outputs
 from ui.core.handlers import TabHandlers
 from ui.core.inputs import make_config, protocol_value
+from ui.core.lesson import Lesson, Shown
 from ui.core.modes import BASE, BESIDE
 from ui.core.stream import session_of, stream
+from ui.core.visitors import Visitor, visitor
 from ui.fork.screen import (
     IN_PLACE,
     NEW_PANEL,
@@ -38,10 +40,10 @@ from ui.fork.screen import (
     original_text,
     parse_choice,
     path_of,
-    screen_of_view,
+    screen_of,
     step_choices,
 )
-from ui.fork.view import ForkView, skip_all
+from ui.fork.view import ForkMade, ForkView, skip_all
 from ui.recordings.reader import RecordingError
 
 log = logging.getLogger(__name__)
@@ -54,15 +56,18 @@ OBSERVATION, REASONING = "Observation", "Reasoning"  # the step box's label: wha
 
 
 class ForkTab(TabHandlers):
-    """The Fork controls' handlers, bound to one app's backend, Compare outputs, line and Stop table."""
+    """The Fork controls' handlers, bound to one app's backend, Compare outputs, line, Stop table and lessons."""
 
-    async def screen(self, exports: Any, replay_file: Any, request: gr.Request | None = None) -> Screen | str:
-        """The run on screen, or one line saying why there is none to fork."""
-        live = self.stops.live(session_of(request), TAB)
-        if live:
-            paused = next((s for s in live if s.view is not None and getattr(s.run, "waiting_for_step", False)), None)
-            return BUSY if paused is None else screen_of_view(paused.view)
-        path = path_of(exports) or path_of(replay_file)
+    async def screen(self, request: gr.Request | None = None) -> Screen | str:
+        """The run on screen (the lesson's: a finished run's export, or a paused run's traces so far), or one line
+        saying why there is none to fork."""
+        lesson = self.lessons.of(request)
+        if (paused := lesson.paused_run()) is not None and paused.paused is not None:
+            return screen_of(paused.paused())
+        shown = lesson.on_screen("fork")
+        if isinstance(shown, str):
+            return BUSY if lesson.live is not None else NOTHING
+        path = path_of(shown.export)
         if path is None:
             return NOTHING
         try:
@@ -70,14 +75,13 @@ class ForkTab(TabHandlers):
         except RecordingError as exc:
             return str(exc)
 
-    async def refresh(self, panel: Any, step: Any, exports: Any, replay_file: Any,
-                      request: gr.Request | None = None) -> tuple:
+    async def refresh(self, panel: Any, step: Any, request: gr.Request | None = None) -> tuple:
         """After a run ends or pauses, or a replay is loaded: the panels, the observations and the text.
 
         The status line can change more than once as a run ends, and each change refreshes: when the
         panel and the observation picked are still on screen (a choice carries a digest of its text), the
         teacher's edit in the box is kept, not reset to the original."""
-        screen = await self.screen(exports, replay_file, request)
+        screen = await self.screen(request)
         if isinstance(screen, str):
             empty = gr.Dropdown(choices=[], value=None, info=screen)
             return empty, gr.Dropdown(choices=[], value=None), ""
@@ -90,17 +94,16 @@ class ForkTab(TabHandlers):
         info = f"{len(panels)} panel{'s' if len(panels) != 1 else ''} to fork from"
         return gr.Dropdown(choices=panels, value=chosen, info=info), steps, gr.skip() if kept else text
 
-    async def pick_panel(self, panel: Any, exports: Any, replay_file: Any, request: gr.Request | None = None) -> tuple:
+    async def pick_panel(self, panel: Any, request: gr.Request | None = None) -> tuple:
         """A panel was picked: its observations, the first one's text in the box."""
-        screen = await self.screen(exports, replay_file, request)
+        screen = await self.screen(request)
         if isinstance(screen, str):
             return gr.Dropdown(choices=[], value=None, info=screen), ""
         return self._steps(screen, panel if isinstance(panel, str) else None, None)[:2]
 
-    async def pick_step(self, panel: Any, step: Any, exports: Any, replay_file: Any,
-                        request: gr.Request | None = None) -> Any:
+    async def pick_step(self, panel: Any, step: Any, request: gr.Request | None = None) -> Any:
         """An observation was picked: its text in the box, to edit."""
-        screen = await self.screen(exports, replay_file, request)
+        screen = await self.screen(request)
         chosen = parse_choice(step)
         if isinstance(screen, str) or chosen is None or panel not in screen.traces:
             return gr.skip()
@@ -121,13 +124,12 @@ class ForkTab(TabHandlers):
         label = REASONING if edits_reasoning(trace) else OBSERVATION  # what the chosen panel's steps are
         return gr.Dropdown(choices=choices, value=value, info=info, label=label), text or "", value
 
-    async def fork(self, panel: Any, step: Any, text: Any, where: Any, exports: Any, replay_file: Any,
-                   model: Any = None, protocol: Any = "text", max_steps: Any = 5, temperature: Any = 0.2,
-                   tools: Any = None, max_tokens: Any = None, oauth_token: gr.OAuthToken | None = None,
-                   request: gr.Request | None = None) -> AsyncIterator[list]:
+    async def fork(self, panel: Any, step: Any, text: Any, where: Any, model: Any = None, protocol: Any = "text",
+                   max_steps: Any = 5, temperature: Any = 0.2, tools: Any = None, max_tokens: Any = None,
+                   oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None) -> AsyncIterator[list]:
         """Fork from here: the chosen mode continues live from the edited text; one line if it cannot."""
-        session = session_of(request)
-        screen = await self.screen(exports, replay_file, request)
+        lesson = self.lessons.of(request)
+        screen = await self.screen(request)
         checked = screen if isinstance(screen, str) else self._check(screen, panel, step, text, where)
         if isinstance(checked, str):
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(checked)}")
@@ -139,13 +141,19 @@ class ForkTab(TabHandlers):
         if isinstance(built, str):
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(built)}")
             return
-        run, settings_block, llm_settings = built
-        await self._stop_paused(session)
+        run, made, llm_settings = built
+        await self._stop_paused(lesson)
+        base = lesson.shown or Shown("step", None, lesson.live.turns if lesson.live else ())
         key = fork_id(screen.trace_to_fork(panel).mode, index)
-        view = ForkView(screen, key, slot, self.outputs, settings_block, render.plain(llm_settings.describe()))
-        with self.stops.signal(session, TAB) as stop:
-            async for values in self._in_slot(run, view, stop):
-                yield values
+        with self.stops.signal(session_of(request), TAB) as stop:
+            live = lesson.begin("fork", stop, base.turns)
+            view = ForkView(screen, key, slot, self.outputs, made, render.plain(llm_settings.describe()),
+                            done=lambda path: lesson.end(live, base.forked(path, key, slot == BESIDE)))
+            try:
+                async for values in self._in_slot(run, view, stop, visitor(request)):
+                    yield values
+            finally:
+                lesson.left(live, base)  # no slot, nothing forked: the run stays on screen as it was
 
     def _check(self, screen: Screen, panel: Any, step: Any, text: Any, where: Any) -> tuple[int, str] | str:
         """(observation index, slot) for a valid request, else one line."""
@@ -167,7 +175,8 @@ class ForkTab(TabHandlers):
 
     def _make(self, screen: Screen, panel: str, index: int, text: str, knobs: tuple,
               oauth_token: gr.OAuthToken | None) -> tuple | str:
-        """The fork's run, its export settings and model settings — the original run's where it says them."""
+        """The fork's run, what it was made with (its export settings, registry and config) and model settings —
+        the original run's where it says them."""
         model, protocol, max_steps, temperature, tools, max_tokens = knobs
         block = screen.settings
         tools = block.get("tools") if isinstance(block.get("tools"), list) else tools
@@ -191,27 +200,29 @@ class ForkTab(TabHandlers):
         try:
             trace = screen.trace_to_fork(panel)
             run = make_fork(trace, index, text, llm_settings, registry, config, self.model_factory,
-                            history=followup.history_of(screen.previous, trace.mode))
+                            history=followup.history_of(screen.previous, panel))
         except ValueError as exc:
             return f"This run cannot be forked there: {exc}"
         settings_block = {**block, "protocol": config.protocol, "max_steps": config.max_steps,
                           "temperature": config.temperature, "tools": registry.names}
-        return run, settings_block, llm_settings
+        return run, ForkMade(settings_block, registry, config), llm_settings
 
-    async def _stop_paused(self, session: str | None) -> None:
+    @staticmethod
+    async def _stop_paused(lesson: Lesson) -> None:
         """A paused run on screen ends (its stopped frame and export first) before the fork writes the panels."""
-        if not self.stops.live(session, TAB):
+        if (live := lesson.live) is None:
             return
-        self.stops.stop(session, TAB)
+        live.stop.stop()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + WAIT_FOR_STOP_S
-        while self.stops.live(session, TAB) and loop.time() < deadline:
+        while lesson.live is live and loop.time() < deadline:
             await asyncio.sleep(0.05)
 
-    async def _in_slot(self, run: Any, view: ForkView, stop: Any) -> AsyncIterator[list]:
-        """Wait for a Compare slot like a run does (the place in line in the status only), then stream."""
+    async def _in_slot(self, run: Any, view: ForkView, stop: Any, who: Visitor) -> AsyncIterator[list]:
+        """Wait for a Compare slot like a run does (the place in line in the status only, counted against the
+        visitor's live runs), then stream."""
         try:
-            ticket = self.admission.ticket() if self.admission is not None else None
+            ticket = self.admission.ticket(who) if self.admission is not None else None
         except Full as exc:
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(str(exc))}")
             return
@@ -255,20 +266,17 @@ def layout() -> ForkControls:
     return ForkControls(panel, step, text, where, button)
 
 
-def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, replay_file: gr.File, beside_col: gr.Column,
+def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, beside_col: gr.Column,
          knobs: list[gr.Component]) -> None:
-    """Choices refresh when the status line changes (a run ends or pauses, a replay or shared run is shown);
-    the button streams the fork. All private. ``knobs``: model, protocol, max steps, temperature, tools,
-    max tokens (used only where the run on screen does not say its own)."""
-    sources = [outputs.exports, replay_file]
+    """Choices refresh when the status line changes (a run ends or pauses, a replay or shared run is shown), from
+    the run on screen the page's lesson names; the button streams the fork. All private. ``knobs``: model,
+    protocol, max steps, temperature, tools, max tokens (used only where the run on screen does not say its own)."""
     private: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden", "preprocess": False}
-    outputs.status.change(handlers.refresh, [controls.panel, controls.step, *sources],
+    outputs.status.change(handlers.refresh, [controls.panel, controls.step],
                           [controls.panel, controls.step, controls.text], queue=False, **private)
-    controls.panel.input(handlers.pick_panel, [controls.panel, *sources], [controls.step, controls.text],
-                         queue=False, **private)
-    controls.step.input(handlers.pick_step, [controls.panel, controls.step, *sources], controls.text, queue=False,
-                        **private)
-    controls.button.click(handlers.fork, [controls.panel, controls.step, controls.text, controls.where, *sources,
-                                          *knobs],
+    controls.panel.input(handlers.pick_panel, [controls.panel], [controls.step, controls.text], queue=False,
+                         **private)
+    controls.step.input(handlers.pick_step, [controls.panel, controls.step], controls.text, queue=False, **private)
+    controls.button.click(handlers.fork, [controls.panel, controls.step, controls.text, controls.where, *knobs],
                           [*outputs.all(), beside_col], concurrency_limit=None, concurrency_id="compare",
                           trigger_mode="once", postprocess=False, **private)

@@ -1,10 +1,10 @@
 """What the Fork controls work on: the run on screen (:class:`Screen`), its forkable panels and observations.
 
-Pure functions and plain data (no Gradio events), so ``tests/ui`` checks them directly. A screen is
-read from the run's JSON export — the live run's, a shared link's, a benchmark item's (all offered in
-the export box) or the replayed file — or, for a paused stepping run, from its live view. The export is
-the one source because it is what replays: a fork's export holds the original traces, the fork's trace
-(``react@2``, ``agents.modes.registry.fork_id``) and a ``fork`` block naming the panel that shows it.
+Pure functions and plain data (no Gradio events), so ``tests/ui`` checks them directly. A screen is read from
+the export of the run on screen (the page's lesson names it: the live run's, a fork's, a shared link's, a
+benchmark item's, or the replayed file) or, for a paused stepping run, from its traces so far. The export is the
+one source because it is what replays: a fork's export holds the original traces, the fork's trace (``react@2``,
+``agents.modes.registry.fork_id``) and a ``fork`` block naming the panel that shows it.
 """
 
 from __future__ import annotations
@@ -59,17 +59,10 @@ def base_mode(panel: str) -> str:
 
 
 def screen_of(recording: Any) -> Screen:
-    """A loaded recording (``ui.recordings.reader.read_recording``) as a screen."""
+    """A loaded recording (``ui.recordings.reader.read_recording``, or a paused run's traces so far) as a
+    screen."""
     return Screen(recording.question, recording.selection, dict(recording.traces), dict(recording.settings),
                   recording.expected, fork=recording.fork, previous=recording.previous)
-
-
-def screen_of_view(view: Any) -> Screen:
-    """A paused run's live view (``ui.compare.live_run.LiveView``), copied: the run may still add to its traces."""
-    traces = {m: Trace(m, t.question, list(t.events), elapsed_s=t.elapsed_s) for m, t in view.panels.traces.items()}
-    followup = view.request.followup
-    return Screen(view.question, view.selection, traces, dict(view.export_settings or {}), view.expected,
-                  previous=followup.previous if followup is not None else None)
 
 
 def path_of(value: Any) -> str | None:
@@ -89,7 +82,7 @@ def load_screen(path: str) -> Screen:
     try:
         stat = os.stat(path)
     except OSError:
-        gone = "That run's file is gone (exports expire after an hour): run or replay it again."
+        gone = "That run's file is gone (saved runs are kept for an hour): run or replay it again."
         raise RecordingError(gone) from None
     if stat.st_size > MAX_FORK_FILE_BYTES:
         raise RecordingError(f"That file is too large to fork here (over {MAX_FORK_FILE_BYTES // 1_000_000} MB).")
@@ -137,14 +130,14 @@ def observations(trace: Trace) -> list[tuple[str, str]]:
             if len(event.tool_calls) > 1:
                 step += 1
                 batch = Batch.of(event, step, None)  # type: ignore[arg-type]  # numbers only: no panel line
-        elif isinstance(event, Action):
+        elif isinstance(event, Action) and not event.nested:
             action = event
             if batch is not None and batch.left:
                 number = batch.number(event)
             else:
                 batch, step = None, step + 1
                 number = str(step)
-        elif isinstance(event, Observation):
+        elif isinstance(event, Observation) and not event.nested:  # a CodeAct call's result: its program's, not a step
             call = f"{event.tool}({_words(_args(action.input) if action else '', 40)})"
             out.append((f"step {number or len(out) + 1} · {call} → {_words(event.output)}", event.output))
     return out

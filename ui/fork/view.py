@@ -9,12 +9,16 @@ and the export (originals + fork + a ``fork`` block saying where it is shown) co
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from agents.events import Event
+from agents.modes import RunConfig
 from agents.modes.registry import mode_title
+from tools.registry import ToolRegistry
 from ui.core import followup, render
 from ui.core.frame import Frame, Outputs, PanelsView, output_index, run_status
 from ui.core.modes import BESIDE, PANEL_MODES
@@ -36,14 +40,24 @@ def skip_all(outputs: Outputs, status: str) -> list:
     return values
 
 
-class ForkView:
-    """The fork's panel, metrics, status, and at the end the table and the export; everything else skipped."""
+@dataclass(frozen=True)
+class ForkMade:
+    """What a fork runs with, the original run's: its export's settings block, tools and run settings."""
 
-    def __init__(self, screen: Screen, key: str, slot: str, outputs: Outputs, settings: dict[str, Any],
-                 where: str) -> None:
+    settings: dict[str, Any]
+    registry: ToolRegistry
+    config: RunConfig
+
+
+class ForkView:
+    """The fork's panel, metrics, status, and at the end the table and the export; everything else skipped.
+    ``done`` is told the fork's export as its last frame goes out (what the page's lesson shows next)."""
+
+    def __init__(self, screen: Screen, key: str, slot: str, outputs: Outputs, made: ForkMade, where: str,
+                 done: Callable[[str | None], None] | None = None) -> None:
         kept, slots = after_fork(screen, key, slot)
-        self.screen, self.key, self.slot, self.outputs, self.settings = screen, key, slot, outputs, settings
-        self.where = where
+        self.screen, self.key, self.slot, self.outputs, self.made = screen, key, slot, outputs, made
+        self.where, self.done = where, done
         self.view = PanelsView(screen.question, screen.selection, (*kept, key), screen.expected, slots,
                                beside=key if slot == BESIDE else None)
         for panel, trace in kept.items():  # the originals, as a replay would show them
@@ -53,6 +67,7 @@ class ForkView:
             self.view.panels[panel].finish()
         if screen.previous is not None:  # a fork in a follow-up: every panel keeps its earlier turns above it
             self.view.threads = followup.threads_of(screen.previous, (*kept, key), screen.question)
+            self.view.previous = screen.previous
         self.owned = self._owned(screen, slot, len(outputs.all()))
         self.status = f"● Forking: **{render.plain(mode_title(key))}** continues live on {where}…"
         self.first = True
@@ -61,7 +76,7 @@ class ForkView:
     def _owned(screen: Screen, slot: str, column: int) -> set[int]:
         """Outputs the fork writes: its panel and metrics, and a panel that showed the earlier fork (``column``:
         the index of the panel beside's column, after the Compare outputs)."""
-        owned = {STATUS}
+        owned = {STATUS, column - 1}  # the status line, and the step-aligned map (the last of the Compare outputs)
         old = (screen.fork or {}).get("panel")
         for panel in {slot, old} - {None}:
             if panel in PANEL_MODES:
@@ -84,13 +99,18 @@ class ForkView:
             status = "■ Stopped. The fork's model stream was closed."
         else:
             status = run_status({self.key: traces[self.key]}, traces[self.key].elapsed_s, self.where, outcome.failure)
-        data = export_dict(self.screen.question, self.screen.selection, traces, self.settings,
-                           stopped=outcome.stopped, expected=self.screen.expected)
+        data = export_dict(self.screen.question, self.screen.selection, traces, self.made.settings,
+                           stopped=outcome.stopped, expected=self.screen.expected, claims=self.view.claims())
         data["fork"] = {"panel": self.slot, "trace": self.key}
         if self.screen.previous is not None:  # the turns it followed: a replay of the fork shows them too
             data["previous"] = self.screen.previous.block()
+        data.update(followup.fork_fields(self.screen.previous, self.screen.question, traces, self.key, self.slot,
+                                         (self.made.registry, self.made.config), self.screen.expected))
         files = list(await asyncio.to_thread(write_exports, data, None, traces))
-        table = comparison_table(traces, self.screen.expected)
+        if self.done is not None:
+            self.done(files[0])
+        table = followup.earlier_table(self.screen.previous, tuple(traces)) + comparison_table(
+            traces, self.screen.expected, claims=self.view.claim_counts())
         frame = self.view.frame(f"{status} (fork: {render.plain(mode_title(self.key))})", final=True, table=table,
                                 files=files)
         self.first = True  # the last frame sets the panel beside's title again

@@ -19,15 +19,27 @@
     return Math.max(...columns.filter((c) => Math.abs(box(c).top - top) < 2).map((c) => box(c).bottom));
   }
 
-  /* Presentation mode: the panels fill what the screen has left under the question, examples and status line. */
+  /* The metrics lines under the first row of panels: the tallest one's height, and one line's. */
+  function metricsRoom() {
+    const lines = $$("#panels > .panel-col").filter(shown).map((c) => $(".metrics", c)).filter(Boolean);
+    const text = lines.length ? $("p", lines[0]) || lines[0] : null;
+    const line = text ? 1.5 * parseFloat(getComputedStyle(text).fontSize) : 30;
+    return { tallest: Math.max(0, ...lines.map((m) => box(m).height)), line };
+  }
+
+  /* Presentation mode: the panels fill what the screen has left under the question, examples and status line, and
+     leave room for the tallest metrics line (three lines at least: a long mode's numbers wrap at 20 px), refitted
+     when a metrics line grows (update()), so every one stays on the first screen. */
+  let fitted = -1;
   function fitPresentation() {
-    const ask = $("#ask-row"), panels = $("#panels"), metrics = $("#panels .metrics");
+    const ask = $("#ask-row"), panels = $("#panels");
     if (!document.body.classList.contains("presentation") || !ask || !panels) return;
     const root = document.documentElement.style;
     if (window.innerWidth <= NARROW) { root.setProperty("--presentation-panel-h", "auto"); return; }  // a phone
     const above = box(panels).top - box(ask).top;
-    const line = metrics ? 1.6 * parseFloat(getComputedStyle(metrics).fontSize) : 28;
-    const below = Math.max(metrics ? box(metrics).height : 0, 2 * line) + 2 * MARGIN;  // the metrics line: two lines
+    const { tallest, line } = metricsRoom();
+    fitted = tallest;
+    const below = Math.max(tallest, 3 * line) + 2 * MARGIN;
     const height = Math.max(320, Math.floor(window.innerHeight - MARGIN - above - below));
     root.setProperty("--presentation-panel-h", `${height}px`);
   }
@@ -122,6 +134,9 @@
     }
     labelTable();
     fixMarkup();
+    if (document.body.classList.contains("presentation") && Math.abs(metricsRoom().tallest - fitted) > 1) {
+      fitPresentation();
+    }
   }
   const schedule = () => { if (!pending) { pending = true; requestAnimationFrame(update); } };
   new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true, characterData: true });

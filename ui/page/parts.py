@@ -23,8 +23,10 @@ from ui.page.examples import Example, by_category, toy_category
 CSS_PATH = Path(__file__).with_name("theme.css")
 PANEL_HEIGHT = 380  # px: at 1366×768 the panels fit under the question row (resizable by dragging)
 TITLE = "Think · Act · ReAct"
-TAGLINE = ("One question, three reasoning modes side by side — **Think-only**: chain of thought, no tools · "
-           "**Act-only**: tool calls, no thoughts · **ReAct**: Thought → Action → Observation.")
+_TITLES = [s.title for s in (*list_modes("base"), *list_modes("more"))]  # the panels' names, from the registry
+_HOW_MANY = dict(enumerate("zero one two three four five six seven eight nine ten".split()))
+TAGLINE = (f"One question, {_HOW_MANY.get(len(_TITLES), len(_TITLES))} reasoning modes side by side: "
+           + ", ".join(_TITLES[:-1]) + f" and {_TITLES[-1]}.")  # one line at 1366 px: the panels start on screen
 
 # Hugging Face router models that support tool calling (any other id can be typed in).
 ROUTER_MODELS = (
@@ -85,8 +87,9 @@ def header(settings: LLMSettings, *, on_space: bool) -> gr.Markdown:
         with gr.Column(scale=5, min_width=300):
             gr.Markdown(f"# {TITLE}\n{TAGLINE}", elem_id="title")
             status = gr.Markdown(backend_line(settings), elem_id="backend-status")
-        if on_space:
-            with gr.Column(scale=0, min_width=200, elem_id="header-tools"):
+        with gr.Column(scale=0, min_width=200, elem_id="header-tools"):
+            presentation_toggle()  # in the header: no row of its own above the panels
+            if on_space:
                 gr.LoginButton(size="sm")  # only on a Space: it needs the Hub (and fails a local/CI launch)
     banner = setup_banner(settings)
     gr.Markdown(banner, elem_id="setup-banner", visible=bool(banner))
@@ -116,7 +119,7 @@ def model_info(settings: LLMSettings) -> str:
 def presentation_toggle() -> gr.Checkbox:
     """A projector's mode, entirely in the browser: larger text, the header and examples on one line each, and the
     panels as tall as the screen allows (theme.css, page.js)."""
-    box = gr.Checkbox(label="Presentation mode (large text)", value=False, elem_id="presentation",
+    box = gr.Checkbox(label="Presentation mode", value=False, elem_id="presentation",
                       container=False, scale=0, min_width=240)
     box.change(fn=None, inputs=box, js=PRESENTATION_JS)
     return box
@@ -153,11 +156,12 @@ def examples_note(toy: bool) -> str:
             "language model._")
 
 
-def examples(question: gr.Textbox, expected: gr.Textbox | None = None, *,
-             toy: bool = False) -> list[tuple[gr.Button, Example]]:
+def examples(question: gr.Textbox, expected: gr.Textbox | None = None, *, toy: bool = False,
+             given: gr.Checkbox | None = None) -> list[tuple[gr.Button, Example]]:
     """Example buttons in one tab per category; a click fills the question box (and the expected answer,
-    emptied for an example without a stable one) in the browser (no server call). With the toy model running
-    (``toy``) the page opens on the tab the toy answers and marks the examples it cannot."""
+    emptied for an example without a stable one, and ticks ``given``: this answer is the next question's) in the
+    browser (no server call). With the toy model running (``toy``) the page opens on the tab the toy answers and
+    marks the examples it cannot."""
     buttons = []
     first = toy_category() if toy else None
     with gr.Tabs(elem_id="examples", selected=first.id if first else None, overflow_behavior="wrap"):
@@ -169,9 +173,12 @@ def examples(question: gr.Textbox, expected: gr.Textbox | None = None, *,
                                         elem_classes="example-btn", min_width=80, scale=0)
                         if expected is None:
                             btn.click(fn=None, outputs=question, js=f"() => {json.dumps(ex.question)}")
-                        else:
+                        elif given is None:
                             btn.click(fn=None, outputs=[question, expected],
                                       js=f"() => {json.dumps([ex.question, ex.answer or ''])}")
+                        else:
+                            btn.click(fn=None, outputs=[question, expected, given],
+                                      js=f"() => {json.dumps([ex.question, ex.answer or '', True])}")
                         buttons.append((btn, ex))
                     gr.Markdown(f"_{category.blurb}_", elem_classes="example-cat")
     note = examples_note(toy)
@@ -191,8 +198,14 @@ def example_hints(buttons: list[tuple[gr.Button, Example]], status: gr.Markdown,
             btn.click(fn=None, outputs=[status, picker], js=f"() => {json.dumps([hint, list(ex.modes)])}")
 
 
+TEXT_ONLY_NOTE = "(Runs under the text protocol only: under native tool calls it does not run. Its text prompt:)"
+
+
 def mode_prompts(spec: ModeSpec, registry: ToolRegistry, protocol: str, max_steps: int) -> str:
-    """A mode's box in the Prompts view: its first request, then any further template it sends."""
+    """A mode's box in the Prompts view: its first request, then any further template it sends; a mode that runs
+    under the text protocol only shows that prompt, saying so, whatever protocol is chosen."""
+    if spec.text_only and protocol != "text":
+        return f"{TEXT_ONLY_NOTE}\n\n{mode_prompts(spec, registry, 'text', max_steps)}"
     first = render_prompt(spec.prompt or spec.id, registry, protocol=protocol, max_steps=max_steps,
                           uses_tools=spec.uses_tools)
     return "\n\n".join([first, *map(template_view, spec.other_prompts)])
@@ -204,7 +217,9 @@ def prompts_tab(registry: ToolRegistry, protocol: gr.Radio, max_steps: gr.Slider
     page (``ui/page/page_tools.py``), listed after the app's."""
     gr.Markdown("What each mode sends as its first request, for the settings chosen on the **Compare** tab "
                 "(`<question>` stands for your question), and the further prompts a mode sends (Reflexion's "
-                "reflection, its self-check and the note a new trial gets). Think-only never sees the tools.")
+                "reflection, its self-check and the note a new trial gets). Think-only never sees the tools. The "
+                "last two are the Benchmark's placebo ablation: ReAct's prompt with one worked example, and the same "
+                "example with each thought replaced by a neutral line.")
     specs = [s for s in list_modes() if s.prompt]  # modes with a prompt of their own (the hybrids reuse theirs)
     codes = [gr.Code(label=s.title, language="markdown", interactive=False, lines=12, max_lines=40,
                      wrap_lines=True, elem_classes="prompt-code") for s in specs]

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ui.poll.rooms import NONE
+from ui.poll.room import NONE
 from ui.recordings.export import to_json
 
 MAX_EXPORT_BYTES = 20_000_000  # as a replayable recording

@@ -2,34 +2,36 @@
 
 A room holds the question, the modes on screen, its rounds of votes and what the phones show (open, locked,
 running, revealed, ended, and one notice line). A vote is kept as *voter id → choice* only, so a phone can change
-it and is never counted twice; the voter id is a random token the phone's browser made, nothing personal, and only
-counts leave the store. Everything a phone may do is bounded: phones per room, rooms per teacher, guesses of codes
-and votes per address (:class:`Rate`), and a room ends after ``idle_s`` without activity. Rooms live in this
-process: a restart ends them, and :data:`BOOT` (new each start) lets a phone tell that from an expiry.
+it and is never counted twice; only counts leave the store. The voter id is the store's, not the phone's: a phone
+joins a room (:meth:`RoomStore.join`) and gets a random id sealed with the app's key for that room and this start
+of the app, nothing personal, and a vote with any other id counts nothing. Everything a phone may do is bounded:
+phones per room, voters one address may bring into a room and how fast new ones join, rooms per teacher, guesses
+of codes and votes per address (:class:`Rate`); a room ends after ``idle_s`` without activity, and ``grace_s``
+after its teacher's page closed. Rooms live in this process: a restart ends them, and :data:`BOOT` (new each
+start) lets a phone tell that from an expiry. A room itself is ``ui/poll/room.py``.
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import re
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+from ui.poll import voters
+from ui.poll.room import BOOT, Room, Round
+from ui.poll.voters import Rate
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: a code read off a projector is typed right
 CODE_LENGTH = 6  # 31**6 ≈ 887 million codes
-NONE = "none"  # the choice "no mode gets it right"
 STATES = ("open", "locked", "running", "revealed", "ended")
-VOTER_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
 MAX_ROUNDS = 5
 MAX_ROOMS = 500  # in the whole app, whoever holds them
 MAX_ADDRESSES = 100_000  # addresses remembered with the codes they found
 GONE_KEPT = 2000  # ended or expired codes remembered, so a phone reads why rather than "unknown"
-BOOT = secrets.token_hex(4)  # this process's start: a phone seeing another one knows a restart ended its room
 
 
 class PollError(Exception):
@@ -52,110 +54,6 @@ def clean_code(text: Any) -> str | None:
     return code if len(code) >= CODE_LENGTH and set(code) <= set(ALPHABET) else None
 
 
-class Rate:
-    """At most ``limit`` actions per key in any ``span_s`` seconds, on an injectable clock. Keys quiet for a whole
-    span are forgotten, so the map stays as small as the set of recent actors."""
-
-    def __init__(self, limit: int, span_s: float, clock: Callable[[], float]) -> None:
-        self.limit, self.span_s, self.clock = limit, span_s, clock
-        self._seen: dict[str, collections.deque[float]] = {}
-        self._swept = 0.0
-
-    def count(self, key: str) -> int:
-        """Actions of ``key`` in the last span."""
-        now = self.clock()
-        if now - self._swept > self.span_s:
-            self._seen = {k: d for k, d in self._seen.items() if d and now - d[-1] < self.span_s}
-            self._swept = now
-        times = self._seen.get(key)
-        while times and now - times[0] >= self.span_s:
-            times.popleft()
-        return len(times) if times else 0
-
-    def allow(self, key: str) -> bool:
-        """Count one action of ``key`` and return True, or False (nothing counted) past the limit."""
-        if self.count(key) >= self.limit:
-            return False
-        self._seen.setdefault(key, collections.deque()).append(self.clock())
-        return True
-
-
-@dataclass
-class Round:
-    """One round of votes: each voter's choice, the counts kept in step, and whether the teacher locked it."""
-
-    counts: dict[str, int]
-    votes: dict[str, str] = field(default_factory=dict)
-    locked: bool = False
-    reveal: dict[str, dict[str, Any]] = field(default_factory=dict)  # mode id → {"answer", "correct"}
-
-    def public(self) -> dict[str, Any]:
-        return {"tally": dict(self.counts), "total": len(self.votes), "locked": self.locked,
-                "reveal": self.reveal}
-
-
-@dataclass
-class Room:
-    """One class's poll. Changed only under the store's lock; :meth:`body` is the phones' JSON, made once per
-    version."""
-
-    code: str
-    owner: str  # the teacher's address: rooms per teacher are capped
-    question: str
-    modes: tuple[tuple[str, str], ...]  # (id, title) of the modes on screen, in the page's order
-    touched: float
-    rounds: list[Round] = field(default_factory=list)
-    state: str = "open"
-    notice: str = ""
-    link: str = ""  # the run's share link, for "open the full run"
-    secret: str = field(default_factory=lambda: secrets.token_urlsafe(16))  # the teacher's page holds it
-    version: int = 1  # every change (the teacher's screen redraws on it)
-    seen: int = 1  # every change a phone shows: in an open round only the number voted, not who chose what
-    _body: tuple[int, bytes] | None = None
-
-    @property
-    def choices(self) -> list[str]:
-        return [m for m, _ in self.modes] + [NONE]
-
-    @property
-    def current(self) -> Round:
-        return self.rounds[-1]
-
-    @property
-    def reveal(self) -> dict[str, dict[str, Any]]:
-        """The current round's answers and marks (each round keeps its own, shown side by side)."""
-        return self.current.reveal
-
-    def changed(self, now: float, *, phones: bool = True) -> None:
-        self.version += 1
-        self.seen += phones
-        self.touched = now
-
-    def public(self) -> dict[str, Any]:
-        """Everything but the voters: counts only (the teacher's screen, the CSV, the export)."""
-        return {"code": self.code, "boot": BOOT, "version": self.version, "state": self.state, "notice": self.notice,
-                "question": self.question, "modes": [{"id": m, "title": t} for m, t in self.modes],
-                "choices": self.choices, "round": len(self.rounds), "rounds": [r.public() for r in self.rounds],
-                "reveal": self.reveal, "link": self.link}
-
-    def phone(self) -> dict[str, Any]:
-        """What a phone reads: as :meth:`public`, with only the number voted in a round still open. Students commit
-        before they see the class's split (peer instruction's first vote is their own); a changed vote changes
-        nothing a phone shows, so it costs the other phones no fresh copy."""
-        data = self.public()
-        data["version"] = self.seen
-        data["rounds"] = [r if r["locked"] else {**r, "tally": None} for r in data["rounds"]]
-        return data
-
-    def body(self) -> bytes:
-        """:meth:`phone` as JSON, made once per change the phones see."""
-        if self._body is None or self._body[0] != self.seen:
-            self._body = (self.seen, json.dumps(self.phone(), separators=(",", ":")).encode())
-        return self._body[1]
-
-    @property
-    def etag(self) -> str:
-        return f'"{BOOT}-{self.code}-{self.seen}"'
 
 
 class RoomStore:
@@ -163,9 +61,12 @@ class RoomStore:
 
     def __init__(self, *, idle_s: float = 7200.0, phones: int = 300, per_teacher: int = 3, max_rooms: int = MAX_ROOMS,
                  guesses: int = 100, guess_span_s: float = 600.0, votes_per_address: int = 600,
-                 votes_per_voter: int = 20, vote_span_s: float = 60.0,
+                 votes_per_voter: int = 20, vote_span_s: float = 60.0, voters_per_address: int = 60,
+                 join_span_s: float = 60.0, grace_s: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_s, self.phones, self.per_teacher, self.max_rooms = idle_s, phones, per_teacher, max_rooms
+        self.voters_per_address = voters_per_address
+        self.grace_s = grace_s  # a room whose teacher's page closed ends this long after
         self.clock = clock
         self._rooms: dict[str, Room] = {}
         self._gone: collections.OrderedDict[str, str] = collections.OrderedDict()  # code → why it ended
@@ -174,11 +75,13 @@ class RoomStore:
         self._joined: dict[str, set[str]] = {}  # address → codes it found: a guesser over its limit learns no more
         self._votes = Rate(votes_per_address, vote_span_s, clock)  # a class behind one address votes together
         self._voter_votes = Rate(votes_per_voter, vote_span_s, clock)  # one phone's flood
+        self._joins = Rate(voters_per_address, join_span_s, clock)  # new voters per address, over all rooms
         self._swept = clock()
 
     # -- the teacher's side ------------------------------------------------------------------------------------
-    def create(self, owner: str, question: str, modes: Iterable[tuple[str, str]]) -> Room:
-        """A new open room; refused with one line past the teacher's or the app's number of rooms."""
+    def create(self, owner: str, question: str, modes: Iterable[tuple[str, str]], page: str = "") -> Room:
+        """A new open room shown on the teacher's ``page``; refused with one line past the teacher's or the app's
+        number of rooms (a room counts until it ends: a closed page's, until its grace time is over)."""
         question = " ".join(str(question or "").split())[:500]
         modes = tuple((str(m), str(t)) for m, t in modes)[:12]
         if not question:
@@ -188,13 +91,14 @@ class RoomStore:
         with self._lock:
             now = self._sweep()
             if sum(r.owner == owner for r in self._rooms.values()) >= self.per_teacher:
-                raise PollError(f"You already hold {self.per_teacher} open class polls: end one first.", 429)
+                raise PollError(f"You already hold {self.per_teacher} open class polls (listed above): end one "
+                                "first.", 429)
             if len(self._rooms) >= self.max_rooms:
                 raise PollError("The app holds as many class polls as it can: try again later.", 503)
             code = new_code()
             while code in self._rooms or code in self._gone:
                 code = new_code()
-            room = Room(code, owner, question, modes, now)
+            room = Room(code, owner, question, modes, now, page=page)
             room.rounds.append(Round(dict.fromkeys(room.choices, 0)))
             self._rooms[code] = room
             return room
@@ -231,15 +135,46 @@ class RoomStore:
                 room.state = "locked"
         return self.update(code, locked)
 
-    def again(self, code: str) -> Room:
-        """A new round after discussion: votes open again from zero, the earlier rounds kept beside it."""
+    def again(self, code: str, question: str | None = None) -> Room:
+        """A new round after discussion: votes open again from zero, the earlier rounds kept beside it; ``question``
+        (the one on the teacher's screen now, a follow-up's) is what the phones vote on."""
+        asked = " ".join(str(question or "").split())[:500]
+
         def reopened(room: Room) -> None:
             if len(room.rounds) >= MAX_ROUNDS:
                 raise PollError(f"A poll has at most {MAX_ROUNDS} rounds: start a new poll.")
             room.current.locked = True
             room.rounds.append(Round(dict.fromkeys(room.choices, 0)))
             room.state, room.notice, room.link = "open", "", ""
+            room.question = asked or room.question
         return self.update(code, reopened)
+
+    def rooms_of(self, owner: str) -> list[Room]:
+        """The teacher's open rooms, oldest first (whichever of their pages shows them, or none)."""
+        with self._lock:
+            self._sweep()
+            return sorted((r for r in self._rooms.values() if r.owner == owner), key=lambda r: r.touched)
+
+    def show_on(self, code: str, owner: str, page: str) -> Room:
+        """The teacher's room, shown on their ``page`` from now on (a page closed in its grace time is forgiven);
+        a room of another teacher is refused."""
+        with self._lock:
+            room = self._live(code)
+            if room.owner != owner:
+                raise PollError("That class poll is not yours.", 403)
+            room.page, room.closed_at = page, None
+            room.touched = self.clock()
+            return room
+
+    def page_closed(self, page: str) -> list[str]:
+        """The teacher's ``page`` closed: its rooms end after the grace time, unless a page of theirs shows them
+        again; the codes."""
+        with self._lock:
+            now = self.clock()
+            held = [r for r in self._rooms.values() if page and r.page == page]
+            for room in held:
+                room.page, room.closed_at = "", now
+            return [r.code for r in held]
 
     def set_state(self, code: str, state: str, notice: str | None = None) -> Room:
         """``running`` locks the round too; ``notice`` replaces the one line when given."""
@@ -313,11 +248,32 @@ class RoomStore:
         with self._lock:
             return self._gone.get(code)
 
-    def vote(self, code: Any, voter: Any, choice: Any, address: str) -> Room:
-        """Record (or change) one phone's vote in the open round; every refusal is one line."""
+    def join(self, code: Any, address: str, browser: str | None = None) -> str:
+        """A voter id for a phone at ``address`` in the room of ``code``: refused with one line once that address
+        brought :attr:`voters_per_address` voters into the room, or joins faster than that many a minute. A
+        ``browser`` (its signed cookie) that joined before gets its own id again, and is not counted again."""
         room = self.find(code, address)
-        if not isinstance(voter, str) or not VOTER_RE.fullmatch(voter):
-            raise PollError("This phone's vote token is malformed: reload the page.")
+        with self._lock:
+            if room.code not in self._rooms:
+                raise PollError("The teacher ended this poll.", 410)
+            if browser and browser in room.browsers:
+                return voters.issue(f"{BOOT}:{room.code}", browser)
+            if room.joined.get(address, 0) >= self.voters_per_address:
+                raise PollError(f"This network already has {self.voters_per_address} phones in this poll, the most "
+                                "one network may bring: this phone cannot vote.", 403)
+            if not self._joins.allow(address):
+                raise PollError("Too many new phones from this network at once: wait a minute, then reload.", 429)
+            room.joined[address] = room.joined.get(address, 0) + 1
+            if browser:
+                room.browsers.add(browser)
+        return voters.issue(f"{BOOT}:{room.code}", browser)
+
+    def vote(self, code: Any, voter: Any, choice: Any, address: str) -> Room:
+        """Record (or change) one phone's vote in the open round, from a voter id :meth:`join` gave for this room;
+        every refusal is one line, and counts nothing."""
+        room = self.find(code, address)
+        if (refused := voters.refusal(voter, f"{BOOT}:{room.code}")) is not None:
+            raise PollError(refused, 403)
         with self._lock:
             if room.code not in self._rooms:
                 raise PollError("The teacher ended this poll.", 410)
@@ -351,13 +307,18 @@ class RoomStore:
         return room
 
     def _sweep(self) -> float:
-        """End rooms idle past ``idle_s`` (looked at most once a second); returns now."""
+        """End rooms idle past ``idle_s``, and those whose teacher's page closed more than ``grace_s`` ago (looked
+        at most once a second); returns now."""
         now = self.clock()
         if now - self._swept >= 1.0:
             self._swept = now
             for code in [c for c, r in self._rooms.items() if now - r.touched >= self.idle_s]:
                 del self._rooms[code]
                 self._forget(code, f"This poll expired after {self.idle_s / 3600:g} h without activity.")
+            for code in [c for c, r in self._rooms.items() if r.closed_at is not None
+                         and now - r.closed_at >= self.grace_s]:
+                del self._rooms[code]
+                self._forget(code, "The teacher's page closed: this poll has ended.")
         return now
 
     def _forget(self, code: str, why: str) -> None:
@@ -384,5 +345,6 @@ def rooms() -> RoomStore:
             from ui.core.settings import app_settings
 
             limits = app_settings()
-            _store = RoomStore(idle_s=limits.poll_idle_s, phones=limits.poll_phones, per_teacher=limits.poll_rooms)
+            _store = RoomStore(idle_s=limits.poll_idle_s, phones=limits.poll_phones, per_teacher=limits.poll_rooms,
+                               voters_per_address=limits.poll_voters_per_address, grace_s=limits.poll_grace_s)
         return _store

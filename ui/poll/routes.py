@@ -7,6 +7,8 @@ takes only its own paths; everything else goes on untouched.
 
 * ``GET /?room=CODE`` and ``GET /join``: the phone page (``phone.html``: plain HTML and a little JS, no Gradio);
 * ``GET /poll/CODE``: the room's state and counts (JSON), ``304`` when unchanged;
+* ``POST /poll/CODE/join``: ``{"voter": token, "boot": …}``, the phone's voter id in that room (issued and sealed
+  by the store, one per browser, bounded per address: ``APP_POLL_VOTERS_PER_ADDRESS``);
 * ``POST /poll/CODE/vote`` with ``{"voter": token, "choice": id}``: a vote, or a change of it.
 
 A refusal is ``{"error": "one line", "boot": …}`` with its HTTP status (404 unknown code, 410 ended or expired,
@@ -18,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -65,7 +66,8 @@ class PollRoutes:
             await self.page(method, send)
             return
         code, _, action = path[len(PREFIX):].partition("/")
-        address = visitors.visitor_of(SimpleNamespace(request=SimpleNamespace(scope=scope)))
+        who = visitors.scope_visitor(scope)
+        address = who.address
         try:
             if stale(scope):  # the phone joined before a restart: no lookup (no guess counted, nothing learnt)
                 raise PollError("The app restarted: this poll has ended.", 410)
@@ -76,9 +78,12 @@ class PollRoutes:
                 body = await read_body(receive)
                 room = self.store.vote(code, body.get("voter"), body.get("choice"), address)
                 await self.room(self.store, room, scope, send, fresh=True)
+            elif action == "join" and method == "POST":
+                voter = self.store.join(code, address, who.browser)
+                await answer(send, 200, json.dumps({"voter": voter, "boot": BOOT}).encode())
             else:
-                raise PollError("Not a class poll route: GET /poll/CODE or POST /poll/CODE/vote.",
-                                405 if action in ("", "vote") else 404)
+                raise PollError("Not a class poll route: GET /poll/CODE, POST /poll/CODE/join or POST "
+                                "/poll/CODE/vote.", 405 if action in ("", "vote", "join") else 404)
         except PollError as refused:
             await answer(send, refused.status, json.dumps({"error": refused.line, "boot": BOOT}).encode())
         except Exception:  # never a traceback to a phone: one line, and the log keeps the rest

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import ipaddress
 import json
 import re
 from html import escape
@@ -16,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ui.poll.qr import qr_svg
-from ui.poll.rooms import NONE
+from ui.poll.room import NONE
 from ui.recordings.reader import read_text
 
 SHORT_ANSWER = 80  # characters of a final answer a phone shows
@@ -31,10 +32,11 @@ def join_url(page_url: str, code: str) -> str:
 
 STYLE = """<style>
 .poll-join { display: flex; gap: 24px; align-items: center; flex-wrap: wrap; }
+.poll-code-box { flex: 1 1 200px; min-width: 0; } .poll-code-box a { overflow-wrap: anywhere; }
 .poll-qr svg { display: block; }
 .poll-code { font: 700 3rem/1.1 ui-monospace, monospace; letter-spacing: .12em; margin: 6px 0; }
 .poll-rounds { display: flex; gap: 24px; flex-wrap: wrap; }
-.poll-round { flex: 1 1 320px; min-width: 280px; }
+.poll-round { flex: 1 1 260px; min-width: 240px; }
 .poll-round-head, .poll-state { font-weight: 600; margin: 6px 0; }
 .poll-row { display: grid; grid-template-columns: minmax(10em, 2fr) 3fr 3em; gap: 8px; align-items: center;
             margin: 4px 0; }
@@ -43,16 +45,38 @@ STYLE = """<style>
 .poll-n { text-align: right; font-variant-numeric: tabular-nums; }
 .poll-right { color: #15803d; font-weight: 700; } .poll-wrong { color: #b91c1c; font-weight: 700; }
 .poll-notice { font-weight: 400; } .poll-problem { color: #b91c1c; font-weight: 600; }
+.poll-hidden { margin: 4px 0; } .poll-choices { opacity: .85; }
+.poll-warn { color: #b91c1c; font-weight: 600; margin: 8px 0 0; }
 </style>"""
 
 
+LOOPBACK = ("Phones cannot open this link: {host} is this computer's own address. Set APP_PUBLIC_URL to the "
+            "address phones use (this computer's on the room's network, such as http://192.168.1.20:7860, and start "
+            "the app with GRADIO_SERVER_NAME=0.0.0.0; or the Space's).")
+
+
+def loopback_host(link: str) -> str | None:
+    """The link's host when it is this computer's own (127.0.0.1, localhost, ::1, 0.0.0.0), which no phone
+    reaches; else None."""
+    host = (urlsplit(link).hostname or "").lower()
+    if host in ("localhost", "0.0.0.0") or host.endswith(".localhost"):
+        return host
+    try:
+        return host if ipaddress.ip_address(host).is_loopback else None
+    except ValueError:
+        return None
+
+
 def join_html(code: str, link: str) -> str:
-    """The code in large letters, the link, and its QR code (at least 240 px: a quarter of 768 and more)."""
+    """The code in large letters, the link, and its QR code (at least 240 px: a quarter of 768 and more); a link
+    no phone can open says so, and what to set."""
+    host = loopback_host(link)
+    warn = f'<p class="poll-warn" id="poll-loopback">{escape(LOOPBACK.format(host=host))}</p>' if host else ""
     return (f'{STYLE}<div class="poll-join"><div class="poll-qr" role="img" aria-label="QR code of the join link">'
             f'{qr_svg(link)}</div><div class="poll-code-box"><div>Join on your phone:</div>'
             f'<div class="poll-code" id="poll-code">{escape(code)}</div>'
             f'<div><a id="poll-link" href="{escape(link)}" target="_blank" rel="noopener">{escape(link)}</a></div>'
-            f'</div></div>')
+            f'</div></div>{warn}')
 
 
 def _title(room: dict[str, Any], choice: str) -> str:
@@ -73,12 +97,21 @@ def right_of(room: dict[str, Any], choice: str, index: int = -1) -> bool | None:
     return mark if isinstance(mark, bool) else None
 
 
-def round_html(room: dict[str, Any], index: int) -> str:
-    """One round's bars: a row per choice with its count and share, and after the reveal its ✓/✗."""
+HIDDEN = "The class's split shows when the votes are locked: each student commits to a prediction first."
+
+
+def round_html(room: dict[str, Any], index: int, show_split: bool = False) -> str:
+    """One round's bars: a row per choice with its count and share, and after the reveal its ✓/✗. While the round
+    is open only how many voted shows, unless the teacher shows the split (students who read it before they
+    commit copy the class instead of predicting)."""
     ballot = room["rounds"][index]
     total = ballot["total"]
     state = "locked" if ballot["locked"] else "open"
     rows = [f'<div class="poll-round-head">Round {index + 1} · {total} voted · {state}</div>']
+    if not ballot["locked"] and not show_split:
+        names = " · ".join(escape(_title(room, c)) for c in room["choices"])
+        rows.append(f'<div class="poll-hidden">{escape(HIDDEN)}</div><div class="poll-choices">{names}</div>')
+        return f'<div class="poll-round">{"".join(rows)}</div>'
     for choice in room["choices"]:
         n = ballot["tally"].get(choice, 0)
         pct = round(100 * n / total) if total else 0
@@ -96,11 +129,13 @@ STATE_LINES = {"open": "Voting is open.", "locked": "Voting is locked: press Run
                "running": "Voting is locked; the run is on screen.", "revealed": "Revealed on the phones."}
 
 
-def tally_html(room: dict[str, Any] | None, problem: str = "") -> str:
-    """The live tally: the last two rounds side by side, the room's state, and the reveal's answers."""
+def tally_html(room: dict[str, Any] | None, problem: str = "", show_split: bool = False) -> str:
+    """The live tally: the last two rounds side by side (an open one's split only when ``show_split``), the room's
+    state, and the reveal's answers."""
     if room is None:
         return f'<div class="poll-tally"><p class="poll-problem">{escape(problem)}</p></div>' if problem else ""
-    rounds = "".join(round_html(room, i) for i in range(max(0, len(room["rounds"]) - 2), len(room["rounds"])))
+    rounds = "".join(round_html(room, i, show_split)
+                     for i in range(max(0, len(room["rounds"]) - 2), len(room["rounds"])))
     notice = f' <span class="poll-notice">{escape(room["notice"])}</span>' if room.get("notice") else ""
     answers = ""
     if room.get("reveal"):

@@ -5,25 +5,28 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from gradio.utils import get_upload_folder
 
+from agents import strict_json
+from agents.alignment import step_map
 from agents.followup import FollowupError
+from agents.grounding import Claim, counts
 from agents.llm import pricing
 from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
 from agents.trace import Trace
+from ui.core.step_map import map_markdown
 from ui.core.table import agreement, comparison_rows
-from ui.core.verdicts import comparison_table, export_fields
+from ui.core.verdicts import comparison_table, export_fields, verdicts
 from ui.recordings.reader import MAX_REPLAY_BYTES, traces_in
 
 FORMAT = "think-act-react/run@1"
@@ -60,7 +63,12 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
 
 
 def export_dict(question: str, selection: str, traces: dict[str, Trace], settings: dict[str, Any],
-                started_at: float | None = None, stopped: bool = False, expected: str | None = None) -> dict[str, Any]:
+                started_at: float | None = None, stopped: bool = False, expected: str | None = None,
+                claims: Mapping[str, Sequence[Claim]] | None = None) -> dict[str, Any]:
+    """The export's JSON; ``claims``: each mode's marked claims as the run's map has them (a follow-up's earlier
+    turns counted), else made from the traces' map; written under ``grounding``, each with its source's row."""
+    claims = claims if claims is not None else step_map(traces).claims
+    claims = {m: list(claims.get(m, ())) for m in traces}
     return {
         "format": FORMAT,
         "question": question,
@@ -69,8 +77,11 @@ def export_dict(question: str, selection: str, traces: dict[str, Trace], setting
         "stopped": stopped,
         "settings": settings,
         "elapsed_s": round(max((t.elapsed_s for t in traces.values()), default=0.0), 4),
-        "comparison": {"rows": comparison_rows(traces), "agreement": agreement(traces)},
+        "comparison": {"rows": comparison_rows(traces, {m: counts(c) for m, c in claims.items()}),
+                       "agreement": agreement(traces, {m: v.correct for m, v in verdicts(traces, expected,
+                                                                                         question).items()} or None)},
         **export_fields(traces, expected, question),  # "expected" and each mode's ✓/✗ verdict
+        "grounding": {m: {"counts": counts(c), "claims": [claim.to_dict() for claim in c]} for m, c in claims.items()},
         "traces": {mode: trace.to_dict() for mode, trace in traces.items()},
     }
 
@@ -93,12 +104,28 @@ def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None
         "",
         "## Comparison",
         "",
-        comparison_table(traces, data.get("expected") if isinstance(data.get("expected"), str) else None),
+        comparison_table(traces, data.get("expected") if isinstance(data.get("expected"), str) else None,
+                         claims=_claim_counts(data.get("grounding"))),
         "",
+        *(["## Step by step", "", shown] if (shown := map_markdown(step_map(traces), _marks(data))) else []),
     ]
     for trace in traces.values():
         lines += [trace.to_markdown(), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _marks(data: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """Each mode's claims as the ``grounding`` block holds them: ``(text, mark)``."""
+    blocks = data.get("grounding") if isinstance(data.get("grounding"), dict) else {}
+    return {m: [(str(c.get("text")), str(c.get("mark"))) for c in b.get("claims") or [] if isinstance(c, dict)]
+            for m, b in blocks.items() if isinstance(b, dict)}
+
+
+def _claim_counts(saved: Any) -> dict[str, dict[str, int]]:
+    """The ``grounding`` block's counts per mode (a mode it lacks is counted from its trace)."""
+    blocks = saved if isinstance(saved, dict) else {}
+    return {m: {k: v for k, v in b["counts"].items() if isinstance(v, int)} for m, b in blocks.items()
+            if isinstance(b, dict) and isinstance(b.get("counts"), dict)}
 
 
 def _page_tools_lines(saved: Any) -> list[str]:
@@ -151,14 +178,14 @@ def own_export(value: Any) -> Any:
     if file.stat().st_size > MAX_REPLAY_BYTES:
         raise FollowupError("The earlier turn's export is too large to continue.")
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
+        return strict_json.loads(file.read_text(encoding="utf-8"))
     except (ValueError, RecursionError):
         raise FollowupError("The earlier turn's export is not readable: ask the question anew.") from None
 
 
 def to_json(data: dict[str, Any]) -> str:
     """Compact JSON with one event per line: a quarter of the cost of ``indent=1``, still diffable."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = strict_json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return text.replace(',{"t":', ',\n{"t":')
 
 

@@ -52,6 +52,7 @@ async def play(recording: Recording, speed: str | float, *, throttle: float = TH
         trace.prices = recording.traces[m].prices if m in recording.traces else None
     if recording.previous is not None:  # a follow-up: each panel's earlier turns above it, a table row per turn
         view.threads = followup.threads_of(recording.previous, modes, recording.question)
+        view.previous = recording.previous
     earlier = followup.earlier_table(recording.previous, modes)
     backend = render.plain(str(recording.settings.get("backend") or recording.settings.get("model") or "a saved run"))
     status = f"▶ Replaying **{render.plain(recording.selection)}** recorded on {backend}…"
@@ -66,13 +67,14 @@ async def play(recording: Recording, speed: str | float, *, throttle: float = TH
     if stop.stopped:
         view.finish(stopped=True)
         yield view.frame("■ Replay stopped.", final=True,
-                         table=earlier + comparison_table(view.traces, recording.expected))
+                         table=earlier + comparison_table(view.traces, recording.expected, claims=view.claim_counts()))
         return
     for m, trace in view.traces.items():
         trace.elapsed_s = recording.traces[m].elapsed_s
     view.finish()
     done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
-    yield view.frame(done, final=True, table=earlier + comparison_table(view.traces, recording.expected))
+    yield view.frame(done, final=True,
+                     table=earlier + comparison_table(view.traces, recording.expected, claims=view.claim_counts()))
 
 
 async def _play(recording: Recording, view: PanelsView, status: str, factor: float, pacer: _Pacer,
@@ -157,17 +159,19 @@ def on_screen_unchanged() -> list:
     return [gr.skip() for _ in range(ON_SCREEN)]
 
 
-async def run_on_screen(recording: Recording, path: Path, label: str, download_name: str = "shared-run.json") -> list:
+async def run_on_screen(recording: Recording, path: Path, label: str,
+                        download_name: str = "shared-run.json") -> tuple[list, str]:
     """A recording played instantly into the Compare tab: its outputs (export = a copy of ``path``), then what the
     page's ``on_screen`` lists: the question, the expected answer, the picker (the recording's modes) and the
-    panel beside (shown, titled, when the run has a fork there; else closed)."""
+    panel beside (shown, titled, when the run has a fork there; else closed); and the copy's path."""
     last, beside = await final_frame(recording, label)
-    last.files = [await asyncio.to_thread(_copy_for_download, path, download_name)]
+    copy = await asyncio.to_thread(_copy_for_download, path, download_name)
+    last.files = [copy]
     values = last.values()
     if beside:
         values[output_index(BESIDE)] = gr.Chatbot(value=last.beside, label=mode_title(beside))
     return [*values, recording.question, recording.expected or "", modes_on_screen(recording),
-            gr.Column(visible=beside is not None)]
+            gr.Column(visible=beside is not None)], copy
 
 
 def _copy_for_download(path: Path, name: str) -> str:

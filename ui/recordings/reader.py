@@ -1,19 +1,21 @@
 """The one reader of a saved run (an export file): :class:`Recording` and its one error, :class:`RecordingError`.
 
-A recording is untrusted input of up to 20 MB, so its types, sizes and nesting are checked before any of it is
-shown. :func:`open_recording`, the app's way, parses, checks and condenses it in a worker process (``python -m
-ui.recordings.reader``): a large parse holds that process's interpreter lock, not the app's.
-:func:`read_recording` does the same in this process, for small files. Imports no Gradio, so the worker starts
-quickly.
+A recording is untrusted input of up to 20 MB, so its types, sizes and nesting are checked before any of it is shown
+(``ui/recordings/checks.py``).
+:func:`open_recording` parses, checks and condenses it in a secret-free, non-dumpable worker (``python -m
+ui.recordings.reader``, started by :func:`tools.children.start`), so a large parse holds that process's lock, not the
+app's; :func:`read_recording` does it in this process, for small files. Imports no Gradio, so the worker starts fast.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import math
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -22,38 +24,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.events import EVENT_TYPES, Event, event_from_dict
+from agents import strict_json
+from agents.events import Event, event_from_dict
 from agents.followup import Previous, recorded
 from agents.llm.pricing import Price, PriceBook
 from agents.modes.registry import forked_mode, mode_ids, mode_title
 from agents.trace import Trace
+from tools import children
+from tools.hardening import make_non_dumpable
 from ui.core.modes import BESIDE, PANEL_MODES
+from ui.recordings.checks import RecordingError, check
 
 MAX_REPLAY_BYTES = 20_000_000  # the upload limit (``app.launch_kwargs``) is the same
-MAX_EVENTS = 500_000  # a 20 MB file holds at most ~550,000 of the smallest events
-MAX_STEPS = 10_000  # events other than tokens: each one is a message in a panel
-MAX_DEPTH = 32  # nesting inside a tool input or the settings block
 MAX_GAP_S = 5.0  # at 1×, a pause in a recording lasts at most this long
 WORKER_TIMEOUT_S = 60.0
 WORKERS_AT_ONCE = 2  # parsers running at once (each may take a core for a second)
-_STR = frozenset({"text", "tool", "thought", "output", "message", "reason", "by"})
-_BOOL = frozenset({"is_error", "cached", "forced", "estimated", "code", "nested", "correct"})
-_NUM = frozenset({"elapsed_s", "prompt_tokens", "completion_tokens", "n", "of"})
-_CHANNELS = ("thought", "answer", "reasoning")
 REPLAY_DIR = Path(tempfile.gettempdir()) / "think-act-react-replay"  # the worker's schedule files
 _workers: asyncio.Semaphore | None = None
 log = logging.getLogger(__name__)
-
-
-class RecordingError(ValueError):
-    """The file cannot be replayed; ``str(exc)`` is shown to the user."""
 
 
 def read_text(source: str | Path) -> str:
     """The file's text, refusing what is missing or larger than :data:`MAX_REPLAY_BYTES`."""
     path = Path(source)
     if not path.is_file():
-        raise RecordingError("Choose a JSON file exported from this app.")
+        raise RecordingError("Choose the file of a run saved from this app.")
     if path.stat().st_size > MAX_REPLAY_BYTES:
         raise RecordingError(f"That file is too large to replay (over {MAX_REPLAY_BYTES // 1_000_000} MB).")
     return path.read_text(encoding="utf-8", errors="replace")
@@ -62,9 +57,9 @@ def read_text(source: str | Path) -> str:
 def parse(text: str) -> dict[str, Any]:
     """JSON text → an export-shaped dict (``{"traces": ...}``), checked; every problem a :class:`RecordingError`."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordingError(f"That file is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+        data = strict_json.loads(text)
+    except ValueError as exc:  # not JSON; or NaN, Infinity, 1e400, which only Python's own reader would take
+        raise RecordingError(f"That file is not a saved run: it does not read ({strict_json.why(exc)}).") from None
     except RecursionError:
         raise RecordingError("That file is nested too deeply to be a recording from this app.") from None
     if isinstance(data, list):
@@ -72,76 +67,9 @@ def parse(text: str) -> dict[str, Any]:
     elif isinstance(data, dict) and "events" in data and "traces" not in data:
         data = {"traces": [data], "question": data.get("question", "")}
     if not isinstance(data, dict) or not data.get("traces"):
-        raise RecordingError("No traces found: choose a JSON file exported from this app (⬇ Export).")
+        raise RecordingError("No traces found: choose the file of a run saved from this app.")
     check(data)
     return data
-
-
-def check(data: dict[str, Any]) -> None:
-    """Types, sizes and nesting of everything replay reads (a bad value must fail here, not mid-replay)."""
-    for key in ("question", "selection"):
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise RecordingError(f"The recording's {key!r} must be text.")
-    settings = data.get("settings")
-    if settings is not None and not (isinstance(settings, dict) and _shallow(settings)):
-        raise RecordingError("The recording's settings must be a small JSON object.")
-    traces = data["traces"]
-    items = (list(traces.items()) if isinstance(traces, dict) else list(enumerate(traces)) if isinstance(traces, list)
-             else None)
-    if items is None:
-        raise RecordingError("The recording's traces must be a list or an object.")
-    total = steps = 0
-    for key, trace in items:
-        if not isinstance(trace, dict) or not isinstance(trace.get("events", []), list):
-            raise RecordingError(f"Trace {key} is not a trace exported from this app.")
-        for name in ("mode", "question"):
-            if trace.get(name) is not None and not isinstance(trace[name], str):
-                raise RecordingError(f"Trace {key}: {name!r} must be text.")
-        if trace.get("elapsed_s") is not None and not _number(trace["elapsed_s"]):
-            raise RecordingError(f"Trace {key}: 'elapsed_s' must be a number of seconds.")
-        events = trace.get("events", [])
-        total += len(events)
-        if total > MAX_EVENTS:
-            raise RecordingError(f"That recording has more than {MAX_EVENTS:,} events; replay plays at most that many.")
-        for number, event in enumerate(events, 1):
-            _check_event(event, f"The traces in that file could not be read: trace {key}, event {number}")
-            steps += event["kind"] != "token"
-    if steps > MAX_STEPS:
-        raise RecordingError(f"That recording has {steps:,} steps; replay shows at most {MAX_STEPS:,}.")
-
-
-def _check_event(event: Any, where: str) -> None:
-    if not isinstance(event, dict) or event.get("kind") not in EVENT_TYPES:
-        kind = event.get("kind") if isinstance(event, dict) else None
-        raise RecordingError(f"{where}: unknown event kind {str(kind)[:40]!r}.")
-    if not _number(event.get("t", 0.0)):
-        raise RecordingError(f"{where}: its time 't' must be a number of seconds.")
-    for name, value in event.items():
-        ok = (isinstance(value, str) if name in _STR else isinstance(value, bool) if name in _BOOL
-              else _number(value) if name in _NUM else value in _CHANNELS if name == "channel"
-              else isinstance(value, str) or (isinstance(value, dict) and _shallow(value)) if name == "input"
-              else value is None or isinstance(value, str) if name == "answer"
-              else True)
-        if not ok:
-            raise RecordingError(f"{where}: {name!r} has the wrong type or is nested too deeply.")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-
-
-def _shallow(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """True when ``value`` nests at most ``limit`` levels (checked without recursion)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return False
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return True
 
 
 def condense(data: dict[str, Any], window: float) -> dict[str, Any]:
@@ -212,6 +140,7 @@ def header(data: dict[str, Any]) -> dict[str, Any]:
     return {"question": question, "selection": data.get("selection"), "settings": data.get("settings") or {},
             "expected": expected, "fork": fork_of(data),
             "previous": data.get("previous") if isinstance(data.get("previous"), dict) else None,
+            "followup": data.get("followup") if isinstance(data.get("followup"), dict) else None,
             "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])),
                                                          default=0.0))
                       for m, t in traces.items()},
@@ -235,38 +164,37 @@ def read_condensed(source: str | Path, window: float = math.inf) -> dict[str, An
 def write_schedule(data: dict[str, Any], out: Path) -> None:
     """The header, then one ``[t, mode, event]`` line per event in playing order: replay reads it lazily."""
     with out.open("w", encoding="utf-8") as f:
-        f.write(json.dumps(header(data), ensure_ascii=False) + "\n")
+        f.write(strict_json.dumps(header(data), ensure_ascii=False) + "\n")
         for item in scheduled(data):
-            f.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
+            f.write(strict_json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 async def _header_from_worker(path: str, window: float, out: Path) -> dict[str, Any]:
-    """Check and condense ``path`` in a child process, writing the schedule to ``out``; returns the header.
-
-    A 20 MB parse holds an interpreter lock for most of a second: the child's, not this process's.
-    """
+    """Check and condense ``path`` in a child process (its lock, not ours, is held for most of a second on 20 MB),
+    writing the schedule to ``out``; returns the header. Its reply is waited for in a thread (at most
+    :data:`WORKERS_AT_ONCE`)."""
     global _workers
     if _workers is None:
         _workers = asyncio.Semaphore(WORKERS_AT_ONCE)
     async with _workers:
         try:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "ui.recordings.reader", str(path), repr(window), str(out),
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-                cwd=str(Path(__file__).resolve().parents[2]))
+            proc = children.start([sys.executable, "-m", "ui.recordings.reader", str(path), repr(window), str(out)],
+                                  children.PLAIN, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, cwd=str(Path(__file__).resolve().parents[2]))
         except OSError as exc:
             log.exception("cannot start the recording reader")
             why = f"The app could not start reading that file ({exc.strerror}); please try again."
             raise RecordingError(why) from None
         try:
-            reply_text, _ = await asyncio.wait_for(proc.communicate(), WORKER_TIMEOUT_S)
-        except (asyncio.TimeoutError, TimeoutError):
+            reply_text, _ = await asyncio.to_thread(proc.communicate, None, WORKER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            await asyncio.to_thread(proc.wait)
             raise RecordingError("Reading that file took too long; it cannot be replayed.") from None
         finally:
-            if proc.returncode is None:  # cancelled (the visitor left) or timed out
+            if proc.poll() is None:  # cancelled (the visitor left): the thread's communicate ends and reaps it
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
-                await proc.wait()
     try:
         reply = json.loads(reply_text)
     except json.JSONDecodeError:
@@ -288,6 +216,7 @@ class Recording:
     schedule_path: Path | None = None  # one ``[t, mode, event]`` per line, read lazily while playing
     fork: dict[str, str] | None = None  # a teacher's fork: {"trace": "react@2", "panel": "react" | "beside"}
     previous: Previous | None = None  # a follow-up's earlier turns (agents/followup.py)
+    followup: dict[str, Any] | None = None  # the sealed block a follow-up of this run continues (as recorded)
 
     @property
     def slots(self) -> dict[str, str]:
@@ -320,8 +249,15 @@ def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
     fork = dict(head["fork"]) if isinstance(head.get("fork"), dict) else None
     if fork is not None and fork.get("panel") == OLD_BESIDE:
         fork["panel"] = BESIDE
+    previous = recorded(head.get("previous"))
+    if previous is not None and expected is not None and not any("expected" in t for t in previous.turns):
+        # written before each turn kept its own expected answer: the run's one answer was its first turn's
+        previous = dataclasses.replace(previous, turns=({**previous.turns[0], "expected": expected},
+                                                        *previous.turns[1:]))
+        expected = None
+    followup = head.get("followup") if isinstance(head.get("followup"), dict) else None
     return Recording(question, selection, traces, dict(head.get("settings") or {}), expected, fork=fork,
-                     previous=recorded(head.get("previous")))
+                     previous=previous, followup=followup)
 
 
 def read_recording(source: str | Path | bytes) -> Recording:
@@ -380,8 +316,8 @@ def schedule(traces: dict[str, Trace]) -> list[tuple[float, str, Event]]:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m ui.recordings.reader PATH WINDOW OUT``: the schedule into OUT; ``{"header"}`` or ``{"error"}``
-    on stdout."""
+    """``python -m ui.recordings.reader PATH WINDOW OUT``: the schedule into OUT; its header or error on stdout."""
+    make_non_dumpable()  # a visitor's file is all it holds; no other process of the app's user reads it
     try:
         data = read_condensed(argv[0], float(argv[1]))
         write_schedule(data, Path(argv[2]))
@@ -390,7 +326,7 @@ def _main(argv: list[str]) -> int:
         reply = {"error": str(exc)}
     except (OSError, ValueError, MemoryError) as exc:
         reply = {"error": f"That file could not be read ({type(exc).__name__})."}
-    sys.stdout.write(json.dumps(reply, ensure_ascii=False))
+    sys.stdout.write(strict_json.dumps(reply, ensure_ascii=False))
     return 0
 
 

@@ -109,14 +109,14 @@ class ShareStore:
         if size > min(self.max_bytes, self.max_run_bytes):
             cap = min(self.max_bytes, self.max_run_bytes) / MB
             raise ShareError(f"This run is too large to share by link ({size / MB:.1f} MB; the most is {cap:g} MB): "
-                             "download its JSON export instead.")
+                             "save its file instead (under the table).")
         digest = _digest(source)
         known = self._by_digest.get(digest)
         if known is not None and self._live(known):
             return Admitted(size, digest, known)
         if not self._links.spend(visitor):
             raise ShareError(f"You have made {self.per_hour} share links in the last hour, the most allowed; "
-                             "try again later, or download the JSON export instead.")
+                             "try again later, or save the run's file instead (under the table).")
         self._charge_bytes(visitor, size + extra, Admitted(size, digest, visitor=visitor))
         return Admitted(size, digest, visitor=visitor, charged=size + extra)
 
@@ -152,9 +152,9 @@ class ShareStore:
         self._refund(admitted, admitted.charged)
         total = (admitted.charged + more) / MB
         raise ShareError(f"Your share links of the last hour hold {self._bytes.spent(visitor) / MB:.1f} MB and this "
-                         f"run {total:.1f} MB more (its export and the panels it shows), past the "
-                         f"{self._bytes.limit / MB:.3g} MB one visitor may add an hour; try again later, or download "
-                         "the JSON export instead.")
+                         f"run {total:.1f} MB more (its file and the panels it shows), past the "
+                         f"{self._bytes.limit / MB:.3g} MB one visitor may add an hour; try again later, or save "
+                         "the run's file instead (under the table).")
 
     def _refund(self, admitted: Admitted, charged: int) -> None:
         """Give back a run's link and the bytes it was charged (it was not stored)."""
@@ -194,10 +194,10 @@ class ShareStore:
             age = time.time() - target.stat().st_mtime
         except OSError:
             raise ShareError("That shared run is unknown or has expired (links last a limited time, and a "
-                             "restart of the app may lose them). Ask for its JSON export instead.") from None
+                             "restart of the app may lose them). Ask whoever shared it for the saved file.") from None
         if age > self.max_age_s:
             self._remove(str(run_id))
-            raise ShareError("That shared run has expired. Ask for its JSON export instead.")
+            raise ShareError("That shared run has expired. Ask whoever shared it for the saved file.")
         return target
 
     def view(self, run_id: object) -> dict[str, Any] | None:
@@ -219,7 +219,7 @@ class ShareStore:
         path = self.path(run_id)
         if path.stat().st_size > self.max_run_bytes:
             raise ShareError(f"This shared run is larger than the {self.max_run_bytes / MB:g} MB a link may open now; "
-                             "ask for its JSON export instead.")
+                             "ask whoever shared it for the saved file.")
         return path
 
     def save_view(self, run_id: str, view: bytes) -> None:

@@ -28,21 +28,27 @@ def outputs() -> Outputs:
     return compare_outputs()
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """One benchmark of two arithmetic items through Think and ReAct (the stub's Think is wrong, ReAct right)."""
-    path = tmp_path_factory.mktemp("bench") / "arith.jsonl"
-    path.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS), encoding="utf-8")
-    folders, visitor = RunFolders(), SimpleNamespace(session_hash="v1")
+def benchmark(path, modes: list[str], session: str, **options) -> tuple[RunFolders, SimpleNamespace, list]:
+    """A benchmark of the items in ``path`` through ``modes`` on the stand-in, for one visitor: its folders, the
+    visitor and every frame."""
+    folders, visitor = RunFolders(), SimpleNamespace(session_hash=session)
     with StubLLMServer(latency=0.01, token_delay=0.001) as stub:
         handler = bt.BenchmarkTab(LLMSettings(model="stub", base_url=stub.url), ToolRegistry([calculate]),
                                   stops=bt.Stops(), folders=folders)
 
         async def run() -> list:
-            return [f async for f in handler.benchmark(bt.UPLOAD, str(path), 2, ["think", "react"], 1,
-                                                       tools=["calculate"], request=visitor)]
+            return [f async for f in handler.benchmark(bt.UPLOAD, str(path), options.pop("n", 2), modes, 1,
+                                                       tools=["calculate"], request=visitor, **options)]
 
-        frames = asyncio.run(run())
+        return folders, visitor, asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One benchmark of two arithmetic items through Think and ReAct (the stub's Think is wrong, ReAct right)."""
+    path = tmp_path_factory.mktemp("bench") / "arith.jsonl"
+    path.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS), encoding="utf-8")
+    folders, visitor, frames = benchmark(path, ["think", "react"], "v1")
     assert frames[-1][0].startswith("✔ Done"), frames[-1][0]
     return folders, visitor
 
@@ -110,16 +116,8 @@ def test_an_empty_list_after_a_benchmark_says_why_not_to_run_one(tmp_path):
     """Every mode agreed (the toy model says "I don't know" to both): no item disagrees, and the list says so."""
     path = tmp_path / "agree.jsonl"
     path.write_text(json.dumps({"question": "Who wrote Hamlet?", "answer": "Shakespeare"}) + "\n", encoding="utf-8")
-    folders, visitor = RunFolders(), SimpleNamespace(session_hash="v2")
-    with StubLLMServer(latency=0.01) as stub:
-        handler = bt.BenchmarkTab(LLMSettings(model="stub", base_url=stub.url), ToolRegistry([calculate]),
-                                  stops=bt.Stops(), folders=folders)
-
-        async def run() -> list:
-            return [f async for f in handler.benchmark(bt.UPLOAD, str(path), 1, ["think", "act"], 1,
-                                                       tools=["calculate"], request=visitor)]
-
-        assert asyncio.run(run())[-1][0].startswith("✔ Done")
+    folders, visitor, frames = benchmark(path, ["think", "act"], "v2", n=1)
+    assert frames[-1][0].startswith("✔ Done")
     handlers = BenchOpen(folders, outputs())
     empty = asyncio.run(handlers.choices(True, visitor))
     assert empty.choices == [] and empty.info == open_in_compare.NONE_DISAGREE and "untick to list all" in empty.info
@@ -146,3 +144,16 @@ def test_folders_forget_the_least_recent_visitor(tmp_path):
         folders.remember(name, BenchFolder(tmp_path, ()))
     assert folders.get("a") is None and folders.get("c") is not None
     assert open_in_compare.MAX_VISITORS >= 64
+
+
+def test_with_k_tries_each_item_is_listed_once_and_opens_each_mode_s_first_try(tmp_path):
+    path = tmp_path / "arith.jsonl"
+    path.write_text(json.dumps({"question": QUESTIONS[0][0], "answer": QUESTIONS[0][1]}) + "\n", encoding="utf-8")
+    folders, visitor, frames = benchmark(path, ["think", "react"], "v3", n=1, k=3)
+    assert frames[-1][0].startswith("✔ Done: 6 / 6 pairs")
+    folder = folders.get("v3")
+    assert folder is not None and len(list((folder.out_dir / "traces").glob("*.json"))) == 6  # a trace per try
+    (label, item_id), = item_choices(folder, only_disagreeing=False)
+    assert label.endswith("— Think-only ✗ · ReAct ✓")
+    values = asyncio.run(BenchOpen(folders, outputs()).open(item_id, visitor))
+    assert values[-2] == ["think", "react"] and "Benchmark item" in values[STATUS]

@@ -52,14 +52,17 @@ def text_of(panel: list) -> str:
 
 def test_the_frame_owns_the_output_order():
     """The outputs /compare had before the mode picker come first, as they were (three panels, three metrics,
-    status, table, files, the panel beside and its metrics), then a panel and a metrics line per further mode."""
+    status, table, files, the panel beside and its metrics), then a panel and a metrics line per further mode, then
+    the step-aligned map (last: /replay gives it after its own outputs)."""
     out, n = outputs(), len(PANEL_MODES)
     frame = Frame(tuple([k] for k in range(n)), tuple(f"m{k}" for k in range(n)), "status", "table", None,
-                  beside=["b"], beside_metrics="mb")
+                  beside=["b"], beside_metrics="mb", step_map="<map>")
     values = frame.values()
-    assert len(out.all()) == len(values) == 2 * n + 5 and values[:11] == [[0], [1], [2], "m0", "m1", "m2", "status",
+    assert len(out.all()) == len(values) == 2 * n + 6 and values[:11] == [[0], [1], [2], "m0", "m1", "m2", "status",
                                                                           "table", None, ["b"], "mb"]
-    assert values[11:] == [*([k] for k in range(3, n)), *(f"m{k}" for k in range(3, n))]
+    assert values[11:-1] == [*([k] for k in range(3, n)), *(f"m{k}" for k in range(3, n))]
+    assert values[-1] == "<map>" and out.all()[-1] is out.step_map
+    assert frame.values(files=False, step_map=False) == [v for i, v in enumerate(values[:-1]) if i != 8]
     assert [values[output_index(m)] for m in PANEL_MODES] == [[k] for k in range(n)]
     assert [values[output_index(m, metrics=True)] for m in PANEL_MODES] == [f"m{k}" for k in range(n)]
     assert out.exports not in out.all(files=False) and None not in frame.values(files=False)
@@ -183,8 +186,9 @@ def test_stop_ends_a_replay(tmp_path, registry, stub):
     frames = asyncio.run(scenario())
     last = frames[-1]
     assert time.monotonic() - started < 3 and last[STATUS] == "■ Replay stopped."
-    assert last[-2 - len(OPTIONS)] == "A long day?"  # the question box, the run options, then the picker
-    assert frames[0][-1] == last[-1] == ["react"]  # the picker: the recording's modes
+    assert last[-3 - len(OPTIONS)] == "A long day?"  # the question box, the run options, the picker, the map
+    assert frames[0][-2] == last[-2] == ["react"]  # the picker: the recording's modes
+    assert "step-map" in last[-1]  # the map, last
     assert "Stopped" in text_of(last[2]) and "morning" in text_of(last[2])
 
 
@@ -207,3 +211,33 @@ def test_the_picker_shows_one_column_per_chosen_mode():
     assert not any(c.visible for c in CompareTab.show_modes(None))
 
 
+
+
+def test_an_api_client_runs_several_at_once_in_one_session_and_the_pages_run_stops_its_replay(tmp_path, stub,
+                                                                                              registry):
+    """``/compare`` twice at once from one session (one gradio_client, two threads): neither stops the other, and
+    the one that started last is what the page's lesson shows. The page's Run first stops a replay it shows."""
+    tab, visitor = tab_for(stub, registry), SimpleNamespace(session_hash="same-client")
+
+    async def both() -> list:
+        return await asyncio.gather(collect(tab.compare(question="What is 2 + 2?", mode="Think", request=visitor)),
+                                    collect(tab.compare(question="What is 3 + 3?", mode="Think", request=visitor)))
+
+    first, second = asyncio.run(both())
+    assert "Done" in first[-1][STATUS] and "Done" in second[-1][STATUS], (first[-1][STATUS], second[-1][STATUS])
+    assert tab.lessons.of(visitor).shown.turn.question == "What is 3 + 3?"
+
+    trace = Trace("react", "A long day?")
+    for t, event in [(0.0, TokenDelta("Thought: a long day")), (60.0, FinalAnswer("x"))]:
+        trace.add(event, t)
+    path = tmp_path / "day.json"
+    path.write_text(json.dumps({"question": "A long day?", "traces": {"react": trace.to_dict()}}), encoding="utf-8")
+
+    async def replay_then_run() -> list:
+        loop = asyncio.get_running_loop()
+        return await collect(tab.play_on_page(str(path), request=visitor),
+                             after_first=lambda: loop.call_later(0.2, lambda: tab.page_run(visitor)))
+
+    started = time.monotonic()
+    frames = asyncio.run(replay_then_run())
+    assert time.monotonic() - started < 5 and frames[-1][STATUS] == "■ Replay stopped."

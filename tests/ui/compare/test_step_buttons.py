@@ -91,7 +91,8 @@ def test_next_and_continue_reach_only_this_sessions_run_and_stop_ends_a_paused_r
         await tab.next_step(request=other)
         await tab.continue_run(request=other)
         await asyncio.sleep(0.3)
-        assert len(tab.stops.runs("s2", "compare")) == 1 and tab.stops.runs("s3", "compare") == []
+        paused = tab.lessons.of(visitor).paused_run()  # the run is found through the page's lesson
+        assert paused is not None and paused.run is not None and tab.lessons.of(other).live is None
         await tab.stop(request=visitor)
         frames.extend([f async for f in gen])
         return frames
@@ -108,7 +109,8 @@ def test_a_plain_run_is_not_reachable_by_the_step_buttons(stub, registry):
     async def scenario() -> list:
         gen = tab.compare(question="What is 1 + 1, three times?", mode="ReAct", request=visitor)
         frames = [await anext(gen)]
-        assert tab.stops.runs("s4", "compare") == []
+        live = tab.lessons.of(visitor).live
+        assert live is not None and live.run is None  # nothing for Next step / Continue to act on
         frames.extend([f async for f in gen])
         return frames
 

@@ -182,7 +182,7 @@ def test_final_answer_is_set_apart_escaped_and_flags_forced():
     panel.add(FinalAnswer(XSS, forced=True))
     [msg] = panel.value()
     assert not msg.metadata.get("title")  # a plain message, not a collapsible box
-    assert msg.content.startswith("### ✔ Final answer") and "forced" in msg.content
+    assert msg.content.startswith("**✔ Final answer**") and "forced" in msg.content
     assert "<img" not in msg.content and "<script" not in msg.content
 
 
@@ -296,7 +296,7 @@ def test_read_recording_accepts_a_bare_trace_and_refuses_junk(tmp_path):
     rec = read_recording(bare)
     assert list(rec.traces) == ["react"] and rec.selection == "ReAct"
     bad_event = '{"traces": [{"mode": "react", "events": [{"kind": "nope"}]}]}'
-    for junk, why in (("{", "not valid JSON"), ("{}", "No traces"), (bad_event, "could not be read")):
+    for junk, why in (("{", "does not read"), ("{}", "No traces"), (bad_event, "could not be read")):
         with pytest.raises(RecordingError, match=why):
             read_recording(junk)
     with pytest.raises(RecordingError):
@@ -418,6 +418,45 @@ def test_waiting_retry_and_token_limit_are_shown():
     assert not any("Waiting" in t for t in titles)
 
 
+def test_a_wait_for_the_servers_turn_is_a_spinner_and_a_closed_reply_is_asked_for_again():
+    from agents.events import Waited, Waiting
+
+    panel = Panel("react")
+    panel.add(TokenDelta("Thought: half a repl", "thought"))  # the server closed this reply
+    panel.add(Waiting("the model server closed this reply when another request arrived: it serves one request at a "
+                      "time, so the app now sends it one at a time, and asks for this reply again in its turn",
+                      "turn", learned=True))
+    [shown] = panel.value()
+    assert shown.metadata == {"title": "⏳ Waiting for the model server · LLM call 1", "status": "pending"}
+    assert "half a repl" not in shown.content and "Model error" not in shown.content
+    panel.add(Waiting("waiting for the model server: retry 2 in 4.0 s (it answered HTTP 503)", "backoff",
+                      seconds=4.0))
+    assert len(panel.value()) == 1 and "retry 2 in 4.0 s" in panel.value()[0].content  # one wait, said anew
+    panel.add(Waited(12.34, "turn"))
+    assert panel.value()[0].metadata == {"title": "⏳ Waited 12.3 s for the model server's turn", "status": "done"}
+    panel.add(Waiting("waiting for the model server: it serves one request at a time, 1 ahead of this one", "turn"))
+    panel.add(Waited(0.5, "turn"))
+    assert len(panel.value()) == 1  # an ordinary wait leaves nothing behind once over
+
+
+def test_a_mode_waiting_to_run_again_shows_no_error_and_its_metrics_keep_running():
+    from agents.events import Retry, Waited, Waiting
+    from ui.core.frame import PanelsView
+
+    view = PanelsView("q", "All", ("think", "act"))
+    view.add("act", TokenDelta("Thought: cut off", "thought"))
+    view.add("act", Waiting("the model server closed this mode's reply when another mode's request arrived: it runs "
+                            "again once the other modes have finished", "turn", rerun=True, reason="interrupted"))
+    texts = [str(m.content) for m in view.panels["act"].value()]
+    assert not any("Model error" in t for t in texts) and not view.finished("act")
+    assert view.metrics("act", running=True).startswith("●")
+    assert [m.metadata.get("title") for m in view.panels["act"].value()] == [
+        "⚠ Incomplete reply — cut off, not used as an answer", "⏳ Waiting to run again"]
+    view.add("act", Waited(2.0, "turn"))
+    view.add("act", Retry("running it again now that the other modes have finished"))
+    assert not view.finished("act")
+
+
 def test_a_panel_ends_with_one_warning_line_after_a_failed_retry():
     from agents.events import Retry
 
@@ -465,5 +504,19 @@ def test_reflexion_shows_each_trial_as_one_line_over_its_verdict_and_reflection(
     assert titles[1] == "⚖ Trial verdict (graded against the expected answer)" and texts[1].startswith("**✗ Wrong**")
     assert titles[2] == "💭 Reflection for the next trial" and "calculator" in texts[2]
     assert "the model's own judgement" in titles[4] and texts[4].startswith("**✓ Right**")
-    assert texts[5].startswith("### ✔ Final answer") and not titles[5]  # the answer stays in view, under no trial
+    assert texts[5].startswith("**✔ Final answer**") and not titles[5]  # the answer stays in view, under no trial
     assert not any("Writing" in t for t in titles)  # the check's and the reflection's drafts gave way
+
+
+def test_a_codeact_program_waiting_for_the_sandbox_says_so_until_it_runs():
+    from agents.events import SANDBOX, Action, Observation, Waited, Waiting
+
+    panel = Panel("codeact")
+    panel.add(Action("python", "print(42)", "Compute.", code=True))
+    panel.add(Waiting("waiting for room in the Python sandbox: other runs' programs hold its memory", SANDBOX))
+    titles = [m.metadata.get("title", "") for m in panel.value()]
+    assert "⏳ Waiting for room in the Python sandbox" in titles and not any("model server" in t for t in titles)
+    panel.add(Waited(2.5, SANDBOX))  # the sandbox got its room: the notice goes
+    assert not any("Waiting" in m.metadata.get("title", "") for m in panel.value())
+    panel.add(Observation("python", "42"))
+    assert not any("Wait" in m.metadata.get("title", "") for m in panel.value())

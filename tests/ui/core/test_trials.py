@@ -44,7 +44,7 @@ def test_a_failed_then_passed_trial_reads_as_two_lines_two_trials_and_the_second
     lines = [m.metadata.get("title", "") for m in top]
     assert lines[:2] == ["Trial 1 of 3 · ✗ · reflection: I guessed without calculating. Next time I will call the "
                          "calculator before answering.", "Trial 2 of 3 · ✓ · answer: 3"]
-    assert len(top) == 3 and top[2].content.startswith("### ✔ Final answer") and top[2].content.endswith("3")
+    assert len(top) == 3 and top[2].content.startswith("**✔ Final answer**") and top[2].content.endswith("3")
     assert all(m.metadata["status"] == "done" for m in top[:2])  # collapsed: each trial one line
     steps = [m.metadata.get("title", "") for m in panel.value() if m.metadata.get("parent_id") == "trial-2"]
     assert steps[:3] == ["✎ Thought", "⚙ Action 1: calculate", "↳ Observation 1 · calculate"]

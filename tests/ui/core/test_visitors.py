@@ -122,3 +122,89 @@ def test_new_settings_at_a_freed_settings_address_get_their_own_proxies(monkeypa
         ui.core.settings._current = None  # freed here: the next settings commonly take its address
         ui.core.settings._current = ui.core.settings.AppSettings(trusted_proxies=("127.0.0.1",))
         assert visitor_of(request("127.0.0.1", "198.51.100.1")) == "198.51.100.1"
+
+
+def cookie_request(cookie: str | None, peer: str = "203.0.113.5") -> SimpleNamespace:
+    headers = [(b"cookie", cookie.encode())] if cookie is not None else []
+    return SimpleNamespace(request=SimpleNamespace(scope={"type": "http", "client": (peer, 1), "headers": headers}),
+                           session_hash="s1")
+
+
+def test_a_browser_is_known_by_its_signed_cookie_and_its_address_stays_the_ceiling():
+    value = visitors.browser_cookie_value("ab12cd")
+    known = visitors.visitor(cookie_request(f"other=1; {visitors.COOKIE}={value}"), Proxies())
+    assert known == visitors.Visitor("browser:ab12cd", "203.0.113.5") and known.key == "browser:ab12cd"
+    bare = visitors.visitor(cookie_request(None), Proxies())
+    assert bare.browser is None and bare.key == "203.0.113.5"
+
+
+@pytest.mark.parametrize("cookie", [
+    "tar_browser=ab12cd.0000", "tar_browser=ab12cd", "tar_browser=", "tar_browser=ab12cd.x; ;;;", "tar_browser=\x00",
+    'tar_browser="ab12cd.deadbeef"', "tar_browser=../etc." + "a" * 32, "tar_browser=" + "a" * 5000,
+])
+def test_a_forged_or_malformed_cookie_is_no_identity(cookie):
+    assert visitors.visitor(cookie_request(cookie), Proxies()).browser is None
+
+
+def test_a_cookie_of_another_id_does_not_pass_for_it():
+    seal = visitors.browser_cookie_value("ab12cd").partition(".")[2]
+    assert visitors.browser_of(f"{visitors.COOKIE}=ab12ce.{seal}") is None
+
+
+async def _call(app, headers: list[tuple[bytes, bytes]], scheme: str = "http") -> list[tuple[bytes, bytes]]:
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "scheme": scheme, "headers": headers, "path": "/", "method": "GET"}
+    await visitors.BrowserCookie(app)(scope, None, send)
+    return sent[0]["headers"]
+
+
+async def _page(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def test_the_middleware_issues_a_cookie_only_to_a_request_without_a_valid_one():
+    import asyncio
+
+    issued = dict(asyncio.run(_call(_page, [])))[b"set-cookie"].decode()
+    assert issued.startswith(f"{visitors.COOKIE}=") and "HttpOnly" in issued and "SameSite=Lax" in issued
+    value = issued.split(";")[0].partition("=")[2]
+    assert visitors.browser_of(f"{visitors.COOKIE}={value}") is not None
+    again = asyncio.run(_call(_page, [(b"cookie", f"{visitors.COOKIE}={value}".encode())]))
+    assert b"set-cookie" not in dict(again)
+    framed = dict(asyncio.run(_call(_page, [(b"x-forwarded-proto", b"https")])))[b"set-cookie"].decode()
+    assert "SameSite=None; Secure; Partitioned" in framed  # a Space's page lives in an iframe
+
+
+def test_an_mcp_request_carries_its_caller_sealed_and_a_forged_one_is_no_one():
+    """Gradio's MCP server calls the tool's endpoint from the app itself with the MCP request's headers: the
+    middleware seals the caller into one of them, and the loopback call counts that caller, not 127.0.0.1."""
+    import asyncio
+
+    seen: list[visitors.Visitor] = []
+
+    async def endpoint(scope, receive, send):
+        seen.append(visitors.scope_visitor(scope))
+        await _page(scope, receive, send)
+
+    app = visitors.BrowserCookie(endpoint)
+    forged = (visitors.RELAY, b"-|6.6.6.6|" + b"0" * 32)
+    caller = {"type": "http", "path": "/gradio_api/mcp/", "client": ("198.51.100.7", 1), "headers": [forged]}
+    asyncio.run(app(caller, None, _noop))
+    assert seen[-1] == visitors.Visitor(None, "198.51.100.7")  # its own address: the forged header was dropped
+    relayed = [(visitors.RELAY, visitors.relay_value(seen[-1]).encode())]
+    loopback = {"type": "http", "path": "/gradio_api/call/compare_reasoning_modes", "client": ("127.0.0.1", 2),
+                "headers": relayed}
+    asyncio.run(app(loopback, None, _noop))
+    assert seen[-1] == visitors.Visitor(None, "198.51.100.7")
+    asyncio.run(app({**loopback, "headers": [forged]}, None, _noop))
+    assert seen[-1] == visitors.Visitor(None, "127.0.0.1")  # a seal not the app's names no one
+    assert visitors.relayed_visitor("browser|x") is None and visitors.relayed_visitor("a|b|c|d") is None
+
+
+async def _noop(message):
+    return None

@@ -4,6 +4,7 @@ and in place, the export that records it and replays it, and every bad input as 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 from pathlib import Path
@@ -19,6 +20,7 @@ from agents.trace import Trace
 from tests.frames import collect, compare_outputs
 from ui.compare.handlers import CompareTab
 from ui.core.frame import Outputs
+from ui.core.lesson import Shown, Turn
 from ui.core.modes import PANEL_MODES
 from ui.fork.accordion import BUSY, STALE, ForkTab
 from ui.fork.screen import NOTHING, Screen, choice_value, load_screen, path_of, screen_of, step_choices
@@ -26,7 +28,8 @@ from ui.recordings.export import EXPORT_DIR
 from ui.recordings.playback import beside_in_file, beside_of, play
 from ui.recordings.reader import read_recording
 
-STATUS, TABLE, FILES, BESIDE, BESIDE_COL = 6, 7, 8, 9, 2 * len(PANEL_MODES) + 5  # the column: after every output
+STATUS, TABLE, FILES, BESIDE, BESIDE_COL = 6, 7, 8, 9, 2 * len(PANEL_MODES) + 6  # the column: after every output
+STEP_MAP = BESIDE_COL - 1  # the step-aligned map: the last Compare output
 REACT = 2  # the ReAct panel's position among the outputs
 QUESTION = "What is 17 × 23 + 5?"
 
@@ -57,7 +60,19 @@ def outputs() -> Outputs:
 def tabs(stub, registry) -> tuple[CompareTab, ForkTab]:
     settings, out = LLMSettings(model="stub", base_url=stub.url), outputs()
     compare = CompareTab(settings, registry, out)
-    return compare, ForkTab(settings, registry, out, stops=compare.stops)
+    return compare, ForkTab(settings, registry, out, stops=compare.stops, lessons=compare.lessons)
+
+
+PAGES = itertools.count()
+
+
+def showing(tab: ForkTab, exports, source: str = "run") -> SimpleNamespace:
+    """A page (its request) whose lesson shows the run of ``exports`` (the export files, or one path)."""
+    request = SimpleNamespace(session_hash=f"page-{next(PAGES)}")
+    path = path_of(exports) if not isinstance(exports, str) else exports
+    if path is not None:
+        tab.lessons.of(request).show(Shown(source, path, (Turn(QUESTION),)))  # type: ignore[arg-type]
+    return request
 
 
 def text_of(panel) -> str:
@@ -88,26 +103,28 @@ def run_on_screen(stub):
     return asyncio.run(collect(compare.compare(question=QUESTION, mode="All")))[-1]
 
 
-def fork(stub, registry, exports, *, panel="react", step=None, text="400", where="new", replay_file=None):
+def fork(stub, registry, exports, *, panel="react", step=None, text="400", where="new", source="run"):
     _, tab = tabs(stub, registry)
-    if step is None and path_of(exports) is None:
+    path = exports if isinstance(exports, str) else path_of(exports)
+    if step is None and path is None:
         step = "0:x"
     if step is None:
-        screen = load_screen(path_of(exports))
+        screen = load_screen(path)
         step = step_choices(screen.traces[panel])[0][1] if panel in screen.traces else "0:x"
-    return asyncio.run(collect(tab.fork(panel, step, text, where, exports, replay_file)))
+    return asyncio.run(collect(tab.fork(panel, step, text, where, request=showing(tab, exports, source))))
 
 
 def test_choices_list_each_observation_and_the_reasoning(run_on_screen, stub, registry):
     _, tab = tabs(stub, registry)
-    panel, step, text = asyncio.run(tab.refresh(None, None, run_on_screen[FILES], None))
+    page = showing(tab, run_on_screen[FILES])
+    panel, step, text = asyncio.run(tab.refresh(None, None, page))
     assert panel.value == "react" and [k for _, k in panel.choices] == ["think", "act", "react"]
     assert [label for label, _ in step.choices] == ["step 1 · calculate(17 × 23 + 5) → 396"] and text == "396"
     assert step.label == "Observation"  # the box names what the chosen panel's steps are
-    step2, text2 = asyncio.run(tab.pick_panel("think", run_on_screen[FILES], None))
-    assert step2.choices[0][0].startswith("step 1 · reasoning → ") and text2.startswith("Without tools")
+    step2, text2 = asyncio.run(tab.pick_panel("think", page))
+    assert step2.choices[0][0].startswith("step 1 · reasoning → ") and text2.startswith("Without a calculator")
     assert step2.label == "Reasoning"
-    assert asyncio.run(tab.pick_panel("act", run_on_screen[FILES], None))[0].label == "Observation"
+    assert asyncio.run(tab.pick_panel("act", page))[0].label == "Observation"
 
 
 def in_event(coro):
@@ -124,14 +141,15 @@ def in_event(coro):
 def test_a_second_refresh_keeps_the_teachers_edit(run_on_screen, stub, registry):
     """The status line may change twice as a run ends: the second refresh must not reset an edit in progress."""
     _, tab = tabs(stub, registry)
-    panel, step, text = asyncio.run(tab.refresh(None, None, run_on_screen[FILES], None))
-    again = asyncio.run(tab.refresh(panel.value, step.value, run_on_screen[FILES], None))
+    page = showing(tab, run_on_screen[FILES])
+    panel, step, text = asyncio.run(tab.refresh(None, None, page))
+    again = asyncio.run(tab.refresh(panel.value, step.value, page))
     assert again[0].value == "react" and again[1].value == step.value and skipped(again[2])
-    other = asyncio.run(tab.refresh(panel.value, "0:stale", run_on_screen[FILES], None))  # not on screen any more
+    other = asyncio.run(tab.refresh(panel.value, "0:stale", page))  # not on screen any more
     assert other[1].value == step.value and other[2] == "396"
     # the same inside an event, as the page calls it
-    assert skipped(in_event(tab.refresh(panel.value, step.value, run_on_screen[FILES], None))[2])
-    assert in_event(tab.refresh(panel.value, "0:stale", run_on_screen[FILES], None))[2] == "396"
+    assert skipped(in_event(tab.refresh(panel.value, step.value, page))[2])
+    assert in_event(tab.refresh(panel.value, "0:stale", page))[2] == "396"
 
 
 def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_screen, stub, registry):
@@ -141,7 +159,8 @@ def test_fork_in_a_new_panel_follows_the_edit_and_the_export_replays_it(run_on_s
     assert "Final answer" in text_of(last[BESIDE]) and "400" in text_of(last[BESIDE])
     assert "edited by the teacher" in text_of(last[BESIDE]) and "396" in text_of(last[BESIDE])
     assert frames[0][BESIDE]["label"] == "ReAct (fork @1)" and frames[0][BESIDE_COL]["visible"] is True
-    assert len(frames[0]) == BESIDE_COL + 1 and all(skipped(v) for v in last[BESIDE + 2:BESIDE_COL])
+    assert len(frames[0]) == BESIDE_COL + 1 and all(skipped(v) for v in last[BESIDE + 2:STEP_MAP])
+    assert "fork @1" in last[STEP_MAP] and "edited by the teacher" in last[STEP_MAP]  # its column branches
     assert "**ReAct (fork @1)** | 400" in last[TABLE] and "**ReAct** | 396" in last[TABLE]
     data = export_of(last)
     assert data["fork"] == {"panel": "beside", "trace": "react@1"} and set(data["traces"]) == {"think", "act", "react",
@@ -190,8 +209,7 @@ def test_think_only_reasoning_is_edited_and_the_answer_asked_again(run_on_screen
 
 def test_a_replayed_file_is_forked_like_the_live_run(run_on_screen, stub, registry, tmp_path):
     path = path_of(run_on_screen[FILES])
-    last = fork(stub, registry, None, replay_file={"path": path},
-                step=step_choices(load_screen(path).traces["react"])[0][1])[-1]
+    last = fork(stub, registry, path, step=step_choices(load_screen(path).traces["react"])[0][1], source="replay")[-1]
     assert "400" in text_of(last[BESIDE])
 
 
@@ -247,12 +265,12 @@ def test_a_running_run_blocks_a_fork_and_a_paused_one_is_forked(stub, registry):
             if frame[STATUS].startswith("⏸"):
                 break
         assert frames[-1][STATUS].startswith("⏸")
-        screen = await tab.screen(None, None, request)
+        screen = await tab.screen(request)
         assert isinstance(screen, Screen) and "react" in screen.traces
-        panel, step, text = await tab.refresh(None, None, None, None, request)
+        panel, step, text = await tab.refresh(None, None, request)
         assert text == "396"
         rest = asyncio.ensure_future(collect(gen))  # the paused run's stream goes on (and is stopped by the fork)
-        forked = await collect(tab.fork("react", step.value, "400", "new", None, None, request=request))
+        forked = await collect(tab.fork("react", step.value, "400", "new", request=request))
         return (await rest)[-1][STATUS], forked, frames
 
     stopped, forked, _ = asyncio.run(scenario())
@@ -263,21 +281,22 @@ def test_a_running_run_blocks_a_fork_and_a_paused_one_is_forked(stub, registry):
 def test_a_fork_while_a_run_streams_is_refused(stub, registry):
     compare, tab = tabs(stub, registry)
     request = SimpleNamespace(session_hash="s2")
-    with compare.stops.signal("s2", "compare"):
-        frames = asyncio.run(collect(tab.fork("react", "0:x", "1", "new", None, None, request=request)))
+    with compare.stops.signal("s2", "compare") as stop:
+        compare.lessons.of(request).begin("run", stop)  # a run streams on this page
+        frames = asyncio.run(collect(tab.fork("react", "0:x", "1", "new", request=request)))
     assert len(frames) == 1 and BUSY in frames[0][STATUS]
 
 
 def test_stop_ends_a_fork_and_its_export_says_so(run_on_screen, stub, registry):
     compare, tab = tabs(stub, registry)
-    request = SimpleNamespace(session_hash="s3")
+    request = showing(tab, run_on_screen[FILES])
     step = choice_value(0, "396")
 
     async def scenario() -> list:
         frames = []
-        async for values in tab.fork("react", step, "slowly", "new", run_on_screen[FILES], None, request=request):
+        async for values in tab.fork("react", step, "slowly", "new", request=request):
             frames.append(values)
-            if "pondering" in text_of(values[BESIDE]) and compare.stops.live("s3", "compare"):
+            if "pondering" in text_of(values[BESIDE]) and compare.stops.live(request.session_hash, "compare"):
                 await compare.stop(request)  # the Compare tab's Stop button
         return frames
 
@@ -292,11 +311,12 @@ def test_a_fork_waits_for_a_compare_slot_like_a_run(run_on_screen, stub, registr
     _, tab = tabs(stub, registry)
     tab.admission = Admission(1, 2)
     step = choice_value(0, "396")
+    request = showing(tab, run_on_screen[FILES])
 
     async def scenario() -> list:
         held = tab.admission.ticket()  # another visitor's run holds the only slot
         frames = []
-        async for values in tab.fork("react", step, "400", "new", run_on_screen[FILES], None):
+        async for values in tab.fork("react", step, "400", "new", request=request):
             frames.append(values)
             if len(frames) == 1:
                 held.release()
@@ -305,3 +325,49 @@ def test_a_fork_waits_for_a_compare_slot_like_a_run(run_on_screen, stub, registr
     frames = asyncio.run(scenario())
     assert "**number 1** in the queue" in frames[0][STATUS] and all(skipped(v) for v in frames[0][:6])
     assert "400" in text_of(frames[-1][BESIDE]) and tab.admission.running == 0
+
+
+def test_codeact_is_offered_and_forks_at_a_programs_output(stub):
+    """The Fork list offers CodeAct; its steps are its programs' outputs (the calls inside a program are not steps),
+    and an edited output reaches the model, which continues from it."""
+    from tools.calculator import calculate
+    from tools.registry import ToolRegistry
+
+    registry = ToolRegistry([calculate])
+    compare, tab = tabs(stub, registry)
+    last = asyncio.run(collect(compare.compare(question=QUESTION, mode=["react", "codeact"])))[-1]
+    page = showing(tab, last[FILES])
+    panel, _, _ = asyncio.run(tab.refresh(None, None, page))
+    assert [k for _, k in panel.choices] == ["react", "codeact"]
+    step, text = asyncio.run(tab.pick_panel("codeact", page))
+    labels = [label for label, _ in step.choices]
+    assert len(labels) == 2 and labels[0].startswith("step 1 · python(") and labels[0].endswith("→ 396")
+    assert text == "396" and not any("calculate(" in label.split("·")[1][:11] for label in labels)
+    frames = asyncio.run(collect(tab.fork("codeact", step.choices[0][1], "400", "new", request=page)))
+    beside = text_of(frames[-1][BESIDE])
+    assert "edited by the teacher" in beside and "Final answer" in beside and "400" in beside, beside
+
+
+def test_a_fork_counts_against_its_visitor_s_live_runs(run_on_screen, stub, registry):
+    """A visitor whose address already has its most live runs is refused a fork in one line, and nothing runs."""
+    from types import SimpleNamespace
+
+    from ui.core.admission import Admission, RunQuota
+    from ui.core.visitors import Visitor
+
+    _, tab = tabs(stub, registry)
+    tab.admission = Admission(4, 4, RunQuota(per_browser=3, per_address=1))
+    request = showing(tab, run_on_screen[FILES])
+    request.client, request.headers = SimpleNamespace(host="10.9.9.9"), {}
+    before = len(stub.requests)
+
+    async def scenario() -> list:
+        held = tab.admission.ticket(Visitor(None, "10.9.9.9"))  # the address's one live run
+        try:
+            return [v async for v in tab.fork("react", choice_value(0, "396"), "400", "new", request=request)]
+        finally:
+            held.release()
+
+    frames = asyncio.run(scenario())
+    assert len(frames) == 1 and "runs are already going from your network" in frames[0][STATUS]
+    assert len(stub.requests) == before and tab.admission.running == 0

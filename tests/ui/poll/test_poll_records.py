@@ -24,13 +24,14 @@ def finished(mode: str, answer: str) -> Trace:
 def polled_room() -> dict:
     store = RoomStore()
     room = store.create("teacher", "What is 17 * 23 + 5?", MODES)
-    for i, choice in enumerate(["think"] * 12 + ["act"] * 5 + ["react"] * 9):
-        store.vote(room.code, f"phone-{i:014d}", choice, "10.0.0.1")
+    phones = [store.join(room.code, "10.0.0.1") for _ in range(26)]  # each phone's voter id, as it joined
+    for phone, choice in zip(phones, ["think"] * 12 + ["act"] * 5 + ["react"] * 9, strict=True):
+        store.vote(room.code, phone, choice, "10.0.0.1")
     marks = {"think": ("400", False), "act": ("396", True), "react": ("396", True)}
     store.set_reveal(room.code, {m: {"answer": a, "correct": c} for m, (a, c) in marks.items()})
     store.again(room.code)
-    for i in range(20):
-        store.vote(room.code, f"phone-{i:014d}", "react", "10.0.0.1")
+    for phone in phones[:20]:
+        store.vote(room.code, phone, "react", "10.0.0.1")
     return store.get(room.code).public()
 
 

@@ -46,7 +46,7 @@ def busy_trace(mode: str) -> Trace:
 
 
 def test_replay_takes_every_panel_mode_and_the_table_only_ones():
-    assert REPLAY_MODES == (*PANEL_MODES, "cot_sc")
+    assert REPLAY_MODES == (*PANEL_MODES, "cot_sc", "react_worked", "react_placebo")
 
 
 def test_condensed_replay_ends_exactly_like_the_recording(tmp_path):

@@ -60,7 +60,7 @@ def replayed(name: str) -> list:
 
 def test_an_export_with_codeact_then_in_the_fourth_panel_replays_into_its_own(tmp_path):
     last = replayed("run-all-codeact.json")
-    assert last[-1] == ["think", "act", "react", "codeact"] and last[-2 - len(OPTIONS)] == "What is 17 * 23 + 5?"
+    assert last[-2] == ["think", "act", "react", "codeact"] and last[-3 - len(OPTIONS)] == "What is 17 * 23 + 5?"
     codeact = text_of(last[output_index("codeact", files=False)])
     assert "Final answer" in codeact and "396" in codeact
     assert last[output_index(BESIDE, files=False)] == []  # nothing beside: CodeAct has its own panel
@@ -72,7 +72,7 @@ def test_an_export_with_a_fork_in_the_fourth_panel_replays_it_beside_and_forks_a
     last = replayed("run-fork-new-panel.json")
     beside = text_of(last[output_index(BESIDE, files=False)])
     assert "edited by the teacher" in beside and "396" in text_of(last[output_index("react", files=False)])
-    assert last[-1] == ["think", "act", "react"] and set(PANEL_MODES) >= set(last[-1])
+    assert last[-2] == ["think", "act", "react"] and set(PANEL_MODES) >= set(last[-2])
     column, chat = CompareTab.reveal_beside(str(RECORDS / "run-fork-new-panel.json"))
     assert column.visible is True and chat.label == "ReAct (fork @1)"
     screen = load_screen(str(RECORDS / "run-fork-new-panel.json"))

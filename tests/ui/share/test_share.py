@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import time
@@ -16,12 +17,14 @@ from agents.events import FinalAnswer, Thought, TokenDelta
 from agents.trace import Trace
 from tests.frames import compare_outputs
 from ui.core.frame import Outputs
+from ui.core.lesson import Shown, Turn
+from ui.core.page_url import page_url_of
 from ui.core.settings import AppSettings
-from ui.core.visitors import page_url_of
 from ui.share.handlers import ShareHandlers
 from ui.share.store import ShareError, ShareStore, share_url
 
 STATUS, TABLE, FILES = 6, 7, 8
+PAGES = itertools.count()  # a page session each
 
 
 def outputs() -> Outputs:
@@ -37,6 +40,17 @@ def export_file(tmp_path, name="run.json", answer="391", size_pad=0):
     path = tmp_path / name
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def shared(handlers: ShareHandlers, path, request=None) -> str:
+    """Share with ``path`` as the run on screen: what the page's lesson names (a live run's export, a replayed
+    file, …)."""
+    request = request if request is not None else SimpleNamespace(headers={})
+    if not getattr(request, "session_hash", None):
+        request.session_hash = f"page-{next(PAGES)}"
+    if path is not None:
+        handlers.lessons.of(request).show(Shown("run", str(path), (Turn("What is 17 * 23?"),)))
+    return asyncio.run(handlers.share(request))
 
 
 def test_a_stored_run_comes_back_under_an_unguessable_id(tmp_path):
@@ -131,7 +145,7 @@ def test_settings_read_the_share_variables():
 def test_share_then_open_fills_panels_table_and_question(tmp_path):
     handlers = ShareHandlers(outputs(), ShareStore(tmp_path / "s", 10_000_000, 86400))
     visitor = SimpleNamespace(headers={"referer": "http://127.0.0.1:9/"})
-    line = asyncio.run(handlers.share([str(export_file(tmp_path))], None, request=visitor))
+    line = shared(handlers, export_file(tmp_path), visitor)
     assert "http://127.0.0.1:9/?run=" in line
     run_id = line.split("?run=")[1].split("]")[0]
     values = asyncio.run(handlers.open(SimpleNamespace(query_params={"run": run_id})))
@@ -140,13 +154,13 @@ def test_share_then_open_fills_panels_table_and_question(tmp_path):
     assert values[FILES][0]["path"].endswith(".json")  # as the browser receives it (the event does not postprocess)
 
 
-def test_share_uses_the_replayed_file_when_there_is_no_export(tmp_path):
+def test_share_takes_the_run_on_screen_and_only_a_run(tmp_path):
     handlers = ShareHandlers(outputs(), ShareStore(tmp_path / "s", 10_000_000, 86400))
-    assert "?run=" in asyncio.run(handlers.share(None, str(export_file(tmp_path)), request=None))
-    assert "Nothing to share" in asyncio.run(handlers.share(None, None, request=None))
+    assert "?run=" in shared(handlers, export_file(tmp_path))
+    assert "Nothing is on screen to share" in shared(handlers, None)
     junk = tmp_path / "junk.json"
     junk.write_text('{"not": "a run"}', encoding="utf-8")
-    assert "?run=" not in asyncio.run(handlers.share(None, str(junk), request=None))
+    assert "?run=" not in shared(handlers, junk)
     assert len(list((tmp_path / "s").glob("*.json"))) == 1  # only the good one was stored
 
 
@@ -155,7 +169,7 @@ def test_opens_are_limited_per_visitor(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ui.share.handlers, "OPENS_PER_MINUTE", 3)
     handlers = ShareHandlers(outputs(), ShareStore(tmp_path / "s", 10_000_000, 86400))
-    line = asyncio.run(handlers.share([str(export_file(tmp_path))], None, request=None))
+    line = shared(handlers, export_file(tmp_path))
     run_id = line.split("?run=")[1].split("]")[0]
     visitor = SimpleNamespace(query_params={"run": run_id}, client=SimpleNamespace(host="198.51.100.1"), headers={})
     statuses = [asyncio.run(handlers.open(visitor))[STATUS] for _ in range(4)]
@@ -194,7 +208,7 @@ def test_a_visitor_who_shares_until_refused_stores_no_more_than_the_quota_views_
     visitor = SimpleNamespace(client=SimpleNamespace(host="198.51.100.7"), headers={})
     lines = []
     for k in range(40):
-        lines.append(asyncio.run(handlers.share([str(thought_export(tmp_path, f"r{k}", 20_000))], None, visitor)))
+        lines.append(shared(handlers, thought_export(tmp_path, f"r{k}", 20_000), visitor))
         if "?run=" not in lines[-1]:
             break
     views = list(store.root.glob("*.view"))
@@ -202,14 +216,14 @@ def test_a_visitor_who_shares_until_refused_stores_no_more_than_the_quota_views_
     assert views and min(v.stat().st_size for v in views) > 15_000  # the views are a real part of what is stored
     assert quota - 50_000 < stored_bytes(store.root) <= quota  # exports and views together, within one run's size
     other = SimpleNamespace(client=SimpleNamespace(host="198.51.100.8"), headers={})
-    assert "?run=" in asyncio.run(handlers.share([str(thought_export(tmp_path, "o", 20_000))], None, other))
+    assert "?run=" in shared(handlers, thought_export(tmp_path, "o", 20_000), other)
 
 
 def test_a_refused_view_gives_back_the_link_and_the_export_bytes(tmp_path):
     size = thought_export(tmp_path, "a", 20_000).stat().st_size
     store = ShareStore(tmp_path / "s", 10_000_000, 86400, per_hour=2, bytes_per_hour=size + 1000)
     admitted = store.admit(thought_export(tmp_path, "a", 20_000), "v")
-    with pytest.raises(ShareError, match="its export and the panels it shows"):
+    with pytest.raises(ShareError, match="its file and the panels it shows"):
         store.store(thought_export(tmp_path, "a", 20_000), admitted, b"x" * 5000)
     assert store.put(thought_export(tmp_path, "b", 100), "v", view=b"{}")  # the quota is whole again
     assert store.put(thought_export(tmp_path, "c", 100), "v", view=b"{}")  # and so is the link count
@@ -250,7 +264,7 @@ def test_a_visitor_with_many_opens_under_way_is_told_to_wait_and_others_are_not(
 
     monkeypatch.setattr(ui.share.handlers, "OPENS_QUEUED_PER_VISITOR", 1)
     handlers = ShareHandlers(outputs(), ShareStore(tmp_path / "s", 10_000_000, 86400))
-    line = asyncio.run(handlers.share([str(export_file(tmp_path))], None, request=None))
+    line = shared(handlers, export_file(tmp_path))
     run_id = line.split("?run=")[1].split("]")[0]
 
     def visitor(host: str) -> SimpleNamespace:
