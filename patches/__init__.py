@@ -2,7 +2,8 @@
 
 A patch names the version it was written for, checks at start-up that what it touches is still there and
 switches itself off with one log line when it is not (the app then runs without it: slower, never wrong);
-where failing open would widen access it fails closed. ``APP_PATCHES_OFF`` (names, comma-separated) turns
+where failing open would widen access it fails closed. The library a patch touches is pinned to exactly that
+version in requirements.txt, and the check's log line says so. ``APP_PATCHES_OFF`` (names, comma-separated) turns
 patches off, so ``python bench/bench_app.py --patches-off NAME`` can measure what each brings.
 """
 
@@ -69,13 +70,17 @@ class Patch:
             log.info("patch %s is off (%s)", self.name, ENV)
             return False
         if problem is not None:
-            log.warning("patch %s is off: %s (written for %s %s, found %s)", self.name, problem, self.library,
-                        self.written_for, self.installed())
+            log.warning("patch %s is off: %s (written for %s %s, %s; found %s)", self.name, problem, self.library,
+                        self.written_for, self.pin_note(), self.installed())
             return False
         if self.installed() != self.written_for:
-            log.warning("patch %s was written for %s %s, found %s: what it touches checks out, so it stays on",
-                        self.name, self.library, self.written_for, self.installed())
+            log.warning("patch %s was written for %s %s (%s), found %s: what it touches checks out, so it stays on",
+                        self.name, self.library, self.written_for, self.pin_note(), self.installed())
         return True
+
+    def pin_note(self) -> str:
+        """Why the library's version is exact: this patch (docs/dependencies.md)."""
+        return f"requirements.txt pins {self.library}=={self.written_for} for this patch"
 
     def decided(self, check: Callable[[], str | None]) -> bool:
         """:meth:`usable`, decided on the first call and kept: for a patch checked lazily, by the first request

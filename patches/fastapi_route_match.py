@@ -6,6 +6,8 @@ router) scans the router's routes through ``_match``, and then its ``_handle_sel
 the hot ones (``/call/{api_name}``, ``/queue/join``, the streams) come ~40th: each request paid two scans. Here
 ``_match`` keeps its answer in the request's scope, and the second call with the same inputs (path, root path,
 method, type, path parameters) takes it instead of scanning again. Any other call scans as before.
+
+Upstream write-up: docs/upstream.md#fastapi_route_match.
 """
 
 from __future__ import annotations

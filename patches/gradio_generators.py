@@ -6,6 +6,8 @@ object (its body first runs at the first ``__anext__``, which Gradio awaits on t
 does no work: it takes a thread-pool token and two thread switches per run, queued behind the pool's limiter
 when a class clicks at once. Here ``gradio.blocks`` sees an ``anyio`` whose ``to_thread.run_sync`` calls an
 async-generator function directly; every other call (and every other name) is anyio's own.
+
+Upstream write-up: docs/upstream.md#gradio_generators.
 """
 
 from __future__ import annotations

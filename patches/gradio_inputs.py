@@ -10,6 +10,8 @@ processed). Without the patch such a call is refused, as Gradio does by itself: 
 ``preprocess(self, payload)``) to the handler, whose own check names the setting and its range in one line
 (``ui/core/inputs.py``); a finite number is still checked by Gradio. Off, Gradio refuses such a value itself
 (``gradio_refusals`` words it): the line is vaguer, nothing is widened.
+
+Upstream write-up: docs/upstream.md#gradio_inputs.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ The override takes only the request: with overrides set, FastAPI analyses every 
 
 Finding the function walks the app's routes, into the routers FastAPI 0.165 includes whole
 (``original_router``). If the route or its shape is not found, the patch stays off and Gradio's own check runs.
+
+Upstream write-up: docs/upstream.md#gradio_login_check.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _routes(routes: list[Any]) -> Iterator[Any]:
             yield from _routes(list(getattr(included, "routes", [])))
 
 
-def _found(app: Any) -> tuple[Callable[..., Any], Callable[..., Any]] | str:
+def gradio_login(app: Any) -> tuple[Callable[..., Any], Callable[..., Any]] | str:
     """(Gradio's login check, the dependency that gives it the user), or why they were not found."""
     route = next((r for r in _routes(list(app.router.routes)) if str(getattr(r, "path", "")).endswith(PATH_END)),
                  None)
@@ -53,7 +55,7 @@ def _found(app: Any) -> tuple[Callable[..., Any], Callable[..., Any]] | str:
 
 def install(app: Any) -> bool:
     """Put the inline check in place on ``app`` (Gradio's FastAPI app); True when applied."""
-    found = _found(app)
+    found = gradio_login(app)
     if not PATCH.usable(found if isinstance(found, str) else None):
         return False
     check, user_of = found  # type: ignore[misc]

@@ -10,6 +10,8 @@ How: ``sleep_when_free`` becomes a :class:`WakeableDelay` (a float, so any other
 ``gradio.queueing`` sees an ``asyncio`` whose ``sleep`` waits on that delay's wake-up for such a value (every
 other name, and every other sleep, is asyncio's own). The queue's ``push`` and ``process_events`` are wrapped on
 the instance to wake it. A missed wake-up costs at most one poll (:data:`EVENT_POLL_S`), never an event.
+
+Upstream write-up: docs/upstream.md#gradio_queue.
 """
 
 from __future__ import annotations

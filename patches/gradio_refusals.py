@@ -5,6 +5,8 @@ names an uploaded file, and each value against its component. Its failures go ou
 unless ``show_error=True``, which would also send any unexpected exception's text. :class:`ReadableRefusals`
 turns such a failure into ``gr.Error`` with one line naming the input and what it accepts, never the value;
 refusals Gradio already words pass unchanged. Without the patch nothing is widened.
+
+Upstream write-up: docs/upstream.md#gradio_refusals.
 """
 
 from __future__ import annotations

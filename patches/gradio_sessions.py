@@ -6,6 +6,8 @@ only by deep links, which this app has none of) on the event loop, and drops non
 per-session block configs, and its sweep (the one Gradio runs every second) drops sessions idle for
 ``APP_SESSION_TTL`` seconds with no event pending, and closed tabs' sessions after :data:`CLOSED_TTL_S`.
 ``tests/patches/test_gradio_sessions.py`` fails if Gradio's ``SessionState`` gains an attribute the subclass lacks.
+
+Upstream write-up: docs/upstream.md#gradio_sessions.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ builds the same objects (same attributes, same dict view in the same key order, 
 Checked before use: the source of every library function whose behaviour this copies must hash as written
 for, every class reached must be a plain ``BaseInferenceType`` dataclass, and sample chunks parsed both
 ways must come out identical. Otherwise the patch is off (one log line) and the library parses as before.
+
+Upstream write-up: docs/upstream.md#hf_stream_parse.
 """
 
 from __future__ import annotations

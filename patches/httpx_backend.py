@@ -6,6 +6,8 @@ httpx has no public way to give a client's connection pool a network backend of 
 the client does); only a request still waiting for the server's headers ends at ``LLM_TIMEOUT`` instead.
 
 That backend also reads a flowing stream in batches in the run workers (``patches/httpx_batched_reads.py``).
+
+Upstream write-up: docs/upstream.md#httpx_backend.
 """
 
 from __future__ import annotations

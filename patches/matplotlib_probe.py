@@ -4,6 +4,8 @@ Gradio (6.31, ``utils.MatplotlibBackendMananger``) tries ``import matplotlib`` a
 every streamed frame — to switch its backend. Without matplotlib each try searches ``sys.path`` again: a
 dozen ``stat`` calls on the event loop per frame. A ``None`` in ``sys.modules`` makes that import fail
 instantly (Python's documented way to block an import); nothing else changes.
+
+Upstream write-up: docs/upstream.md#matplotlib_probe.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ cacheable path goes through and its response is kept; later ones are answered fr
 A response is kept only when it is the same for every visitor: the public root URL is part of the key, nothing
 is cached with auth on or a login cookie, ``?page=``/``?deep_link=`` loads go through, and only 200 responses
 without ``Set-Cookie``. ``If-None-Match`` gets a 304, ``Range`` goes through; entries and bytes are bounded.
+
+Upstream write-up: docs/upstream.md#page_cache.
 """
 
 from __future__ import annotations

@@ -35,6 +35,20 @@ def test_each_patch_was_written_for_the_pinned_version_of_what_it_touches():
         assert pins.get(patch.library) == patch.written_for == patch.installed(), patch
 
 
+def test_each_patch_links_its_upstream_write_up():
+    """A patch is an upstream report waiting to be filed: its docstring links its section of docs/upstream.md, which
+    gives the behaviour, a reproduction, the change proposed and the measured gain."""
+    write_ups = (ROOT / "docs" / "upstream.md").read_text(encoding="utf-8").split("\n## ")[1:]
+    sections = {part.split("\n", 1)[0].strip(): part for part in write_ups}
+    for name in patches.NAMES:
+        module = importlib.import_module(f"patches.{name}")
+        assert f"docs/upstream.md#{name}" in (module.__doc__ or ""), name
+        assert name in sections, name
+        for part in ("**Behaviour.**", "**Reproduction.**", "**Change proposed.**", "**Measured gain.**"):
+            assert part in sections[name], (name, part)
+    assert sorted(sections) == sorted(patches.NAMES)
+
+
 def test_the_start_up_checks_pass_on_the_installed_libraries():
     import gradio as gr
 
