@@ -69,21 +69,36 @@ def settled(records: list, wait_s: float = 2.0) -> None:
         time.sleep(0.001)
 
 
+class _TimedPool(httpcore2.ConnectionPool):
+    """httpcore's pool, timing its walk of the connections where it runs (``spent``: CPU seconds per walk)."""
+
+    spent: list[float]
+
+    def _assign_requests_to_connections(self) -> list:
+        started = time.thread_time()
+        try:
+            return super()._assign_requests_to_connections()
+        finally:
+            self.spent.append(time.thread_time() - started)
+
+
+def _timed_transport(limits: httpx.Limits, spent: list[float]) -> httpx.HTTPTransport:
+    """An httpx transport whose pool is a :class:`_TimedPool` with ``limits`` (the library's classes unchanged)."""
+    transport = httpx.HTTPTransport(limits=limits)
+    timed = _TimedPool(max_connections=limits.max_connections, keepalive_expiry=limits.keepalive_expiry,
+                       max_keepalive_connections=limits.max_keepalive_connections)
+    timed.spent = spent
+    transport._pool.close()
+    transport._pool = timed  # this bench's own transport: a pool of its own making
+    return transport
+
+
 def pool_walks(streams: int = 300, shards: int = pool.SHARDS) -> float:
     """CPU (ms) per request that httpcore's pools spend walking their connections, ``streams`` threads each
     streaming one reply at once through one client of ``shards`` pools (the walk is timed where it runs)."""
     spent: list[float] = []
-    walk = httpcore2.ConnectionPool._assign_requests_to_connections
-
-    def timed_walk(self: httpcore2.ConnectionPool) -> list:
-        started = time.thread_time()
-        try:
-            return walk(self)
-        finally:
-            spent.append(time.thread_time() - started)
-
     limits = pool.SHARD_LIMITS if shards > 1 else httpx.Limits(max_connections=1024)  # one pool: as it was
-    client = httpx.Client(transport=pool.ShardedTransport(lambda: httpx.HTTPTransport(limits=limits), shards))
+    client = httpx.Client(transport=pool.ShardedTransport(lambda: _timed_transport(limits, spent), shards))
     barrier = threading.Barrier(streams)
     with AsyncStubServer(latency=0.5, token_delay=0.01) as server:
         def one() -> None:
@@ -93,7 +108,6 @@ def pool_walks(streams: int = 300, shards: int = pool.SHARDS) -> float:
                 for _ in reply.iter_bytes():
                     pass
 
-        httpcore2.ConnectionPool._assign_requests_to_connections = timed_walk
         try:
             threads = [threading.Thread(target=one) for _ in range(streams)]
             for thread in threads:
@@ -101,7 +115,6 @@ def pool_walks(streams: int = 300, shards: int = pool.SHARDS) -> float:
             for thread in threads:
                 thread.join()
         finally:
-            httpcore2.ConnectionPool._assign_requests_to_connections = walk
             client.close()
     return 1000 * sum(spent) / streams
 

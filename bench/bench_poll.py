@@ -72,17 +72,20 @@ def post_event(url: str, event: dict, data: list, session: str) -> list:
 
 
 class Teacher:
-    """One teacher's page (a Gradio session): **Start a class poll** for the question and the modes on screen."""
+    """One teacher's page (a Gradio session, whose lesson holds its room): **Start a class poll** for the question and
+    the modes on screen, the split hidden."""
 
     def __init__(self, url: str, start: dict) -> None:
         self.url, self.start_event, self.session, self.handle = url, start, uuid.uuid4().hex, ""
 
     def start(self, text: str) -> str:
-        """A new room (the page's earlier one ends): its code."""
-        self.handle = post_event(self.url, self.start_event, [self.handle, text, list(MODES)], self.session)[0]
-        if not isinstance(self.handle, str) or self.handle.count(".") != 2:
-            raise RuntimeError(f"Start a class poll was refused: {self.handle!r}")
-        return self.handle.split(".")[0]
+        """A new room (the page's earlier one ends): its code, read off the join box."""
+        join = post_event(self.url, self.start_event, [text, list(MODES), False], self.session)[1]
+        found = re.search(r'id="poll-code">([^<]+)<', join) if isinstance(join, str) else None
+        if found is None:
+            raise RuntimeError(f"Start a class poll was refused: {str(join)[:200]!r}")
+        self.handle = found.group(1)
+        return self.handle
 
 
 def page_loads(url: str, codes: list[str], stop: threading.Event, teacher: list[float], phone: list[float],
@@ -176,7 +179,9 @@ def one_round(stack: Stack, phones: Phones, teachers: list[Teacher], tick: dict,
 def layout(args: argparse.Namespace, rooms: int, n: int) -> dict:
     """One layout's rounds, folded: the ratio, CPU and counts the median round's (spread beside the ratio);
     latencies and page loads the worst over every round."""
-    env = {"APP_POLL_ROOMS": str(max(3, rooms)), "APP_POLL_PHONES": str(max(300, n))}
+    # every phone of the bench comes from one address (loopback), as a lecture hall behind one network would
+    env = {"APP_POLL_ROOMS": str(max(3, rooms)), "APP_POLL_PHONES": str(max(300, n)),
+           "APP_POLL_VOTERS_PER_ADDRESS": str(max(60, n * rooms))}
     with Stack(args.latency, args.token_delay, stub=args.stub, words=args.words, env=env) as stack:
         crowd(stack.url, [question(9000 + k) for k in range(2)])  # warm-up: imports, first connections
         start, tick = gradio_event(stack.url, "poll-start", "click"), gradio_event(stack.url, "poll-board", "tick")

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,9 +64,16 @@ def classify(path: str) -> Counter[str]:
     return counts
 
 
+def py_spy() -> str:
+    """The py-spy this interpreter's environment installed (beside it: a virtualenv need not be activated), else
+    the one on ``PATH``."""
+    beside = Path(sys.executable).parent / "py-spy"  # not resolved: a venv's python is a link to the base one
+    return str(beside) if os.access(beside, os.X_OK) else shutil.which("py-spy") or "py-spy"
+
+
 def spy(pid: int, path: str) -> subprocess.Popen:
     """py-spy recording ``pid`` into ``path`` (raw stacks, GIL holder only) until it gets SIGINT."""
-    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", str(RATE), "--format", "raw", "--gil",
+    spy = subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", str(RATE), "--format", "raw", "--gil",
                             "--nonblocking", "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # let it attach
     return spy

@@ -129,6 +129,14 @@ def app_main(stub_url: str, env: dict[str, str], conn) -> None:
         demo.close()
 
 
+def poll_room() -> str:
+    """A new class poll room in this (the app's) process, by a teacher of its own: its code."""
+    from ui.poll.rooms import rooms
+
+    modes = [("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct")]
+    return rooms().create(f"bench-teacher-{time.monotonic_ns()}", "What is 17 * 23 + 5?", modes).code
+
+
 def app_command(demo: Any, command: str) -> Any:
     """Inspection from inside the app process: garbage collection, tracemalloc, session counts."""
     import gc
@@ -179,6 +187,8 @@ def app_command(demo: Any, command: str) -> Any:
         stop.set()
         thread.join()
         return counts.most_common(25)
+    if command == "poll-room":  # a class poll room, as the teacher's Start makes it (bench_shares.py)
+        return poll_room()
     if command == "sessions":
         holder = getattr(demo, "state_holder", None)
         queue = getattr(demo, "_queue", None)
@@ -224,11 +234,14 @@ def compare_inputs(question: str, mode: str = "All") -> list:
     return [question, mode, "stub", "text", 5, 0.2, ["calculate"], "None", None]
 
 
-def visit(url: str, question: str, *, session_hash: str | None = None, timeout: float = 120.0) -> Visit:
-    """One run through the REST API: submit, then read the SSE stream, noting when each panel first shows text."""
+def visit(url: str, question: str, *, session_hash: str | None = None, timeout: float = 120.0,
+          source: str | None = None) -> Visit:
+    """One run through the REST API: submit, then read the SSE stream, noting when each panel first shows text;
+    from the loopback address ``source`` (another visitor's network) when given."""
     seen = Visit(question)
     parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout,
+                                      source_address=(source, 0) if source else None)
     try:
         seen.start = time.perf_counter()
         body = json.dumps({"data": compare_inputs(question), "session_hash": session_hash or uuid.uuid4().hex})

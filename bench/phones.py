@@ -20,7 +20,6 @@ import bisect
 import json
 import os
 import random
-import secrets
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -94,7 +93,7 @@ class Phone:
     room: int
     code: str
     conn: Connection
-    voter: str = field(default_factory=lambda: secrets.token_hex(18))  # phone.html: 18 random bytes in hex
+    voter: str | None = None  # the voter id the app issued (POST /poll/CODE/join), as phone.html asks at its first vote
     etag: str | None = None
     boot: str | None = None
     times: list[float] = field(default_factory=list)  # when a fresh room (200) arrived …
@@ -199,10 +198,17 @@ class Class:
                 asyncio.create_task(self.vote(random.choice(left)))
 
     async def vote(self, p: Phone) -> None:
+        """One tap, as phone.html sends it: the phone joins (its voter id) at its first vote, then votes."""
         p.voted = True
-        body = json.dumps({"voter": p.voter, "choice": random.choice(self.plan["choices"])}).encode()
         sent = time.perf_counter()
         try:
+            if p.voter is None:
+                status, _, data = await p.conn.request("POST", f"/poll/{p.code}/join{p.since()}", body=b"")
+                if status != 200:
+                    self.errors.append(f"join: HTTP {status}: {data[:120].decode(errors='replace')}")
+                    return
+                p.voter = json.loads(data)["voter"]
+            body = json.dumps({"voter": p.voter, "choice": random.choice(self.plan["choices"])}).encode()
             status, headers, data = await p.conn.request("POST", f"/poll/{p.code}/vote{p.since()}", body=body)
         except Exception as exc:  # noqa: BLE001
             self.errors.append(f"vote: {type(exc).__name__}: {exc}"[:200])
@@ -213,11 +219,12 @@ class Class:
         p.saw(data, headers)
         self.votes.append({"sent": sent, "version": p.versions[-1], "room": p.room, "phone": p})
 
-    async def teacher_screen(self, handle: str, session: str) -> None:
-        """The teacher's page: its ``gr.Timer`` asks once a second (in the session that started the poll)."""
+    async def teacher_screen(self, code: str, session: str) -> None:
+        """The teacher's page: its ``gr.Timer`` asks once a second, in the session that started the poll (whose
+        lesson holds the room ``code``)."""
         conn = Connection(self.host, self.port)
         tick = self.plan["tick"]
-        body = json.dumps({"fn_index": tick["fn_index"], "trigger_id": tick["trigger_id"], "data": [handle, None],
+        body = json.dumps({"fn_index": tick["fn_index"], "trigger_id": tick["trigger_id"], "data": [],
                            "event_data": None, "session_hash": session}).encode()
         try:
             while True:

@@ -1,35 +1,39 @@
 """One performance report: every benchmark, one table of figures with their goals beside them.
 
-    python -m bench            # full run, ~15 minutes on 2 cores
+    python -m bench            # full run, ~16 minutes on 2 cores; its results file goes to bench/results/
     python -m bench --quick    # smaller runs for development, ~2 minutes
     python -m bench --json     # the raw figures of every benchmark, as one JSON object
     python -m bench --smoke    # the smallest runs, ~30 s: does every benchmark still run? (figures mean little)
+    python -m bench --write    # no benchmark: docs/performance.md and the README's figures, from bench/results/
 
 Each benchmark runs in its own process (``bench/bench_*.py --json``), so one's threads, memory
 and imports cannot colour another's figures. On a machine that is busy with other work every
 figure is pessimistic; the machine's load average is printed with the table, and its speed (a fixed Python
 workload's time, :func:`speed_ms`) at the start and the end of the run.
 
+A full run writes its record (bench/run_record.py) to ``bench/results/``; ``--record [PATH]`` writes one for any
+run (a quick or smoke one is marked with its plan), ``--no-record`` none. The table is bench/report_table.py's.
+
 Exit status: 0 when every goal is met, 1 when a figure misses its goal, 2 when a benchmark did not run
-(its rows show "—" and the table's foot names it).
+(its rows show "—" and the table's foot names it) or ``--write`` found a results file it cannot read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from bench import report_app, report_poll  # noqa: E402 - after the path: python bench/report.py runs too
+from bench import page, run_record  # noqa: E402 - after the path: python bench/report.py runs too
+from bench.report_table import rows, table  # noqa: E402
 
 # name → (script, flags): ``bench/bench_<script>.py --json <flags>``. "app" is the short replies of the toy model
 # (36 tokens a run), "app_long" the long ones (every thought 300 words longer, ~1,300 tokens a run, 0.5 s to each
@@ -49,6 +53,7 @@ FULL = {
     "app_long_thread": ("app", ["--scenario", "scale", *LONG, "--repeats", "3", "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "short:50", "long:1", "long:50"]),
     "poll": ("poll", ["--layouts", "1x200", "5x40", "--repeats", "3"]),
+    "shares": ("shares", ["--flood", "300", "--phones", "40", "--repeats", "3"]),
 }
 QUICK = {
     "engine": ("engine", ["--repeats", "1"]),
@@ -63,6 +68,7 @@ QUICK = {
                                 "--stub", "thread"]),
     "stages": ("stages", ["--configs", "short:1", "long:20", "--latency", "1.0"]),
     "poll": ("poll", ["--layouts", "1x100", "5x20", "--repeats", "1"]),
+    "shares": ("shares", ["--flood", "100", "--phones", "40", "--repeats", "1"]),
 }
 SMOKE = {  # every script, every scenario, every key of the table, at the smallest honest size (tests/bench)
     "engine": ("engine", ["--repeats", "1", "--latency", "0.02", "--token-delay", "0.001"]),
@@ -79,6 +85,8 @@ SMOKE = {  # every script, every scenario, every key of the table, at the smalle
     "stages": ("stages", ["--configs", "short:1", "--latency", "0.2"]),
     "poll": ("poll", ["--layouts", "1x3", "2x2", "--repeats", "1", "--words", "20", "--latency", "0.2", "--window-s",
                       "1"]),
+    "shares": ("shares", ["--flood", "6", "--share", "2", "--phones", "3", "--repeats", "1", "--latency", "0.1",
+                          "--token-delay", "0.001"]),
 }
 
 
@@ -112,139 +120,61 @@ def speed_ms(rounds: int = 5) -> float:
     return round(sorted(times)[rounds // 2] * 1000, 1)
 
 
-def fmt(value: float | None, unit: str = "", digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:.{digits}f}{unit}"
-
-
-Row = tuple[str, str, str, bool | None]  # measure, figure, goal, met (None: no goal)
-
-
-class Rows(list):
-    """The table being built: :meth:`add` puts a row with its verdict (none without a goal or a figure)."""
-
-    def add(self, measure: str, value: float | None, shown: str, goal: str,
-            ok: Callable[[float], bool] | None) -> None:
-        met = None if ok is None or value is None or (isinstance(value, float) and math.isnan(value)) else ok(value)
-        self.append((measure, shown, goal, met))
-
-
-def _sandbox_rows(out: Rows, sandbox: dict) -> None:
-    """The Python sandbox (bench_sandbox.py): python_repl calls, CodeAct steps, a session's start, paused sessions."""
-    repl, step, start, paused = (sandbox.get(k, {}) for k in ("repl", "step", "start", "paused"))
-    value, shown = None, "—"
-    if repl:
-        b2b, spaced = repl["back_to_back"], repl["spaced"]
-        value = max(b2b["median_ms"], spaced["median_ms"])
-        shown = (f"back to back: median {b2b['median_ms']:.1f} ms, p95 {b2b['p95_ms']:.1f} ms; {repl['gap_s']:g} s "
-                 f"apart: median {spaced['median_ms']:.1f} ms, p95 {spaced['p95_ms']:.1f} ms ({b2b['n']} calls each)")
-    out.add("sandbox call latency (python_repl, trivial program)", value, shown, "median ≤ 150 ms, both",
-            lambda v: v <= 150)
-    value, shown = None, "—"
-    if step:
-        trivial, busy = step["trivial"], step["busy"]
-        value = max(trivial["median_ms"], busy["median_ms"])
-        shown = (f"x = 1: median {trivial['median_ms']:.1f} ms, p95 {trivial['p95_ms']:.1f} ms ({trivial['n']} steps); "
-                 f"a {step['busy_own_ms']:.0f} ms busy loop: median {busy['median_ms']:.1f} ms, p95 "
-                 f"{busy['p95_ms']:.1f} ms ({busy['n']} steps)")
-    out.add("CodeAct step overhead (one session: step wall − the program's own time)", value, shown,
-            "median ≤ 100 ms, both", lambda v: v <= 100)
-    shown = (f"median {start['median_ms']:.0f} ms, max {start['max_ms']:.0f} ms ({start['n']} sessions)" if start
-             else "—")
-    out.add("CodeAct session start (host process + guest, to the end of a first step x = 1)",
-            start.get("median_ms"), shown, "—", None)
-    value, shown = None, "—"
-    if paused:
-        if paused["measure"] == "pss":
-            value = paused["pss_mb"]
-            shown = f"PSS {value:.0f} MB (RSS sum {paused['rss_mb']:.0f} MB), {paused['processes']} processes"
-        else:
-            value = paused["rss_mb"]
-            shown = f"RSS sum {value:.0f} MB (PSS unreadable: not root), {paused['processes']} processes"
-    sessions = paused["sessions"] if paused else 32
-    out.add(f"{sessions} paused CodeAct sessions: their host processes' memory in all", value, shown, "≤ 1 GB",
-            lambda v: v <= 1024)
-
-
-def rows(r: dict) -> list[Row]:
-    """The table, from the benchmarks' JSON."""
-    out = Rows()
-    engine, tools, evals, app = r.get("engine", {}), r.get("tools", {}), r.get("eval", {}), r.get("app", {})
-    out.add("All vs slowest mode alone (wall ratio)", engine.get("ratio"), fmt(engine.get("ratio"), "", 3), "≤ 1.15",
-            lambda v: v <= 1.15)
-    out.add("orchestration overhead per LLM call", engine.get("overhead_ms_per_call"),
-            fmt(engine.get("overhead_ms_per_call"), " ms"), "≤ 5 ms", lambda v: v <= 5)
-    walks = engine.get("pool_walk_ms_per_request") or {}
-    out.add("model client's connection-pool walks, 300 streams starting at once: CPU per request", None,
-            f"{walks['pools']} pools: {walks['sharded']:.3f} ms · one pool: {walks['one_pool']:.3f} ms"
-            if walks else "—", "—", None)
-    report_app.short_rows(out, r)
-    report_app.long_rows(out, r)
-    report_app.load_rows(out, app)
-    report_app.idle_row(out, app.get("idle", {}))
-    report_poll.poll_rows(out, r.get("poll", {}))
-    out.add("benchmark concurrency (concurrent ÷ sequential wall)", evals.get("ratio"),
-            f"{fmt(evals.get('ratio'), '', 3)} ({evals.get('concurrent_wall_s')} s vs "
-            f"{evals.get('sequential_wall_s')} s, concurrency {evals.get('concurrency')})", "≤ 0.2", lambda v: v <= 0.2)
-    _sandbox_rows(out, r.get("sandbox", {}))
-    out.add("calculator refusal (9**9**9)", tools.get("refusal_median_ms"),
-            f"median {fmt(tools.get('refusal_median_ms'), ' ms', 2)}, max {fmt(tools.get('refusal_max_ms'), ' ms', 2)}",
-            "median ≤ 5 ms", lambda v: v <= 5)
-    return list(out)
-
-
-def stages_table(r: dict) -> str:
-    """Where a streamed token's CPU goes (bench_stages.py): ms per token by stage, one column per configuration."""
-    configs = (r.get("stages") or {}).get("configs") or {}
-    if not configs:
-        return ""
-    names = list(dict.fromkeys(stage for c in configs.values() for stage in c["stages"]))
-    heads = [f"{c['replies']}, {c['visitors']} visitor{'s' if c['visitors'] > 1 else ''}" for c in configs.values()]
-    lines = ["| ms per streamed token | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(heads)]
-    for name in names:
-        lines.append(f"| {name} | " + " | ".join(f"{c['stages'].get(name, 0):.3f}" for c in configs.values()) + " |")
-    lines.append("| **all the app's processes** | " + " | ".join(f"**{c['cpu_ms_per_token']:.3f}**"
-                                                           for c in configs.values()) + " |")
-    return "\n".join(lines)
-
-
-def table(r: dict) -> str:
-    lines = ["| measure | figure | goal | |", "| --- | --- | --- | --- |"]
-    for measure, shown, goal, met in rows(r):
-        lines.append(f"| {measure} | {shown} | {goal} | {'' if met is None else ('PASS' if met else 'FAIL')} |")
-    failed = [f"{name}: {res['failed']}" for name, res in r.items() if isinstance(res, dict) and "failed" in res]
-    lines += [""] + [f"FAILED {f}" for f in failed] if failed else []
-    if stages := stages_table(r):
-        lines += ["", "Where a streamed token's CPU goes (bench_stages.py, under py-spy):", "", stages]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs, for development")
     parser.add_argument("--smoke", action="store_true", help="the smallest runs: does every benchmark still run?")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON instead of the table")
     parser.add_argument("--only", nargs="+", choices=list(FULL), help="run only these benchmarks")
+    keep = parser.add_mutually_exclusive_group()
+    keep.add_argument("--record", nargs="?", const="", metavar="PATH",
+                      help="write this run's results file (a full run writes one by default), to PATH if given, "
+                           "else to bench/results/DATE-COMMIT-PLAN.json")
+    keep.add_argument("--no-record", action="store_true", help="write no results file")
+    parser.add_argument("--write", action="store_true",
+                        help="run no benchmark: write docs/performance.md and the README's figures from bench/results/")
     args = parser.parse_args(argv)
-    plan = SMOKE if args.smoke else QUICK if args.quick else FULL
-    started, load, speed = time.perf_counter(), os.getloadavg()[0], speed_ms()
-    results: dict = {}
-    for name in args.only or list(plan):
-        script, flags = plan[name]
+    if args.write and (args.quick or args.smoke or args.json or args.only or args.record is not None
+                       or args.no_record):
+        parser.error("--write runs no benchmark: it takes no other option")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if args.write:
+        try:
+            written = page.write()
+        except (run_record.BadResults, page.PageError) as exc:
+            print(f"python -m bench --write: {exc}", file=sys.stderr)
+            return 2
+        print("wrote " + ", ".join(map(str, written)))
+        return 0
+    name = "smoke" if args.smoke else "quick" if args.quick else "full"
+    plan = {"smoke": SMOKE, "quick": QUICK, "full": FULL}[name]
+    benchmarks = {n: plan[n] for n in args.only or plan}
+    date, started = run_record.now(), time.perf_counter()
+    load, speed = round(os.getloadavg()[0], 2), speed_ms()
+    figures: dict = {}
+    for bench_name, (script, flags) in benchmarks.items():
         print(f"running bench_{script} {' '.join(flags)} …", file=sys.stderr, flush=True)
-        results[name] = run(script, flags)
+        figures[bench_name] = run(script, flags)
+    machine = {"cores": os.cpu_count(), "speed_ms": {"start": speed, "end": speed_ms()},
+               "load_average": {"start": load, "end": round(os.getloadavg()[0], 2)}}
+    command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
+    record = run_record.record(command, name, benchmarks, args.only, figures, date=date,
+                            seconds=time.perf_counter() - started, machine=machine)
     if args.json:
-        print(json.dumps(results))
+        print(json.dumps(figures))
     else:
-        flag = " --smoke" if args.smoke else " --quick" if args.quick else ""
-        print(f"`python -m bench{flag}` on {os.cpu_count()} cores, "
-              f"load average {load:.1f} → {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s; "
-              f"machine speed (bench/report.speed_ms, lower is faster) {speed:.1f} → {speed_ms():.1f} ms\n")
-        print(table(results))
-    if any("failed" in res for res in results.values()):
+        print(run_record.summary(record) + "\n")
+        print(table(figures))
+    if args.record is not None or (name == "full" and not args.only and not args.no_record):
+        path = Path(args.record) if args.record else run_record.default_path(record)
+        print(f"results: {run_record.write(record, path)}", file=sys.stderr)
+    if any("failed" in res for res in figures.values()):
         return 2  # a benchmark did not run: its rows have no figure, which must not read as a pass
-    return 0 if all(met is not False for *_, met in rows(results)) else 1
+    return 0 if all(met is not False for *_, met in rows(figures)) else 1
 
 
 if __name__ == "__main__":

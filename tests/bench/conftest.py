@@ -12,8 +12,11 @@ poll's layouts ("ROOMSxPHONES"), each printed with the same keys.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
+
+from bench import run_record
 
 
 def fresh(figures: dict, **changed: object) -> dict:
@@ -80,6 +83,13 @@ CANNED: dict = {
     },
     "app_long_thread": {"scale": {"alone": fresh(LONG_ALONE), "runs": {"50": fresh(LONG_CROWD)}}},
     "poll": {"layouts": {"1x200": fresh(POLL), "5x40": fresh(POLL)}},
+    "shares": {
+        "flood": {"submissions": 300, "share": 40, "repeats": 3, "started_max": 40, "refused_min": 260,
+                  "errors": 0, "other_never_queued": True, "other_first_frame_max_s": 0.4,
+                  "other_first_frame_alone_max_s": 0.02, "other_done": True},
+        "class": {"phones": 40, "counted": 40, "tap_alone_s": 0.01, "tap_max_s": 0.5, "tap_p95_s": 0.4,
+                  "tap_median_s": 0.3},
+    },
     "stages": {
         "configs": {
             "short:1": {"replies": "short", "visitors": 1, "cpu_ms_per_token": 0.9,
@@ -93,3 +103,11 @@ CANNED: dict = {
 def canned() -> dict:
     """A fresh copy of the canned results, ``{script: its JSON}``, as ``python -m bench --json`` prints them."""
     return copy.deepcopy(CANNED)
+
+
+@pytest.fixture(autouse=True)
+def results_dir(tmp_path, monkeypatch) -> Path:
+    """Where a test's ``python -m bench`` writes its results files: a folder of its own, never bench/results/."""
+    folder = tmp_path / "results"
+    monkeypatch.setattr(run_record, "DIR", folder)
+    return folder

@@ -3,8 +3,8 @@
 ``--smoke`` is bench/report.py's smallest plan: every script, every app scenario (2 visitors, 4 runs,
 4 submissions, short and long replies, one configuration under py-spy), so every key of the table is
 printed. Its figures mean little; what is checked is that each script runs, its JSON parses, it carries every
-key report.py reads (the canned shapes of conftest.py), and the table builds from it with a figure in every
-row.
+key report.py reads (the canned shapes of conftest.py), the table builds from it with a figure in every row, and
+it writes no results file into bench/results/.
 """
 
 from __future__ import annotations
@@ -44,9 +44,12 @@ def missing(canned: dict, real: object, path: str = "") -> list[str]:
 
 
 def smoke_run(timeout: float = 240) -> tuple[int, str, str]:
-    """``python -m bench --smoke --json`` in its own process group (so a hang leaves no app or stub behind)."""
+    """``python -m bench --smoke --json`` in its own process group (so a hang leaves no app or stub behind), with
+    this interpreter's folder off ``PATH``, as the README's test command runs from a venv that is not activated."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "HF_"))}
-    env.update(GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+    venv = Path(sys.executable).parent.absolute()  # as from a virtualenv not activated: its tools are not on PATH
+    path = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p).absolute() != venv)
+    env.update(GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1", PATH=path)
     proc = subprocess.Popen([sys.executable, "-m", "bench", "--smoke", "--json"], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -63,8 +66,10 @@ def smoke_run(timeout: float = 240) -> tuple[int, str, str]:
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root: py-spy samples the app's run workers, which are "
                                              "non-dumpable, and the sandbox's memory row reads their /proc")
 def test_every_benchmark_runs_and_prints_what_the_report_reads(canned):
+    committed = sorted((ROOT / "bench" / "results").iterdir())
     code, out, err = smoke_run()
     assert code in (0, 1), err[-3000:]  # 2: a benchmark did not run (1: a tiny run's figure missed its goal)
+    assert sorted((ROOT / "bench" / "results").iterdir()) == committed  # a smoke run leaves no results file
     results = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
     assert {n: r["failed"] for n, r in results.items() if "failed" in r} == {}, err[-3000:]
     assert set(results) == set(canned)
@@ -73,7 +78,7 @@ def test_every_benchmark_runs_and_prints_what_the_report_reads(canned):
         assert list(results[name]["scale"]["runs"]) == ["2"], name
     rows = report.rows(results)
     assert list(results["poll"]["layouts"]) == ["1x3", "2x2"]
-    assert len(rows) == 32  # one short-reply crowd: two scale rows fewer than the canned table (20, 50, 100)
+    assert len(rows) == 34  # one short-reply crowd: two scale rows fewer than the canned table (20, 50, 100)
     for measure, figure, goal, met in rows:
         assert "None" not in figure and "—" not in figure and "nan" not in figure, (measure, figure)
         assert (met is None) == (goal == "—"), (measure, figure, goal)  # a figure for every goal (PASS or FAIL)

@@ -1,4 +1,5 @@
-"""bench/report.py on canned results (tests/bench/conftest.py): its rows, goals and verdicts, without a benchmark."""
+"""bench/report_table.py and bench/report.py on canned results (tests/bench/conftest.py): the rows, goals and
+verdicts, without a benchmark."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import report
+from bench import report, report_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,6 +44,9 @@ ROWS = [
         (f"class poll, {who}: a new vote on every other phone of its room (max)", "≤ 2 s, 0 errors"),
         (f"class poll, {who}: page load meanwhile (teacher's: GET / + JS + CSS; phone's: page + first JSON)", "≤ 2 s"),
         (f"class poll, {who}: the app's CPU per phone per second (app + run workers, beyond idle)", "—"))],
+    ("one address's flood of 300 runs without cookies: another network's run starts (its first frame)",
+     "≤ APP_RUNS_PER_ADDRESS started, never queued, ≤ 5 s"),
+    ("a class of 40 phones behind one address, voting at once: the slowest tap to its answer", "all counted, ≤ 2 s"),
     ("benchmark concurrency (concurrent ÷ sequential wall)", "≤ 0.2"),
     ("sandbox call latency (python_repl, trivial program)", "median ≤ 150 ms, both"),
     ("CodeAct step overhead (one session: step wall − the program's own time)", "median ≤ 100 ms, both"),
@@ -76,8 +80,8 @@ def test_every_row_appears_with_its_goal_and_passes_on_the_readmes_figures(canne
     assert all("None" not in f and "—" not in f and "nan" not in f for _, f, _, _ in table), table
 
 
-def test_the_readme_quotes_the_same_rows_and_goals(canned):
-    lines = (ROOT / "README.md").read_text().split("## Measured", 1)[1].splitlines()
+def test_the_performance_page_quotes_the_same_rows_and_goals(canned):
+    lines = (ROOT / "docs" / "performance.md").read_text().split("## The newest full run", 1)[1].splitlines()
     start = lines.index("| measure | figure | goal | |")
     end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
     quoted = cells("\n".join(lines[start:end]))
@@ -254,3 +258,15 @@ def test_every_plan_passes_flags_the_scripts_accept(monkeypatch):
                 assert real_parse(parsed.value.parser, ["--json", *flags]).json
             except SystemExit:
                 pytest.fail(f"bench_{script}.py refuses {name}'s {flags}")
+
+
+def test_figures_give_each_rows_value_in_its_goals_unit_the_worse_stand_in_or_infinity_for_errors(canned):
+    assert [(m, g, met) for m, _, g, met in report_table.figures(canned)] == [
+        (m, g, met) for m, _, g, met in report.rows(canned)]
+    values = {m: v for m, v, *_ in report_table.figures(canned)}
+    assert values["32 paused CodeAct sessions: their host processes' memory in all"] == pytest.approx(610 / 1024)
+    canned["app_thread"]["scale"]["runs"]["50"]["beyond_alone_s"] = 0.45
+    canned["app"]["scale"]["runs"]["20"]["errors"] = 1
+    values = {m: v for m, v, *_ in report_table.figures(canned)}
+    assert values["short replies: slowest first panel text, 50 visitors, beyond one visitor alone"] == 0.45
+    assert values["short replies: 20 visitors vs 1, mode All (wall ratio, errors)"] == float("inf")
