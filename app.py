@@ -40,7 +40,7 @@ from patches import (
 )
 from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
-from tools import mcp_config, sandbox_wasm
+from tools import children, mcp_config, sandbox_room, sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.registry import ToolRegistry
 from ui import mcp, poll
@@ -48,11 +48,12 @@ from ui.benchmark import open_in_compare
 from ui.benchmark.tab import build_benchmark_tab
 from ui.compare.handlers import CompareTab
 from ui.compare.stepping import PauseBook, is_paused
-from ui.core import backend, route_errors, signatures, visitors
-from ui.core.admission import Admission
+from ui.core import backend, bodies, route_errors, signatures, visitors
+from ui.core.admission import Admission, RunQuota
 from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, PAGE_TOOLS, PREVIOUS
 from ui.core.launcher import launcher
+from ui.core.lesson import Lessons
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.fork import accordion
@@ -76,20 +77,26 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
     Mix-ins: ``OneToolMCP`` (``ui/mcp.py`` over ``patches/gradio_mcp.py``: MCP offers one tool, unless
     ``APP_MCP=0``), ``OptionalTrailingInputs`` (``patches/gradio_inputs.py``: a REST call may omit the
     optional last inputs ``optional_tail`` names) and ``ReadableRefusals`` (``patches/gradio_refusals.py``:
-    an input Gradio refuses is one line). ``launch`` pins the peer address (``ui/core/visitors.py``), answers a
-    call to an unknown event with a 404 line (``ui/core/route_errors.py``), serves the page from memory
+    an input Gradio refuses is one line). ``launch`` pins the peer address and gives each browser its signed
+    cookie (``ui/core/visitors.py``), bounds request bodies and each visitor's uploads (``ui/core/bodies.py``),
+    makes the sandboxes' memory pool its own and its workers' (``tools/sandbox_room.py``), answers a call to an
+    unknown event with a 404 line
+    (``ui/core/route_errors.py``), serves the page from memory
     (``patches/page_cache.py``) and the class poll's phones (``ui/poll/routes.py``), starts the run workers and,
     when it serves until stopped, settles the garbage collector (``agents/gc_tuning.py``)."""
 
     # /compare's expected answer and run options were added after its first callers, then `previous` (a follow-up's
-    # earlier turn) and `page_tools` (a gr.State: the visitor's tools written on the page; /prompts and /benchmark too)
-    optional_tail = {"compare": 3 + len(run_options()), "compare_step": 3 + len(run_options()), "benchmark": 2,
+    # earlier turn) and `page_tools` (a gr.State: the visitor's tools written on the page; /prompts and /benchmark
+    # too); /benchmark's trials, then k (its tries per item)
+    optional_tail = {"compare": 3 + len(run_options()), "compare_step": 3 + len(run_options()), "benchmark": 3,
                      "prompts": 1}
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         block = not kwargs.get("prevent_thread_lock", False)
         kwargs["prevent_thread_lock"] = True
         kwargs["app_kwargs"] = route_errors.with_handlers(kwargs.get("app_kwargs"))  # unknown events: a 404 line
+        kwargs["app_kwargs"] = bodies.with_limits(kwargs["app_kwargs"])  # bodies and uploads, before Gradio's
+        sandbox_room.own_pool()  # its run workers (started below) share its sandboxes' memory budget
         with visitors.pinned_peer_address():  # read by uvicorn as Gradio starts it
             result = super().launch(*args, **kwargs)
         if not visitors.peer_address_pinned(getattr(self, "server", None)):
@@ -97,6 +104,7 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
         gradio_login_check.install(self.server_app)  # a REST call's login check inline, not on the thread pool
         poll.routes.install(self.server_app)  # the class poll's phone page and JSON (the page cache passes them on)
         page_cache.install(self.server_app)  # the page and its files from memory, whatever runs
+        visitors.install(self.server_app)  # each browser its signed cookie, a page from memory too
         launcher.call(hosting.start_default_host)  # the live runs' worker processes, off the event loop
         if block:  # this process now serves until it is stopped (tests launch and close many apps: not them)
             gc_tuning.settle()  # the start-up heap is never walked again (agents/gc_tuning.py)
@@ -108,26 +116,25 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                model_factory: ModelBuilder | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
     settings = settings or LLMSettings.from_env()
-    gradio_sessions.install(app_settings().session_ttl_s)  # per-visitor state: cheap to make, given back when idle
-    matplotlib_probe.install()  # Gradio's import of it around every frame fails at once, without a sys.path search
-    gradio_generators.install()  # a streaming handler's generator made on the loop, not on the thread pool
-    fastapi_route_match.install()  # a request to Gradio's routes matched once, not twice
+    install_patches()
     if registry is None:
         from tools.mcp_servers import app_registry
 
         registry = app_registry()  # the built-in tools, then those of APP_MCP_SERVERS' servers
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     stops = Stops()  # each visitor's live streams, for the Stop buttons
-    # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not
-    # queue behind itself; past APP_CONCURRENCY runs, more wait in line and see their place (ui/core/admission.py).
+    lessons = Lessons()  # what each open page shows (ui/core/lesson.py): every Compare feature reads and writes it
+    # Runs are I/O bound (waiting on the model): many at once. A class of 50 running "All" must not queue behind
+    # itself; past APP_CONCURRENCY runs, more wait and see their place, each visitor in its share (ui/core/admission.py)
     limits = app_settings()
+    admission = Admission(limits.concurrency, limits.queue_size, RunQuota.from_settings())
 
     with AppBlocks(title=parts.TITLE, fill_width=True, delete_cache=(3600, 3600)) as demo:
         backend_md = parts.header(settings, on_space=on_space)
         with gr.Tabs(overflow_behavior="wrap"):  # on a phone every tab shows, on two lines if need be
             with gr.Tab("Compare", id="compare", elem_id="compare-tab"):
                 page = compare_layout(toy=settings.toy)
-                poll.teacher.wire_poll(poll.teacher.poll_layout(), page)  # the class poll: wired before the runs
+                teacher = poll.teacher.wire_poll(page.poll, page, lessons)  # the class poll: wired before the runs
                 knobs = settings_layout(settings, registry)
             with gr.Tab("Prompts", id="prompts"):
                 parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo, knobs.page_tools.own)
@@ -136,22 +143,23 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                             protocol=knobs.protocol, max_steps=knobs.max_steps,
                                             temperature=knobs.temperature, tools=knobs.tools,
                                             trials=knobs.options.get("trials"), on_space=on_space, stops=stops,
-                                            page_tools=knobs.page_tools.own)
+                                            page_tools=knobs.page_tools.own, runs=admission.quota)
                 picker = open_in_compare.picker_layout()
             with gr.Tab("About", id="about"):
                 parts.about_tab()
-        admission = Admission(limits.concurrency, limits.queue_size)  # this app's line of Compare runs
         handlers = CompareTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
-                              admission=admission,
+                              admission=admission, lessons=lessons,
                               pauses=PauseBook(limits.paused_per_visitor, limits.paused_max, limits.pause_ttl_s))
-        wire_new_run(page)  # before the runs: see there
+        wire_new_run(page, handlers)  # before the runs: see there
         wire_compare(handlers, page, knobs)
-        wire_share(ShareHandlers(page.outputs), page, demo)
-        open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs), picker, bench["event"],
-                             [*page.outputs.all(), *page.on_screen()])
+        wire_share(ShareHandlers(page.outputs, lessons=lessons), page, demo)
+        open_in_compare.wire(open_in_compare.BenchOpen(bench["folders"], page.outputs, lessons), picker,
+                             bench["event"], [*page.outputs.all(), *page.on_screen()])
+        picker["open"].click(fn=None, js="() => false", outputs=page.expected_given, queue=False)  # its own answer
         wire_stepping(handlers, page, knobs)
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
-                                    admission=admission), page.fork, page, knobs)
+                                    admission=admission, lessons=lessons), page.fork, page, knobs)
+        wire_closed_pages(demo, handlers, teacher)
         mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
         if on_space:
             wire_backend_line(settings, backend_md, demo)
@@ -164,6 +172,14 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     gradio_queue.install(demo)  # the queue's idle polling, slowed down (patches/gradio_queue.py)
     signatures.pin_handlers(demo.fns.values())  # Gradio reads each handler's signature per event
     return demo
+
+
+def install_patches() -> None:
+    """The framework patches a page's events go through, installed before the page is built."""
+    gradio_sessions.install(app_settings().session_ttl_s)  # per-visitor state: cheap to make, given back when idle
+    matplotlib_probe.install()  # Gradio's import of it around every frame fails at once, without a sys.path search
+    gradio_generators.install()  # a streaming handler's generator made on the loop, not on the thread pool
+    fastapi_route_match.install()  # a request to Gradio's routes matched once, not twice
 
 
 def wire_backend_line(settings: LLMSettings, backend_md: gr.Markdown, demo: gr.Blocks) -> None:
@@ -223,17 +239,23 @@ def run_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
             PAGE_TOOLS: knobs.page_tools.own}
 
 
-def wire_new_run(page: ComparePage) -> None:
+def followup_inputs(page: ComparePage, knobs: Knobs) -> dict[str, gr.Component]:
+    """A follow-up's inputs: a run's, without ``previous`` (the page's follow-up reads the turns from its lesson)."""
+    return {name: c for name, c in run_inputs(page, knobs).items() if name != PREVIOUS}
+
+
+def wire_new_run(page: ComparePage, handlers: CompareTab) -> None:
     """What a run, replay or fork changes on the page as it starts: the run comes on screen; the last link goes
     (it shows another run now; a replay takes the export too: its panels are not the live run's), and a new run
-    the fork's panel. Wired before the runs: Gradio's page starts a trigger's events in turn, a later one only once
-    a run before it has streamed to its end."""
-    starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit,
-              page.followup.ask_btn.click, page.followup.step_btn.click]
-    behaviour.show_run_on([*starts, page.replay_btn.click, page.fork.button.click])
-    gr.on(starts, lambda: ("", gr.Column(visible=False)), outputs=[page.share_link, page.beside_col], **PAGE_EVENT)
+    the fork's panel (a follow-up keeps it: ``CompareTab.followup_start``). Wired before the runs: Gradio's page
+    starts a trigger's events in turn, a later one only once a run before it has streamed to its end."""
+    starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit]
+    behaviour.show_run_on([*starts, page.followup.ask_btn.click, page.followup.step_btn.click,
+                           page.replay_btn.click, page.fork.button.click])
+    gr.on(starts, handlers.page_run, outputs=[page.share_link, page.beside_col, page.expected_given], **PAGE_EVENT)
     page.fork.button.click(lambda: "", outputs=page.share_link, **PAGE_EVENT)
-    page.replay_btn.click(lambda: (None, ""), outputs=[page.outputs.exports, page.share_link], **PAGE_EVENT)
+    page.replay_btn.click(lambda: (None, "", False), outputs=[page.outputs.exports, page.share_link,
+                                                              page.expected_given], **PAGE_EVENT)
 
 
 def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
@@ -245,19 +267,24 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
     gr.on([page.run_btn.click, page.question.submit, page.expected.submit], handlers.compare,
           inputs_kwargs=run_inputs(page, knobs), outputs=out.all(), api_name="compare", **RUN_EVENT)
     page.replay_btn.click(handlers.reveal_beside, page.replay_file, [page.beside_col, out.beside_chat], **PAGE_EVENT)
-    page.replay_btn.click(handlers.play, inputs=[page.replay_file, page.speed],
-                          outputs=[*out.all(files=False), page.question, *knobs.options.values(), page.modes],
-                          api_name="replay",
-                          concurrency_limit=app_settings().concurrency, concurrency_id="replay", show_progress="hidden",
-                          postprocess=False)
+    replay = {"inputs": [page.replay_file, page.speed], "concurrency_limit": app_settings().concurrency,
+              "concurrency_id": "replay", "show_progress": "hidden", "postprocess": False}
+    replayed = [*out.all(files=False, step_map=False), page.question, *knobs.options.values(), page.modes,
+                out.step_map]  # the map last: the outputs before keep their places
+    page.replay_api.click(handlers.play, outputs=replayed, api_name="replay", **replay)  # the API's, unchanged
+    page.replay_btn.click(handlers.play_on_page, outputs=[*replayed, page.expected], api_visibility="private",
+                          **replay).then(handlers.followup_row, outputs=page.followup.row, **PAGE_EVENT)
     # Stop ends this visitor's run or replay, which renders its own stopped frame (ui/core/stream.py). No
     # `cancels=`: a cancelled generator could say nothing; a closed tab still cancels it (and ends the run).
     page.stop_btn.click(handlers.stop, **PAGE_EVENT)
-    # a follow-up: /compare again, `previous` read from this run's export (ui/core/followup.py); offered once a
-    # run has an export, and never for a replay (its export is gone: the file replayed is not this page's)
-    page.followup.ask_btn.click(handlers.compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports},
-                                outputs=out.all(), api_visibility="private", **RUN_EVENT)
-    out.exports.change(lambda files: gr.Row(visible=bool(files)), out.exports, page.followup.row, **PAGE_EVENT)
+    # a follow-up of the run on screen, whatever put it there (its turns are the page's lesson's): its Expected
+    # answer first (its own, or empty), then every panel continues its conversation
+    page.followup.ask_btn.click(handlers.followup_start, [page.expected_given, page.expected],
+                                [page.expected, page.expected_given, page.share_link, page.beside_col],
+                                **PAGE_EVENT).then(
+        handlers.follow_up, inputs_kwargs=followup_inputs(page, knobs), outputs=out.all(), api_visibility="private",
+        **RUN_EVENT)
+    out.exports.change(handlers.followup_row, outputs=page.followup.row, **PAGE_EVENT)
     # Settings' Add a tool (the visitor's tools written on the page), which a replay fills with the recording's
     page_tools.wire(handlers.registry, knobs.page_tools, knobs.tools, page.replay_btn, page.replay_file)
 
@@ -265,8 +292,7 @@ def wire_compare(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None:
 def wire_share(share: ShareHandlers, page: ComparePage, demo: gr.Blocks) -> None:
     """Share gives a link to the run on screen; a page opened with ``?run=<id>`` shows that run at once."""
     out = page.outputs
-    page.share_btn.click(share.share, [out.exports, page.replay_file], page.share_link, api_visibility="private",
-                         show_progress="hidden")
+    page.share_btn.click(share.share, None, page.share_link, api_visibility="private", show_progress="hidden")
     # not queued: every page load calls it, and without ?run= it returns at once (no slot in Gradio's queue);
     # with one, the handler bounds opens itself (a few at a time, a rate per visitor) and sends a stored view as is
     behaviour.show_linked_run_after(demo.load(share.open, outputs=[*out.all(), *page.on_screen()], postprocess=False,
@@ -287,8 +313,11 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
         handlers.step_compare, inputs_kwargs=run_inputs(page, knobs), outputs=out.all(), api_name="compare_step",
         **RUN_EVENT).then(
         show(False), outputs=controls, **PAGE_EVENT)
-    page.followup.step_btn.click(show(True), outputs=controls, **PAGE_EVENT).then(  # a follow-up, stepping
-        handlers.step_compare, inputs_kwargs={**run_inputs(page, knobs), PREVIOUS: out.exports}, outputs=out.all(),
+    page.followup.step_btn.click(handlers.followup_start, [page.expected_given, page.expected],  # a follow-up, stepping
+                                 [page.expected, page.expected_given, page.share_link, page.beside_col],
+                                 **PAGE_EVENT).then(
+        show(True), outputs=controls, **PAGE_EVENT).then(
+        handlers.step_follow_up, inputs_kwargs=followup_inputs(page, knobs), outputs=out.all(),
         api_visibility="private", **RUN_EVENT).then(
         show(False), outputs=controls, **PAGE_EVENT)
     # Next step is clickable only while the run waits: disabled at the click, enabled by the next pause
@@ -306,8 +335,15 @@ def wire_stepping(handlers: CompareTab, page: ComparePage, knobs: Knobs) -> None
 def wire_fork(handlers: accordion.ForkTab, controls: accordion.ForkControls, page: ComparePage, knobs: Knobs) -> None:
     """The Fork accordion (ui/fork/accordion.py, private events); a new run closes the panel beside the modes
     (:func:`wire_new_run`)."""
-    accordion.wire(handlers, controls, page.outputs, page.replay_file, page.beside_col,
-                  [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
+    accordion.wire(handlers, controls, page.outputs, page.beside_col,
+                   [knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools, knobs.max_tokens])
+
+
+def wire_closed_pages(demo: gr.Blocks, handlers: CompareTab, teacher: poll.teacher.Teacher) -> None:
+    """A page that closes gives its lesson back (a stream it still had ends), and its class poll room ends after
+    ``APP_POLL_GRACE_S`` unless one of the teacher's pages shows it again."""
+    demo.unload(handlers.closed)
+    demo.unload(teacher.closed)
 
 
 def launch_kwargs() -> dict[str, Any]:
@@ -318,14 +354,18 @@ def launch_kwargs() -> dict[str, Any]:
     """
     # max_threads also caps the events Gradio processes at once (its "active jobs"), whatever their
     # concurrency limits: room for every running and waiting Compare run, plus the page's other events.
+    # ssr_mode: never Gradio's Node server (a Space turns it on by default), which it would start with a copy of the
+    # app's environment, secrets and all (tools/children.py starts every process the app starts)
     limits = app_settings()
     return {"css": parts.css(), "theme": parts.theme(), "js": behaviour.page_js(), "footer_links": ["api", "gradio"],
-            "max_threads": limits.concurrency + limits.queue_size + 40, "max_file_size": MAX_UPLOAD_BYTES}
+            "max_threads": limits.concurrency + limits.queue_size + 40, "max_file_size": MAX_UPLOAD_BYTES,
+            "ssr_mode": False}
 
 
 def main() -> int:
     """``python app.py``: every setting is checked before anything starts; a bad one is one line and exit 2."""
     make_non_dumpable()  # it holds HF_TOKEN: no other process of this user may read it (tools/hardening.py)
+    children.tidy_on_sigterm(sandbox_wasm.shutdown)  # asked to stop: no sandbox host or scratch folder outlives it
     try:
         settings = LLMSettings.from_env()
         limits = app_settings()

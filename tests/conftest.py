@@ -25,6 +25,16 @@ from tests.model_servers import llama_server
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _servers_trusted_again() -> Iterator[None]:
+    """What one test's stand-in taught this process (a server that serves one request at a time,
+    ``agents/llm/gate.py``) never reaches the next test, whose stand-in may get the same port."""
+    yield
+    from agents.llm import gate
+
+    gate.forget()
+
+
 @pytest.fixture
 def app_copy(tmp_path) -> Path:
     """The app's code copied to ``tmp_path / "repo"`` (no tests, no git): a test adds a module there (a new mode)

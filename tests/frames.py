@@ -31,7 +31,7 @@ def content(message: Any) -> str:
 
 def compare_outputs() -> Any:
     """The Compare tab's output components alone (no page): a panel and a metrics line per panel mode, status,
-    table, files, and the panel beside with its metrics (``ui/core/frame.Outputs``)."""
+    table, files, the panel beside with its metrics, and the step-aligned map (``ui/core/frame.Outputs``)."""
     import gradio as gr
 
     from ui.core.frame import Outputs
@@ -39,4 +39,4 @@ def compare_outputs() -> Any:
 
     with gr.Blocks():
         return Outputs(tuple(gr.Chatbot() for _ in PANEL_MODES), tuple(gr.Markdown() for _ in PANEL_MODES),
-                       gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown())
+                       gr.Markdown(), gr.Markdown(), gr.File(), gr.Chatbot(), gr.Markdown(), gr.HTML())

@@ -38,7 +38,7 @@ FILE_ENDINGS = (".py", ".md", ".css", ".js", ".txt")
 ELSEWHERE = frozenset({
     "InferenceClient", "ChatCompletionStreamOutput", "BaseInferenceType", "CodeAgent", "FunctionModel",
     "SessionState", "StateHolder", "GradioMCPServer", "FnIndexInferError", "Blocks", "ChatMessage",
-    "Authorization",
+    "Authorization", "Queue", "Slider", "ConnectionPool", "HTTPTransport", "Depends", "_IncludedRouter",
 })
 
 IDENT = r"[A-Za-z_]\w*"

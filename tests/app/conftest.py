@@ -79,6 +79,17 @@ def open_page(browser, url: str) -> Iterator:
         context.close()
 
 
+def open_phone(browser, link: str):
+    """A phone (390×844, touch) on a class poll's join link, once its choices show: (its context, its page)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
+               else route.abort())
+    page.goto(link)
+    page.wait_for_selector("#choices .choice")
+    return context, page
+
+
 def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
     """Wait until the element's visible text contains ``text`` (a streamed panel or status line)."""
     page.wait_for_function("([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
@@ -114,6 +125,28 @@ def pick_modes(page, labels: list[str]) -> None:
     page.wait_for_function("(n) => document.querySelectorAll('#modes .token').length === n", arg=len(shown))
 
 
+def words_cut(page, selector: str) -> list[str]:
+    """Words of the elements' text that the layout breaks over two lines, or that stick out of their element."""
+    return page.evaluate("""sel => {
+        const cut = [];
+        for (const cell of [...document.querySelectorAll(sel)].filter(e => e.offsetParent)) {
+            const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+            const edge = cell.getBoundingClientRect();
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                for (const m of node.textContent.matchAll(/\\S+/g)) {
+                    const range = document.createRange();
+                    range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+                    const rects = [...range.getClientRects()].filter(r => r.width > 0);
+                    const lines = new Set(rects.map(r => Math.round(r.top)));
+                    const out = rects.some(r => r.left < edge.left - 1 || r.right > edge.right + 1);
+                    if (lines.size > 1 || out) cut.push(m[0]);
+                }
+            }
+        }
+        return cut;
+    }""", selector)
+
+
 def panel_text(panel: list) -> str:
     """A panel's messages as API clients receive them (content as text parts), with their titles, as one text."""
     parts = []
@@ -140,10 +173,12 @@ class AppKit:
     app_on_stub = staticmethod(app_on_stub)
     faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
     open_page = staticmethod(open_page)
+    open_phone = staticmethod(open_phone)
     wait_text = staticmethod(wait_text)
     pick_modes = staticmethod(pick_modes)
     benchmark_all_items = staticmethod(benchmark_all_items)
     panel_text = staticmethod(panel_text)
+    words_cut = staticmethod(words_cut)
     artifacts = ARTIFACTS
 
 

@@ -15,11 +15,13 @@ from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from ui.core.frame import output_index
 from ui.core.modes import PANEL_MODES
+from ui.page.parts import TEXT_ONLY_NOTE
 
 QUESTION = "What is 17 * 23 + 5?"
 # 3 panels, 3 metrics, status, table, export files, the panel beside and its metrics (the outputs before the mode
-# picker, unchanged), then a panel and a metrics line per further panel mode (ui/core/frame.py)
-N_OUTPUTS = 2 * len(PANEL_MODES) + 5
+# picker, unchanged), then a panel and a metrics line per further panel mode, then the step-aligned map
+# (ui/core/frame.py)
+N_OUTPUTS = 2 * len(PANEL_MODES) + 6
 
 
 def text_of(message: dict) -> str:
@@ -81,6 +83,7 @@ def test_compare_streams_three_panels_in_parallel(client, stub):
     assert "calculate" in react and "Observation 1" in react
     assert all("LLM call" in m for m in final[3:6])
     assert "Done" in final[6] and "Agrees with" in final[7] and "Act-only and ReAct agree" in final[7]
+    assert "step-map" in final[-1] and "calculate(17 * 23 + 5)" in final[-1]  # the map, the last output
     # the three LLM streams overlapped in time
     assert len(stub.requests) >= 5
     assert first_requests_overlap(stub.requests)
@@ -141,11 +144,15 @@ def test_max_tokens_is_the_last_compare_input_and_reaches_the_model(client, stub
 def test_prompts_view(client):
     think, act, react, *others = client.predict(protocol="tools", max_steps=3, tools=["calculate"], api_name="/prompts")
     assert "calculate" in act and "[tools" in act and "at most 3" not in think
-    assert len(others) == 2 and "calculate(" in others[0]  # CodeAct: the tools as Python functions
+    assert len(others) == 4 and "calculate(" in others[0]  # CodeAct: the tools as Python functions
     assert "[system]" in react and "<question>" in react
     reflexion = others[1]  # each trial's first request is ReAct's; then the memory note, the check, the reflection
     assert reflexion.startswith(react) and "[reflexion.md]" in reflexion and "[reflexion_check.md]" in reflexion
     assert "<reflections>" in reflexion and "$" not in reflexion.removeprefix(react)
+    worked, placebo = others[2:]  # the benchmark's placebo ablation: the same example, its thoughts neutral
+    assert "Action Input: Alan Turing" in worked and "Thought: I will take the next step." in placebo
+    for text_only in (worked, placebo):  # they run under the text protocol only: its prompt, saying so
+        assert text_only.startswith(TEXT_ONLY_NOTE) and "[tools" not in text_only and "Action Input:" in text_only
 
 
 def test_stop_closes_every_stream(kit):
@@ -223,7 +230,7 @@ def test_replay_refuses_a_bad_file(client, tmp_path):
     junk = tmp_path / "junk.json"
     junk.write_text("{not json", encoding="utf-8")
     result = client.predict(handle_file(str(junk)), "instant", api_name="/replay")
-    assert "not valid JSON" in result[6] and "not valid JSON" in panel_text(result[0])
+    assert "does not read" in result[6] and "does not read" in panel_text(result[0])
 
 
 def test_the_older_fourth_input_runs_a_hybrid_beside_the_selected_mode(kit):
@@ -236,7 +243,7 @@ def test_the_older_fourth_input_runs_a_hybrid_beside_the_selected_mode(kit):
             result = client.predict(question=QUESTION, mode="Think", fourth="ReAct → CoT-SC", api_name="/compare")
             refused = client.predict(question=QUESTION, mode="ReAct", fourth="Tree of Thoughts", api_name="/compare")
     assert len(result) == N_OUTPUTS
-    assert "roughly" in panel_text(result[0]) and "not run" in panel_text(result[2]).lower()
+    assert "about 400" in panel_text(result[0]) and "not run" in panel_text(result[2]).lower()
     hybrid = panel_text(result[9])
     assert "Final answer" in hybrid and "396" in hybrid, hybrid  # ReAct answered, so no CoT-SC fallback
     assert "LLM call" in result[10]
@@ -260,4 +267,5 @@ def test_codeact_and_reflexion_run_export_and_replay_in_their_own_panels(client,
     assert list(json.load(open(export, encoding="utf-8"))["traces"]) == ["think", mode]
     replayed = client.predict(handle_file(export), "instant", api_name="/replay")
     own = panel_text(replayed[output_index(mode, files=False)])  # replay has no files output
-    assert shows in own and "396" in own and replayed[-1] == ["think", mode]  # the picker, last
+    assert shows in own and "396" in own and replayed[-2] == ["think", mode]  # the picker, then the map
+    assert "step-map" in replayed[-1] and "Answer" in replayed[-1]

@@ -196,7 +196,7 @@ def test_upload_larger_than_the_limit_is_refused(url, tmp_path):
                          argvalues=[
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ('{"traces": {"react": {"events": [{"t": 0, "kind": "answer", "text": {"a": 1}}]}}}', "'text' has the wrong type"),
-    ('{"traces": {"react": {"events": [{"t": 1e400, "kind": "answer", "text": "x"}]}}}', "'t' must be a number"),
+    ('{"traces": {"react": {"events": [{"t": 1e400, "kind": "answer", "text": "x"}]}}}', "1e400 is too large a number"),
     ('{"traces": {"react": {"events": [{"t": 0, "kind": "action", "tool": "x", "input": ' + '{"a":' * 50 + "1"
      + "}" * 50 + "}]}}}", "nested too deeply"),
     ('{"question": ["q"], "traces": {"react": {"events": []}}}', "'question' must be text"),
@@ -211,7 +211,7 @@ def test_replay_refuses_bad_recordings_with_one_clear_line(url, tmp_path, conten
 
 
 def test_replay_refuses_too_many_steps(url, tmp_path):
-    from ui.recordings.reader import MAX_STEPS
+    from ui.recordings.checks import MAX_STEPS
 
     events = [{"t": i * 0.001, "kind": "thought", "text": "x"} for i in range(MAX_STEPS + 1)]
     path = tmp_path / "steps.json"
@@ -242,10 +242,11 @@ def test_replayed_html_is_text(url, tmp_path):
                                 "traces": {"react": {"events": events}}}), encoding="utf-8")
     event, data = call(url, "replay", [upload(url, str(path)), "instant"])
     assert event == "complete"
-    texts = strings(data[:-3])  # the question box (plain text, not HTML), the run options (numbers), the picker
+    # all but the question box (plain text, not HTML), the run options (numbers) and the picker; the map (last) too
+    texts = strings([*data[:-4], data[-1]])
     live_tags = [t for t in texts if re.search(r"(?<![\\`])<(img|script)", t) and "```" not in t]
     assert live_tags == []  # every tag is escaped (&lt; or \<) or inside a code fence
-    assert "&lt;img" in text_of(data[2])  # shown, as text
+    assert "&lt;img" in text_of(data[2]) and "&lt;img" in data[-1]  # shown, as text
 
 
 # --- /benchmark --------------------------------------------------------------------------------------
@@ -265,13 +266,13 @@ def bench_url(kit):
 def bench_call(url: str, upload_data: dict | None, **changes) -> tuple[str, object]:
     args = {"dataset": bt.UPLOAD, "upload": upload_data, "n": 10, "modes": ["act"], "concurrency": 2, "sc_n": 1,
             "model": "stub", "protocol": "text", "max_steps": 3, "temperature": 0.2, "tools": ["calculate"],
-            "trials": None}
+            "trials": None, "k": None}
     raw = {k: json.dumps(v) for k, v in args.items()}
     raw.update(changes)
     return call(url, "benchmark", "[" + ", ".join(v for v in raw.values() if v is not OMIT) + "]")
 
 
-OMIT = object()  # bench_call(..., trials=OMIT): a caller from before the trials input
+OMIT = object()  # bench_call(..., k=OMIT): a caller from before the k input (trials=OMIT too: before trials)
 
 
 def write(path, text: str) -> str:
@@ -314,6 +315,9 @@ def test_benchmark_checks_every_question_before_any_model_call(bench_url, tmp_pa
     ("max_steps", "11", "greater than maximum value 10"),  # the slider's own check (this event preprocesses)
     ("max_steps", "2.5", "Max steps must be a whole number from 1 to 10 (got 2.5)"),
     ("temperature", "2.5", "greater than maximum value 2"),
+    ("k", "2.5", "k (tries per item) must be a whole number from 1 to 10 (got 2.5)"),
+    ("k", '"lots"', "k (tries per item) must be a number from 1 to 10 (got 'lots')"),
+    ("k", "11", "greater than maximum value 10"),
 ])
 def test_benchmark_refuses_bad_knobs(url, stub, tmp_path, key, raw, why):
     """One clear line, ours or Gradio's own input check (the event preprocesses: uploads must be checked paths).
@@ -328,10 +332,21 @@ def test_benchmark_refuses_bad_knobs(url, stub, tmp_path, key, raw, why):
     assert server.requests == []
 
 
-def test_a_benchmark_caller_may_leave_out_the_trials(url, tmp_path):
+def test_benchmark_refuses_n_times_k_over_the_limit_before_any_call(url, stub):
+    """N × k counts against BENCH_MAX_N: 100 HotpotQA items × 3 tries is refused in one line, and nothing is sent."""
+    stub.requests.clear()
+    event, data = bench_call(url, None, dataset='"hotpotqa"', n="100", k="3")
+    assert event == "complete", data
+    assert data[0].replace("\\", "") == ("⚠ N × k = 100 × 3 = 300 tries of each mode, over this app's limit of 200 "
+                                         "(BENCH_MAX_N): lower N or k."), data[0]
+    assert stub.requests == []
+
+
+@pytest.mark.parametrize("left_out", [("k",), ("trials", "k")], ids=["before-k", "before-trials"])
+def test_a_benchmark_caller_may_leave_out_the_trials_and_k(url, tmp_path, left_out):
     ok = upload(url, write(tmp_path / "ok.jsonl", '{"question": "What is 2+2?", "answer": "4"}\n'))
-    event, data = bench_call(url, ok, trials=OMIT)
-    assert event == "complete" and data[0].startswith("✔ Done"), data
+    event, data = bench_call(url, ok, **dict.fromkeys(left_out, OMIT))
+    assert event == "complete" and data[0].startswith("✔ Done: 1 / 1 pairs"), data
 
 
 def test_benchmark_results_csv_cannot_run_formulas(bench_url, tmp_path):

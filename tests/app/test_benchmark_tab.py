@@ -17,7 +17,9 @@ from agents.evaluation import summarise
 from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
+from agents.modes.registry import protocol_problem
 from ui.benchmark import charts
+from ui.benchmark import reliability as rl
 from ui.benchmark import tab as bt
 from ui.core.settings import app_settings
 from ui.core.stream import StopSignal
@@ -197,9 +199,10 @@ def test_stop_signal_ends_the_run_with_what_finished(kit, arith):
 
         started = time.monotonic()
         frames = asyncio.run(start_then_stop())
-        status, table, score, tokens, files = frames[-1]
+        status, table, score, tokens, files, grounding, reliability = frames[-1]
         assert status.startswith("■ Stopped at 0 / 6 pairs") and "left" not in status, status
         assert time.monotonic() - started < 10 and len(files) == 3 and table is not None
+        assert grounding is not None and reliability is not None
         deadline = time.monotonic() + 10
         while (run_threads() or any(r.finished is None for r in server.requests)) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -242,6 +245,8 @@ def test_benchmark_streams_progress_then_table_charts_and_files(bench, arith):
     assert rows["Act-only"]["Accuracy %"] == 100.0 and rows["ReAct"]["Accuracy %"] == 100.0  # via the calculator
     assert rows["Think-only (CoT)"]["Accuracy %"] == 0.0 and all(r["n"] == 3 for r in rows.values())
     assert final[2] and final[3]  # both charts arrived
+    grounding = {row[0]: dict(zip(final[5]["headers"], row, strict=True)) for row in final[5]["data"]}
+    assert grounding["ReAct"]["Correct answers"] == 3 and grounding["ReAct"]["Paper: correct, hallucinated %"] == 6.0
     files = {os.path.basename(p): p for p in final[4]}
     assert set(files) == {"summary.json", "summary.csv", "results.csv"}
     summary_text = open(files["summary.json"], encoding="utf-8").read()
@@ -277,3 +282,66 @@ def test_reflexion_in_the_benchmark_takes_the_trials_setting_and_grades_by_the_i
         assert final[0].startswith("✔ Done: 1 / 1 pairs"), final[0]
         assert len(server.requests) == calls
     assert final[1].iloc[0]["Accuracy %"] == 0.0  # the handler's table, before Gradio serialises it
+
+
+# --- k tries per item: the runs it will make, the limit, the reliability table ------------------------
+
+
+def test_the_form_says_how_many_runs_before_the_run():
+    assert rl.runs_line(10, 3, ["think", "act", "react"], limit=200) == (
+        "**90 runs** if it starts: 10 items × 3 tries × 3 modes, each run one model call or more. "
+        "N × k may be at most 200.")
+    assert rl.runs_line(1, 1, ["react"], limit=200, visitor_limit=20).startswith(
+        "**1 run** if it starts: 1 item × 1 try × 1 mode")
+    assert "at most 20 unless signed in, 200 signed in" in rl.runs_line(5, 2, [], limit=200, visitor_limit=20)
+    assert rl.runs_line("lots", None, None, limit=200).startswith("**0 runs** if it starts: 1 item × 1 try × 0 modes")
+    with gr.Blocks():
+        parts = bt.build_benchmark_tab(LLMSettings(model="m"), None)  # type: ignore[arg-type]
+    assert parts["runs"].value.startswith("**30 runs** if it starts: 10 items × 1 try × 3 modes")
+    assert parts["reliability"].value["headers"] == rl.HEADERS[:] and "pass^1 %" in rl.HEADERS
+
+
+def test_n_times_k_over_a_visitor_s_limit_is_refused_in_one_line_before_any_call(kit):
+    limit = app_settings().bench_visitor_max_n
+    with StubLLMServer(toy_policy) as server, gr.Blocks():
+        tab = bt.build_benchmark_tab(kit.settings(server), kit.registry(), on_space=True)
+
+        async def frames(**kw):
+            return [f async for f in tab["handler"]("handwritten", None, **kw)]
+
+        (refused,) = asyncio.run(frames(n=limit, modes=["think"], k=2))
+        assert refused[0].replace("\\", "") == (
+            f"⚠ N × k = {limit} × 2 = {2 * limit} tries of each mode, over this app's limit of {limit} (sign in with "
+            f"Hugging Face to run up to {app_settings().bench_max_n}): lower N or k.")
+        assert len(refused) == 7 and all(isinstance(v, dict) for v in refused[1:])  # the rest left as it was
+        (bad,) = asyncio.run(frames(n=1, modes=["think"], k=0))
+        assert bad[0].replace("\\", "") == "⚠ k (tries per item) must be a whole number from 1 to 10 (got 0)."
+        (tools,) = asyncio.run(frames(n=1, modes=["react", "react_placebo"], protocol="tools"))
+        assert tools[0].replace("\\", "") == f"⚠ {protocol_problem(['react_placebo'], 'tools')}"
+        assert server.requests == []
+    assert len(bt.prepare("handwritten", None, limit // 2, ["think"], max_n=limit, k=2).items) == limit // 2
+
+
+def test_k_tries_fill_the_reliability_table_and_the_files(bench, arith):
+    _, client = bench
+    final = client.predict(dataset=bt.UPLOAD, upload=handle_file(arith), n=10, modes=["think", "act"], concurrency=2,
+                           sc_n=1, k=3, api_name="/benchmark")
+    assert final[0].startswith("✔ Done: 18 / 18 pairs"), final[0]
+    table = final[6]  # after the grounding table (5)
+    rows = {row[0]: dict(zip(table["headers"], row, strict=True)) for row in table["data"]}
+    assert rows["Act-only"]["Right / tries"] == "9 / 9" and rows["Act-only"]["All 3 right / items"] == "3 / 3"
+    assert rows["Act-only"]["pass^3 %"] == 100.0 and rows["Act-only"]["Accuracy % (pass@1)"] == 100.0
+    assert rows["Think-only (CoT)"]["Right / tries"] == "0 / 9" and rows["Think-only (CoT)"]["pass^3 %"] == 0.0
+    assert rows["Think-only (CoT)"]["Tokens per correct"] == "—" and "Cost per correct" not in table["headers"]
+    main = {row[0]: row[1] for row in final[1]["data"]}
+    assert main == {"Think-only (CoT)": 9, "Act-only": 9}  # n counts the tries
+    files = {os.path.basename(p): p for p in final[4]}
+    summary = json.loads(open(files["summary.json"], encoding="utf-8").read())
+    assert summary["k"] == summary["run"]["k"] == 3 and summary["modes"]["act"]["pass_hat_k"] == 1.0
+    with open(files["summary.csv"], encoding="utf-8") as f:
+        assert {"pass_at_1", "pass_hat_k", "tokens_per_correct"} <= set(next(csv.reader(f)))
+    with open(files["results.csv"], encoding="utf-8") as f:
+        results = list(csv.DictReader(f))
+    ids = {r["id"] for r in results}
+    assert len(ids) == 3 and sorted((r["id"], r["mode"], r["try"]) for r in results) == sorted(
+        (i, m, str(t)) for i in ids for m in ("think", "act") for t in (1, 2, 3))

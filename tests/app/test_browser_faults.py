@@ -121,13 +121,6 @@ def test_a_reasoning_model_s_empty_content_is_one_line_naming_the_token_budget(p
     assert "Hidden reasoning" in think and "1 of 3 modes failed" in status, (think, status)
 
 
-def test_a_reply_cut_mid_stream_is_not_shown_as_the_answer(page, faults):
-    think, _ = fault_panel(page, faults, "cut", "think")
-    assert "Final answer" not in think and think.count("Model error") == 1
-    assert re.search(r"(?i)partial|incomplete", think)  # the partial text is kept, marked, to read
-    assert "Final Answer: 396" not in think
-
-
 def test_stop_ends_a_hung_request_and_says_so(page, faults, kit):
     ask(page, faults.question("hang", "act", "browser-d"))
     wait_for_text(page, others("act"), "Final answer")
@@ -146,3 +139,12 @@ def test_stop_ends_a_hung_request_and_says_so(page, faults, kit):
     act = page.inner_text(PANELS["act"])
     assert "Stopped" in act
     assert all("Final answer" in page.inner_text(s) for s in others("act"))  # the answers stay
+
+
+def test_a_reply_cut_mid_stream_is_not_shown_as_the_answer(page, faults):
+    """After the hung-request test: a cut reply teaches the app (and its worker) that the server serves one request
+    at a time, which keeps later runs in this process."""
+    think, _ = fault_panel(page, faults, "cut", "think")
+    assert "Final answer" not in think and think.count("Model error") == 1
+    assert re.search(r"(?i)partial|incomplete", think)  # the partial text is kept, marked, to read
+    assert "Final Answer: 396" not in think

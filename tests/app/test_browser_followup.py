@@ -32,7 +32,7 @@ def ask(page, kit, question: str, button: str, turn: int = 1) -> None:
 def test_ask_a_follow_up_then_share_and_follow_up_again(browser, url, kit):
     with kit.open_page(browser, url) as page:
         assert not page.locator("#followup-btn").is_visible()  # nothing to follow up yet
-        kit.pick_modes(page, ["Think", "ReAct"])
+        kit.pick_modes(page, ["Think-only", "ReAct"])
         ask(page, kit, FIRST, "#run-btn")
         page.locator("#followup-btn").wait_for(state="visible", timeout=15_000)
         assert page.locator("#followup-step-btn").is_visible()

@@ -8,7 +8,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-FIVE = ["Think", "ReAct", "ReAct → CoT-SC", "CodeAct", "Reflexion"]
+FIVE = ["Think-only", "ReAct", "ReAct → CoT-SC", "CodeAct", "Reflexion"]
 FIVE_IDS = ["think", "react", "react_cot_sc", "codeact", "reflexion"]
 OTHERS = ["act", "cot_sc_react"]
 

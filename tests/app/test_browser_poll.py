@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -22,16 +23,6 @@ def url(kit):
         yield local_url
 
 
-def phone(browser, link: str):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    page = context.new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
-               else route.abort())
-    page.goto(link)
-    page.wait_for_selector("#choices .choice")
-    return context, page
-
-
 def board_has(teacher, text: str, timeout: float = 15_000) -> None:
     teacher.wait_for_function("(t) => (document.querySelector('#poll-board')?.innerText || '').includes(t)",
                               arg=text, timeout=timeout)
@@ -42,6 +33,7 @@ def tap(page, title: str) -> None:
     page.wait_for_function("(t) => document.querySelector('#mine').innerText.includes(t)", arg=title)
 
 
+@pytest.mark.timeout(300)  # two rounds, two runs, three phones and four pages
 def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
     kit.artifacts.mkdir(exist_ok=True)
     with kit.open_page(browser, url) as teacher, ExitStack() as phones:
@@ -55,10 +47,16 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
         assert re.fullmatch(r"[2-9A-HJKMNP-Z]{6}", code) and link.endswith(f"/?room={code}")
         qr = teacher.locator("#poll-join svg").bounding_box()
         assert qr["height"] >= 768 / 4 and qr["width"] >= 4 * 29  # a quarter of the viewport, >= 4 px a module
+        shown = teacher.locator("#poll-code").bounding_box()
+        for box in (qr, shown):  # after Start, the QR code and the code are on the first screen, near Run
+            assert box["y"] >= 0 and box["y"] + box["height"] <= 768 and box["x"] + box["width"] <= 1366, box
+        assert teacher.locator("#poll").bounding_box()["y"] < teacher.locator("#panels").bounding_box()["y"]  # near Run
+        assert teacher.is_visible("#poll-loopback")  # a link on 127.0.0.1: phones cannot open it, and what to set
+        assert "APP_PUBLIC_URL" in teacher.inner_text("#poll-loopback")
 
         devices = []
         for _ in range(3):
-            context, page = phone(browser, link)
+            context, page = kit.open_phone(browser, link)
             phones.callback(context.close)
             devices.append(page)
         one, two, three = devices
@@ -72,9 +70,13 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
         one.wait_for_function("() => document.querySelector('#mine').innerText.includes('3 voted so far')",
                               timeout=5_000)  # the phones see how many voted, not the split
         assert one.is_hidden("#tally")
-        tap(three, "ReAct")  # a changed vote moves the tally, and is still one vote
+        tap(three, "ReAct")  # a changed vote is still one vote
+        board = teacher.inner_text("#poll-board")  # nor does the projector show the split while voting is open
+        assert "3 voted" in board and "%" not in board and teacher.locator("#poll-board .poll-n").count() == 0, board
+        teacher.check("#poll-split input")  # the teacher's switch shows it
         board_has(teacher, "67 % predicted ReAct")
-        board_has(teacher, "3 voted")
+        teacher.uncheck("#poll-split input")
+        teacher.wait_for_function("() => !(document.querySelector('#poll-board')?.innerText || '').includes('%')")
         three.screenshot(path=str(kit.artifacts / "poll-phone-vote-390x844.png"))
         teacher.locator("#poll").scroll_into_view_if_needed()
         teacher.screenshot(path=str(kit.artifacts / "poll-teacher-open-1366x768.png"))
@@ -83,8 +85,9 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
         for page in devices:
             page.wait_for_function("() => document.querySelector('#choices .choice').disabled", timeout=15_000)
         late = one.evaluate("""async (code) => { const r = await fetch(`poll/${code}/vote`, {method: 'POST',
-            headers: {'Content-Type': 'application/json'}, body: JSON.stringify({voter: 'late-phone-00000001',
-            choice: 'act'})}); return [r.status, (await r.json()).error]; }""", code)
+            headers: {'Content-Type': 'application/json'}, body: JSON.stringify({
+            voter: sessionStorage.getItem(`poll-voter-${code}`), choice: 'act'})});
+            return [r.status, (await r.json()).error]; }""", code)
         assert late[0] == 409 and "locked" in late[1]
 
         board_has(teacher, "33 % predicted Think-only — ✗ wrong", timeout=60_000)
@@ -119,6 +122,14 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
         assert "Round 1 · 3 voted" in teacher.inner_text("#poll-board")
         teacher.locator("#poll-board").scroll_into_view_if_needed()
         teacher.screenshot(path=str(kit.artifacts / "poll-teacher-rounds-1366x768.png"))
+        teacher.check("#presentation input")  # on a projector the board reads from the back row, as the panels do
+        smallest = """() => Math.min(...[...document.querySelectorAll('#poll-board *, #poll-join *')]
+            .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+            .filter(e => e.tagName !== 'STYLE' && !e.closest('.poll-warn'))  // the teacher's own line may be smaller
+            .map(e => parseFloat(getComputedStyle(e).fontSize)))"""
+        # the switch's class lands after its event's round trip: wait for the board's smallest text to read 20 px
+        teacher.wait_for_function(f"() => ({smallest})() >= 20", timeout=15_000)
+        teacher.uncheck("#presentation input")
 
         teacher.click("#run-btn")  # the run again after the discussion: round 2 revealed, both rounds in its export
         board_has(teacher, "100 % predicted ReAct — ✓ right", timeout=60_000)
@@ -136,6 +147,7 @@ def test_a_class_predicts_votes_and_sees_the_reveal(browser, url, kit):
 
 
 def test_a_phone_reads_one_line_for_a_bad_code_and_for_a_restart(browser, url, monkeypatch):
+    from ui.poll import room as poll_room
     from ui.poll import rooms as poll_rooms
     from ui.poll import routes as poll_routes
 
@@ -153,8 +165,8 @@ def test_a_phone_reads_one_line_for_a_bad_code_and_for_a_restart(browser, url, m
         page.goto(f"{base}/?room={room.code}")
         page.wait_for_selector("#choices .choice")
         monkeypatch.setattr(poll_rooms, "_store", poll_rooms.RoomStore())  # the app restarted: no rooms, a new boot
-        monkeypatch.setattr(poll_rooms, "BOOT", "n3wb00t0")
-        monkeypatch.setattr(poll_routes, "BOOT", "n3wb00t0")
+        for module in (poll_room, poll_rooms, poll_routes):
+            monkeypatch.setattr(module, "BOOT", "n3wb00t0")
         page.wait_for_function("() => document.querySelector('#msg').innerText.includes('The app restarted')",
                                timeout=10_000)
         assert not page.is_visible("#vote")
@@ -189,7 +201,7 @@ def test_the_phone_page_and_the_poll_box_pass_an_accessibility_audit(browser, ur
         teacher.wait_for_selector("#poll-code")
         link = teacher.get_attribute("#poll-link", "href")
         assert serious(teacher, source, "#poll") == []
-        context, page = phone(browser, link)
+        context, page = kit.open_phone(browser, link)
         try:
             tap(page, "ReAct")
             assert serious(page, source) == []
@@ -216,6 +228,7 @@ def test_a_visitor_who_is_not_polling_makes_no_poll_call(browser, url, kit):
 
 
 def test_the_teachers_screen_says_a_restart_ended_the_poll(browser, url, kit, monkeypatch):
+    from ui.poll import room as poll_room
     from ui.poll import rooms as poll_rooms
 
     with kit.open_page(browser, url) as teacher:
@@ -224,5 +237,127 @@ def test_the_teachers_screen_says_a_restart_ended_the_poll(browser, url, kit, mo
         teacher.click("#poll-start")
         teacher.wait_for_selector("#poll-code")
         monkeypatch.setattr(poll_rooms, "_store", poll_rooms.RoomStore())  # the app restarted: no rooms, a new boot
-        monkeypatch.setattr(poll_rooms, "BOOT", "n3wb00t0")
+        for module in (poll_room, poll_rooms):
+            monkeypatch.setattr(module, "BOOT", "n3wb00t0")
         board_has(teacher, "The app restarted: that class poll has ended. Start a new one.")
+
+
+def until(page, state, timeout_s: float = 30.0) -> None:
+    """Until the app's ``state()`` holds (the store of this in-process app), looking every tenth of a second."""
+    deadline = time.monotonic() + timeout_s
+    while not state():
+        assert time.monotonic() < deadline, "the state never came"
+        page.wait_for_timeout(100)
+
+
+def start_poll(page, question: str = QUESTION) -> str:
+    """Start a class poll on ``page``: its code."""
+    page.fill("#question textarea", question)
+    if not page.is_visible("#poll-start"):
+        page.click("#poll button:has-text('Class poll')")
+    page.click("#poll-start")
+    page.wait_for_selector("#poll-code")
+    return page.inner_text("#poll-code").strip()
+
+
+def listed(page) -> list[str]:
+    """The codes of this teacher's rooms the page lists (other pages', or closed pages' in their grace time)."""
+    return page.evaluate("() => [...document.querySelectorAll('#poll-mine-list label')].map(l => l.innerText"
+                         ".split(' ')[0].trim())")
+
+
+@pytest.mark.timeout(300)
+def test_closed_pages_leave_their_rooms_to_a_fourth_page_then_end_after_the_grace_time(browser, url, kit,
+                                                                                       monkeypatch):
+    """Three pages of one teacher start a poll each and close without End poll: a fourth page lists the three,
+    ends one, and once the grace time has passed starts a poll of its own (the cap counts rooms still in use).
+    The store's clock is the test's: the grace time passes when the test says, whatever the machine's load."""
+    from ui.poll import rooms as poll_rooms
+
+    skew = [0.0]
+    store = poll_rooms.RoomStore(per_teacher=3, grace_s=60.0, clock=lambda: time.monotonic() + skew[0])
+    monkeypatch.setattr(poll_rooms, "_store", store)
+    monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")  # a closed page is noticed within a second
+    context = browser.new_context(viewport={"width": 1366, "height": 768})  # one browser: one teacher
+    try:
+        pages, codes = [], []
+        for n in range(3):
+            page = context.new_page()
+            page.goto(url)
+            page.wait_for_selector("#run-btn")
+            codes.append(start_poll(page, f"Question {n + 1}?"))
+            pages.append(page)
+        for page in pages:  # closed without End poll
+            page.close()
+        fourth = context.new_page()
+        fourth.goto(url)
+        fourth.wait_for_selector("#run-btn")
+        until(fourth, lambda: all(store.get(c).closed_at is not None for c in codes))  # each page's heartbeat ends
+        fourth.click("#poll button:has-text('Class poll')")
+        fourth.wait_for_function("(n) => document.querySelectorAll('#poll-mine-list label').length === n", arg=3)
+        assert sorted(listed(fourth)) == sorted(codes) and "page closed" in fourth.inner_text("#poll-mine")
+        fourth.fill("#question textarea", "A fourth question?")
+        fourth.click("#poll-start")  # three rooms still count: refused in one line, on screen
+        board_has(fourth, "open class polls")
+        assert fourth.locator("#poll-board").bounding_box()["y"] < 768
+        fourth.get_by_label(re.compile(codes[0])).check()
+        fourth.click("#poll-end-mine")  # the list's End
+        fourth.wait_for_function("(n) => document.querySelectorAll('#poll-mine-list label').length === n", arg=2)
+        assert store.get(codes[0]) is None
+        skew[0] += 60.0  # the grace time passes
+        until(fourth, lambda: store.get(codes[1]) is None and store.get(codes[2]) is None)
+        assert "page closed" in store.gone_why(codes[1])
+        code = start_poll(fourth, "A fourth question?")
+        assert code not in codes and store.get(code) is not None
+    finally:
+        context.close()
+
+
+def test_two_teachers_behind_one_address_see_only_their_own_rooms(browser, url, kit):
+    with kit.open_page(browser, url) as first, kit.open_page(browser, url) as second:  # two browsers, one address
+        mine = start_poll(first, "Teacher one's question?")
+        second.click("#poll button:has-text('Class poll')")
+        second.wait_for_selector("#poll-start")
+        assert not second.is_visible("#poll-mine")  # nothing of the other teacher's
+        theirs = start_poll(second, "Teacher two's question?")
+        again = first.context.new_page()  # another page of the first teacher lists their room, and only theirs
+        try:
+            again.goto(url)
+            again.click("#poll button:has-text('Class poll')")
+            again.wait_for_function("() => document.querySelectorAll('#poll-mine-list label').length === 1")
+            assert listed(again) == [mine] and theirs != mine
+            again.click("#poll-show-here")  # shown on this page now: its code and QR code
+            again.wait_for_function("(c) => document.querySelector('#poll-code')?.innerText.includes(c)", arg=mine)
+        finally:
+            again.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_background_tab_keeps_its_room_and_closing_it_ends_the_room(browser, url, kit, monkeypatch):
+    """The teacher's poll page goes to the background and is frozen (what a browser does to a tab hidden long
+    enough; throttling is milder): its room stays, however long past the grace time. Closed, the room ends."""
+    from ui.poll import rooms as poll_rooms
+
+    store = poll_rooms.RoomStore(grace_s=1.0)
+    monkeypatch.setattr(poll_rooms, "_store", store)
+    monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")  # a closed page is noticed within a second
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_selector("#run-btn")
+        code = start_poll(page)
+        front = context.new_page()  # the teacher's other tab, in front
+        front.goto(url)
+        front.wait_for_selector("#run-btn")
+        frozen = context.new_cdp_session(page)
+        frozen.send("Page.setWebLifecycleState", {"state": "frozen"})  # its timers and scripts stop
+        front.wait_for_timeout(5_000)  # ten heartbeats, five grace times
+        room = store.get(code)
+        assert room is not None and room.closed_at is None
+        frozen.send("Page.setWebLifecycleState", {"state": "active"})
+        page.close()
+        until(front, lambda: store.get(code) is None)  # closed: it ends after the grace time
+        assert "page closed" in store.gone_why(code)
+    finally:
+        context.close()

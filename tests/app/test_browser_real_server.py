@@ -39,7 +39,7 @@ def test_the_stop_button_ends_a_real_stream_on_the_server(real_server, browser, 
     demo = app.build_demo(settings=settings, registry=ToolRegistry([calculate]))
     with kit.launched(demo) as url, kit.open_page(browser, url) as page:
         page.fill("#question textarea", LONG_QUESTION)
-        kit.pick_modes(page, ["Think"])
+        kit.pick_modes(page, ["Think-only"])
         mark = real_server.mark()
         page.click("#run-btn")
         # the reply is streaming into the Think panel: a few words of it are on screen

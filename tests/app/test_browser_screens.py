@@ -116,6 +116,30 @@ def test_on_a_projector_every_answer_and_metrics_line_is_on_the_first_screen(bro
         page.screenshot(path=str(kit.artifacts / f"screens-projector-{name}.png"))
 
 
+def test_in_presentation_mode_three_long_named_modes_keep_20px_metrics_and_status_on_the_first_screen(browser, url,
+                                                                                                      kit):
+    """ReAct, CodeAct and Reflexion: their metrics lines wrap at 20 px, and the panels leave room for the tallest."""
+    with opened(browser, url, PROJECTOR) as page:
+        page.get_by_role("tab", name="Arithmetic traps").click()
+        page.get_by_role("button", name="17 × 23 + 5").click()
+        kit.pick_modes(page, ["ReAct", "CodeAct", "Reflexion"])
+        page.locator("#presentation input").check()
+        page.wait_for_function("() => document.body.classList.contains('presentation')")
+        page.click("#run-btn")
+        kit.wait_text(page, "#run-status", "Done", timeout=90_000)
+        page.wait_for_timeout(SETTLE_MS)
+        seen = on_screen(page)
+        sizes = page.evaluate("""() => ({
+            status: parseFloat(getComputedStyle(document.querySelector('#run-status p')).fontSize),
+            metrics: [...document.querySelectorAll('#panels > .panel-col')].filter(c => c.offsetParent)
+                .map(c => parseFloat(getComputedStyle(c.querySelector('.metrics p')).fontSize))})""")
+        assert sizes["status"] >= 20 and len(sizes["metrics"]) == 3 and min(sizes["metrics"]) >= 20, sizes
+        assert [p["id"] for p in seen["panels"]] == ["col-react", "col-codeact", "col-reflexion"]
+        assert_answers_and_metrics_on_screen(seen)
+        kit.artifacts.mkdir(exist_ok=True)
+        page.screenshot(path=str(kit.artifacts / "screens-projector-presentation-long-names.png"))
+
+
 def three_steps(body: dict[str, Any]) -> StubReply:
     """Asked "…, then …", ReAct thinks at length over two calculator steps, then waits a long time for its answer;
     the other modes, and any other question, are the toy model."""
@@ -204,28 +228,6 @@ def test_on_a_phone_a_run_ends_with_an_answer_on_screen_and_every_tab_shows(brow
         assert grown  # a panel is as tall as its messages: nothing scrolls inside it
 
 
-def words_cut(page, selector: str) -> list[str]:
-    """Words of the element's text that the layout breaks over two lines, or that stick out of their cell."""
-    return page.evaluate("""sel => {
-        const cut = [];
-        for (const cell of document.querySelectorAll(sel)) {
-            const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-            const edge = cell.getBoundingClientRect();
-            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-                for (const m of node.textContent.matchAll(/\\S+/g)) {
-                    const range = document.createRange();
-                    range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
-                    const rects = [...range.getClientRects()].filter(r => r.width > 0);
-                    const lines = new Set(rects.map(r => Math.round(r.top)));
-                    const out = rects.some(r => r.left < edge.left - 1 || r.right > edge.right + 1);
-                    if (lines.size > 1 || out) cut.push(m[0]);
-                }
-            }
-        }
-        return cut;
-    }""", selector)
-
-
 def share(page, kit) -> str:
     """Share the run on screen: its link's query (``?run=…``)."""
     page.click("#share-btn")
@@ -249,7 +251,7 @@ def test_a_shared_link_opens_at_the_run_on_a_phone_with_the_table_as_cards(brows
         assert 0 <= first["status"]["top"] and first["status"]["bottom"] <= first["height"], first
         assert 0 <= first["message"]["top"] and first["message"]["top"] + 40 <= first["height"], first
         assert first["wide"] <= PHONE["width"] + 1, first  # nothing sticks out sideways
-        assert words_cut(page, "#comparison td") == []
+        assert kit.words_cut(page, "#comparison td") == []
         assert page.locator("#comparison td[data-label='Answer']").count() == 3  # one card per mode
         page.locator("#comparison").scroll_into_view_if_needed()
         kit.artifacts.mkdir(exist_ok=True)

@@ -108,9 +108,12 @@ def stub(faults):
 
 
 def env_settings(url: str, timeout: float = TIMEOUT_S) -> LLMSettings:
-    """Settings as the app reads them from its environment (with a whole-call limit, LLM_MAX_DURATION)."""
+    """Settings as the app reads them from its environment (with a whole-call limit, LLM_MAX_DURATION). The stub
+    serves many requests at once, as the owner says (``LLM_MAX_CONCURRENT=0``): its cut replies, made while other
+    streams are open, would otherwise teach the run workers it serves one at a time (agents/llm/gate.py), and a
+    later test's hung call would hold every other call back."""
     return LLMSettings.from_env({"LLM_BASE_URL": url, "LLM_MODEL": "stub", "LLM_TIMEOUT": str(timeout),
-                                 "LLM_MAX_DURATION": "30"})
+                                 "LLM_MAX_DURATION": "30", "LLM_MAX_CONCURRENT": "0"})
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +180,8 @@ def test_garbage_instead_of_the_format_is_re_prompted_then_forced(client, faults
     assert_healthy(result, "react")
     panel = result[2]
     assert_no_internals(panel)
-    assert sum("Format error" in title_of(m) for m in panel) == 2  # one corrective re-prompt per step
+    # one corrective re-prompt; the same garbage again is not re-prompted but forced (agents/modes/base.py)
+    assert sum("Format error" in title_of(m) for m in panel) == 1
     assert len(final_answers(panel)) == 1 and "forced" in final_answers(panel)[0]
     assert error_lines(panel) == []
     assert result[6].startswith("✔ Done"), result[6]
@@ -321,7 +325,10 @@ def test_faulty_runs_and_stops_leak_no_threads_or_fds(faults, tmp_path, in_worke
     kinds = faults.SERVER_FAULTS if in_workers else faults.LEAK_FAULTS
     tools = {"tools": ("calculate",)} if in_workers else {}  # run-workers: the toy model's tool, the app's own
     with StubLLMServer(faults.FaultPolicy(chunk_chars=8), latency=0.05, token_delay=0.002, chunk_chars=8) as stub:
-        proc = faults.AppProcess(stub.url, tmp_path, default_registry=in_workers)
+        # the stub serves many requests at once: its "cut" replies, made while others are open, would teach the
+        # app it serves one at a time (agents/llm/gate.py), and then a hung call holds every call (and run) back
+        serves_many = {"LLM_MAX_CONCURRENT": "0"}
+        proc = faults.AppProcess(stub.url, tmp_path, default_registry=in_workers, settings=serves_many)
         slow_stops: dict[str, float] = {}  # question → when Stop was sent
 
         def visit(first: int, runs: int, stops: int) -> None:

@@ -168,16 +168,24 @@ def test_replay_share_and_fork_keep_the_turns(served, client, stub, kit):
     react = kit.panel_text(replayed[output_index("react", files=False)])
     assert "Turn 1" in react and "17 * 23" in react and "396" in react and "390" in react
     assert "Earlier turns" in replayed[2 * 3 + 1]
+    # the step-aligned map: a band for turn 1 (its question, ReAct's answer), then this turn's: 390, worked out from
+    # turn 1's observation (396) without a tool, is unbacked
+    for shown in (second[-1], replayed[-1]):
+        assert "Turn 1 · What is 17 * 23 + 5?" in shown and "Turn 2 · And that number minus 6?" in shown
+        assert '<td data-label="ReAct">396</td>' in shown and 'class="claim unbacked" tabindex="0"' in shown
 
     shared, _ = asyncio.run(final_frame(read_recording(second_json), "✔ Shared run"))  # a share link's view
     assert "Turn 1" in json.dumps(shared.panels) and "396" in json.dumps(shared.panels)
 
-    # a fork from an observation of turn 2: its live request carries turn 1 exactly as turn 2's did
+    # a fork from an observation of turn 3 (the run that session's page shows): its live request carries turns 1 and
+    # 2 exactly as turn 3's did
+    compare_index = next(i for i, fn in demo.fns.items() if fn.api_name == "compare")
     with open(second_json, encoding="utf-8") as f:
-        third = _raw_compare(base, "And what is 2 + 3?", previous=f.read())
+        queue_frames(base, compare_index, ["And what is 2 + 3?", ["react"], None, "text", 5, 0.2, ["calculate"], "",
+                                           None, "", None, f.read()], "followup-fork-test")
     stub.requests.clear()
     fork_index = next(i for i, fn in demo.fns.items() if fn.name == "fork")
-    data = ["react", choice_value(0, "5"), "7", "new", third[FILES], None, None, "text", 5, 0.2, ["calculate"], None]
+    data = ["react", choice_value(0, "5"), "7", "new", None, "text", 5, 0.2, ["calculate"], None]
     frames = queue_frames(base, fork_index, data, "followup-fork-test")[-1]
     assert len(stub.requests) == 1, frames[2 * 3]
     sent = json.dumps(stub.requests[0].body["messages"])

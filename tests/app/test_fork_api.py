@@ -1,6 +1,6 @@
-"""Fork through the real app's HTTP queue (what the page itself sends): a ``/compare`` run over REST, then the
-private fork event of the Fork button with the run's export; the real ``InferenceClient`` talks to the
-local stub server. The fork is no API endpoint and no MCP tool."""
+"""Fork through the real app's HTTP queue (what the page itself sends): a ``/compare`` run in the page's session,
+then the private fork event of the Fork button, which forks the run that session's lesson shows; the real
+``InferenceClient`` talks to the local stub server. The fork is no API endpoint and no MCP tool."""
 
 from __future__ import annotations
 
@@ -30,15 +30,19 @@ def compare(base: str) -> list:
     return last_frame(base, "compare", data)
 
 
-def test_the_fork_button_event_forks_the_exported_run(served):
+def test_the_fork_button_event_forks_the_run_on_screen(served):
+    """The page's run (its session's lesson) is what the Fork button forks: no file travels with the event."""
     demo, base, stub = served
-    run = compare(base)
-    exports = run[FILES]
-    assert any(str(f.get("path", "")).endswith(".json") for f in exports)
+    run = compare(base)  # another session's run: not on this page
+    assert any(str(f.get("path", "")).endswith(".json") for f in run[FILES])
     fork_index = next(i for i, fn in demo.fns.items() if fn.name == "fork")
-    assert fork_index is not None
+    data = ["react", choice_value(0, "396"), "400", "new", None, "text", 5, 0.2, ["calculate"], None]
+    refused = queue_frames(base, fork_index, data, "fork-api-other")
+    assert "Nothing to fork yet" in refused[-1][6]
+    compare_index = next(i for i, fn in demo.fns.items() if fn.api_name == "compare")
+    on_screen = ["What is 17 * 23 + 5?", "ReAct", None, "text", 5, 0.2, ["calculate"], "None", None, ""]
+    queue_frames(base, compare_index, on_screen, "fork-api-test")  # this page's run
     stub.requests.clear()
-    data = ["react", choice_value(0, "396"), "400", "new", exports, None, None, "text", 5, 0.2, ["calculate"], None]
     frames = queue_frames(base, fork_index, data, "fork-api-test")
     panel = frames[-1][CHAT4]
     panel = panel.get("value", panel) if isinstance(panel, dict) else panel

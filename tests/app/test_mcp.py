@@ -210,3 +210,51 @@ def test_the_tool_runs_any_mode_a_panel_shows_and_says_so(url):
     assert "graded against the expected answer" in modes["reflexion"]["trace"]  # the expected answer reached it
     refused = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", {"question": QUESTION, "modes": ["nope"]}))
     assert refused.isError and "codeact" in refused.content[0].text
+
+
+def test_with_gradio_s_auth_on_tools_list_and_the_schema_need_the_login(kit):
+    """``launch(auth=...)`` guards the page and the API; MCP's routes follow it (patches/gradio_mcp.LoginRequired):
+    a stranger's tools/list, initialize and schema get a 401, a logged-in client lists the one tool."""
+    demo = app.build_demo(settings=kit.settings(StubLLMServer()), registry=kit.registry())
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, auth=("teacher", "secret"),
+                **app.launch_kwargs())
+    try:
+        base = demo.local_url
+        mcp_url = base + "gradio_api/mcp/"
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        for method in ("initialize", "tools/list"):
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}
+            refused = httpx.post(mcp_url, json=body, headers=headers, timeout=30)
+            assert refused.status_code == 401 and "compare_reasoning_modes" not in refused.text, method
+        assert httpx.get(mcp_url + "schema", timeout=30).status_code == 401
+        with httpx.Client() as browser:
+            assert browser.post(base + "login", data={"username": "teacher", "password": "wrong"}).status_code == 400
+            assert browser.post(base + "login", data={"username": "teacher", "password": "secret"}).status_code == 200
+            cookies = browser.cookies
+            assert [t["name"] for t in browser.get(mcp_url + "schema", timeout=30).json()] == [ui.mcp.TOOL_NAME]
+
+        async def listed() -> list[str]:
+            async with httpx.AsyncClient(cookies=cookies, timeout=30) as client:
+                async with streamable_http_client(mcp_url, http_client=client) as (read, write, _):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        return [t.name for t in (await session.list_tools()).tools]
+
+        assert asyncio.run(asyncio.wait_for(listed(), 60)) == [ui.mcp.TOOL_NAME]
+    finally:
+        demo.close()
+
+
+def test_a_gradio_that_mounts_mcp_otherwise_serves_no_mcp():
+    """The guard's start-up check: a server whose mount is not the one it wraps is refused (fails closed)."""
+    server = FakeServer(["/compare_reasoning_modes"])
+    assert "does not mount its routes as expected" in gradio_mcp.guard(server)
+    server.launch_mcp_on_sse = lambda app, subpath: None
+    assert "does not mount its routes as expected" in gradio_mcp.guard(server)
+
+
+def test_docs_list_every_mode_the_tool_takes():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert all(f"`{mode}`" in text for mode in ui.mcp.COMPARED), ui.mcp.COMPARED

@@ -65,8 +65,9 @@ def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(ser
     react = json.dumps(last[output_index("react")], ensure_ascii=False)
     assert "Ms Okafor" in react and "B12" in react, react[-2000:]
     exports = last[FILES]
-    path = next(f["path"] for f in (exports.get("value", exports) if isinstance(exports, dict) else exports)
-                if str(f.get("path", "")).endswith(".json"))
+    export = next(f for f in (exports.get("value", exports) if isinstance(exports, dict) else exports)
+                  if str(f.get("path", "")).endswith(".json"))
+    path = export["path"]
     with open(path, encoding="utf-8") as f:
         exported = json.load(f)
     assert exported["settings"]["tools"] == ["calculate", "class_facts"]
@@ -76,11 +77,12 @@ def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(ser
     with open(path.removesuffix(".json") + ".md", encoding="utf-8") as f:
         assert "**Tool written on the page:** `class_facts`" in f.read()  # the report shows the source too
 
-    # a fork, in a new session that never added the tool: it is made again from the export's source
+    # the export replayed in a new session that never added the tool, and forked there: the tool is made again
+    # from the export's source (a fork continues the run on its page's screen)
+    queue_frames(base, fn_index(demo, "play"), [export, "instant"], "someone-else")
     stub.requests.clear()
     fork = fn_index(demo, "fork")
-    data = ["react", choice_value(0, "Ms Okafor"), "Mr Adeyemi", "new", exports, None, None, "text", 5, 0.2,
-            ["calculate"], None]
+    data = ["react", choice_value(0, "Ms Okafor"), "Mr Adeyemi", "new", None, "text", 5, 0.2, ["calculate"], None]
     frames = queue_frames(base, fork, data, "someone-else")
     beside = json.dumps(frames[-1][output_index(BESIDE)], ensure_ascii=False)
     assert "Mr Adeyemi in B12" in beside, beside[-2000:]
@@ -95,7 +97,7 @@ def test_a_tool_added_on_the_page_is_used_by_react_exported_and_forked_again(ser
     with open(shared_path, encoding="utf-8") as f:
         assert json.load(f)["settings"]["page_tools"][0]["source"] == CLASS_FACTS
     stub.requests.clear()
-    data = ["react", choice_value(0, "Ms Okafor"), "Mx Lee", "new", shared, None, None, "text", 5, 0.2, [], None]
+    data = ["react", choice_value(0, "Ms Okafor"), "Mx Lee", "new", None, "text", 5, 0.2, [], None]
     frames = queue_frames(base, fork, data, "a-student")
     assert "Mx Lee in B12" in json.dumps(frames[-1][output_index(BESIDE)], ensure_ascii=False)
     assert len(stub.requests) == 2
@@ -164,7 +166,7 @@ def test_the_benchmark_uses_the_visitors_tool_and_refuses_it_for_anyone_else(kit
 
     async def frames(tab, page_tools) -> list:
         return [f async for f in tab.benchmark(bt.UPLOAD, str(items), 1, ["react"], 1, 1, "stub", "text", 5, 0.2,
-                                               ["class_facts"], None, page_tools)]
+                                               ["class_facts"], None, None, page_tools)]  # trials, k
 
     with StubLLMServer(responder=class_facts_model) as stub:
         tab = bt.BenchmarkTab(kit.settings(stub), kit.registry(), stops=Stops(), refresh_s=0.2)

@@ -28,7 +28,7 @@ def url(kit):
                          argvalues=[
     ("replay", [{"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}, "instant"],
      "names a file that was not uploaded to this app"),
-    ("replay", ["/etc/passwd", "instant"], "Replay a saved run (JSON) (input 1 of /replay) must be an uploaded file"),
+    ("replay", ["/etc/passwd", "instant"], "Replay a saved run (input 1 of /replay) must be an uploaded file"),
     ("replay", [5, "instant"], "must be an uploaded file (the path /gradio_api/upload returns); got a number"),
     ("compare", QUESTION[:1], "/compare takes 13 input values (Question, Modes, "),
     ("benchmark", ["hotpotqa", None, 5, None, 2, 1, "stub", "text", 3, 0.2, ["calculate"]],
@@ -43,11 +43,11 @@ def test_a_refused_input_is_one_readable_line(url, name, data, why):
 
 
 def test_a_private_event_through_the_queue_gets_the_line_too(url):
-    """The Share button with a forged path, as the browser's queue sends it."""
+    """The page's Replay button with a forged path, as the browser's queue sends it."""
     config = httpx.get(f"{url}config", timeout=30).json()
-    fn = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "share")
-    session = "refused-share"
-    body = {"data": [None, {"path": "/etc/hostname", "meta": {"_type": "gradio.FileData"}}], "fn_index": fn,
+    fn = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "play_on_page")
+    session = "refused-replay"
+    body = {"data": [{"path": "/etc/hostname", "meta": {"_type": "gradio.FileData"}}, "instant"], "fn_index": fn,
             "session_hash": session, "event_data": None, "trigger_id": None}
     assert httpx.post(f"{url}gradio_api/queue/join", json=body, timeout=30).status_code == 200
     with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=30) as s:

@@ -1,5 +1,6 @@
 """The README's pictures: ``docs/screenshot.png``, the real page at 1366×768 with three panels mid-run (as the page
-puts the run on screen after Run), and ``docs/screenshot-phone.png``, a shared run opened on a phone (390×844).
+puts the run on screen after Run), and ``docs/screenshot-phone.png``, a shared run opened on a phone (390×844); and
+docs/app.md's ``docs/step-map.png``, the step-aligned map of a scripted run at 1366×768, a backed claim hovered.
 
 The committed files are checked on every run (present, PNGs, large enough, small enough). To take them again,
 against the stub model, from headless Chromium: ``UPDATE_SCREENSHOT=1 python -m pytest tests/app/test_screenshot.py``.
@@ -20,6 +21,7 @@ from agents.llm.stub_server import StubReply, talkative
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 PHONE_SCREENSHOT = SCREENSHOT.with_name("screenshot-phone.png")
+MAP_SCREENSHOT = SCREENSHOT.with_name("step-map.png")
 PANELS = ("#panel-think", "#panel-act", "#panel-react")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -44,8 +46,8 @@ def staged(body: dict[str, Any]) -> StubReply:
     return reply
 
 
-@pytest.mark.parametrize(("path", "least"), [(SCREENSHOT, (1000, 600)), (PHONE_SCREENSHOT, (390, 700))],
-                         ids=["projector", "phone"])
+@pytest.mark.parametrize(("path", "least"), [(SCREENSHOT, (1000, 600)), (PHONE_SCREENSHOT, (390, 700)),
+                                             (MAP_SCREENSHOT, (1000, 300))], ids=["projector", "phone", "map"])
 def test_the_committed_screenshot_is_a_png_of_the_page(path, least):
     data = path.read_bytes()
     width, height = png_size(data)
@@ -97,3 +99,25 @@ def test_take_the_phone_screenshot_of_a_shared_run(browser, kit):
         finally:
             phone.close()
     test_the_committed_screenshot_is_a_png_of_the_page(PHONE_SCREENSHOT, (390, 700))
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(os.environ.get("UPDATE_SCREENSHOT") != "1", reason="set UPDATE_SCREENSHOT=1 to take it again")
+def test_take_the_step_map_picture(browser, kit):
+    import app
+    from agents.llm.stub_server import StubLLMServer
+    from tests.app.map_kit import QUESTION, map_registry, script
+
+    with StubLLMServer(script, latency=0.05, token_delay=0.005) as stub:
+        demo = app.build_demo(settings=kit.settings(stub), registry=map_registry())
+        with kit.launched(demo) as url, kit.open_page(browser, url) as page:
+            page.fill("#question textarea", QUESTION)
+            page.click("#run-btn")
+            kit.wait_text(page, "#run-status", "Done", timeout=60_000)
+            page.evaluate("document.querySelector('#step-map').scrollIntoView({block: 'start'})")
+            page.locator("xpath=//span[contains(@class, 'claim')][starts-with(text(), '1082.6772')]").hover()
+            page.wait_for_timeout(400)
+            box = page.locator("#step-map .step-map").bounding_box()
+            page.screenshot(path=str(MAP_SCREENSHOT), clip={"x": 0, "y": max(0, box["y"] - 8), "width": 1366,
+                                                            "height": min(768, box["height"] + 16)})
+    test_the_committed_screenshot_is_a_png_of_the_page(MAP_SCREENSHOT, (1000, 300))

@@ -115,6 +115,7 @@ def test_the_launched_app_serves_its_page_and_assets_from_memory(kit):
     import brotli
 
     from patches.page_cache import PageCache
+    from ui.core.visitors import BrowserCookie
 
     def load(url: str, **headers: str) -> tuple[bytes, dict]:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as response:
@@ -122,10 +123,15 @@ def test_the_launched_app_serves_its_page_and_assets_from_memory(kit):
 
     demo = app.build_demo(settings=kit.settings(_NoServer()), registry=kit.registry())
     with kit.launched(demo) as url:
-        cache = demo.server_app.middleware_stack
-        assert isinstance(cache, PageCache)
-        page, _ = load(url)
-        assert load(url)[0] == page and cache.hits == 1
+        outer = demo.server_app.middleware_stack  # each browser's cookie, in front of the cache (ui/core/visitors.py)
+        cache = outer.app
+        assert isinstance(outer, BrowserCookie) and isinstance(cache, PageCache)
+        page, first = load(url)
+        again, second = load(url)
+        assert again == page and cache.hits == 1
+        # a page from memory still gives each new browser a cookie of its own
+        cookies = [{k.lower(): v for k, v in h.items()}["set-cookie"] for h in (first, second)]
+        assert cookies[0].startswith("tar_browser=") and cookies[0] != cookies[1]
         html = page.decode()
         asset = re.search(r'src="\./(assets/[^"]+\.js)"', html).group(1)
         assert load(url + asset)[0] == load(url + asset)[0] and cache.hits == 2

@@ -53,10 +53,10 @@ def upload(url: str, path: Path) -> dict:
     return {"path": response.json()[0], "meta": {"_type": "gradio.FileData"}}
 
 
-def share(url: str, fn: int, file: dict, session: str, headers: dict | None = None) -> str:
-    """Press Share with a replayed file on screen, as the browser does: the line it shows."""
+def completed(url: str, fn: int, data: list, session: str, headers: dict | None = None) -> dict:
+    """One event through the queue, as the browser sends it: its last message's output."""
     joined = httpx.post(f"{url}gradio_api/queue/join", timeout=60, headers=headers or {},
-                        json={"data": [None, file], "fn_index": fn, "session_hash": session, "event_data": None,
+                        json={"data": data, "fn_index": fn, "session_hash": session, "event_data": None,
                               "trigger_id": None})
     assert joined.status_code == 200, joined.text
     with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=120) as s:
@@ -65,8 +65,14 @@ def share(url: str, fn: int, file: dict, session: str, headers: dict | None = No
             if message.get("msg") == "process_completed":
                 output = message.get("output") or {}
                 assert message.get("success"), output
-                return str(output["data"][0])
-    raise AssertionError("the Share event never completed")
+                return output
+    raise AssertionError("the event never completed")
+
+
+def share(url: str, fn: int, file: dict, session: str, headers: dict | None = None) -> str:
+    """Replay ``file`` on the page (instantly), then press Share, as the browser does: the line Share shows."""
+    completed(url, dependency(url, "play_on_page"), [file, "instant"], session, headers)
+    return str(completed(url, fn, [], session, headers)["data"][0])
 
 
 def open_link(url: str, fn: int, run_id: str, session: str) -> list:
@@ -101,6 +107,7 @@ def share_app(kit, monkeypatch, tmp_path) -> Iterator:
         yield launch
 
 
+@pytest.mark.timeout(300)  # each share replays its file on the page first, as a teacher does
 def test_eleven_large_shares_from_one_visitor_evict_nobody_elses_link(share_app, tmp_path):
     """One visitor filling the store, at a tenth of the size: a 20 MB store, shares of ~1.9 MB each."""
     with share_app(share_max_mb=20) as url:  # one visitor: 2 MB an hour (a tenth)
@@ -125,21 +132,18 @@ def test_a_run_over_the_size_cap_is_refused_in_one_line(share_app, tmp_path):
         assert line.startswith("⚠ This run is too large to share by link") and "the most is 1 MB" in line
 
 
-def test_both_share_inputs_are_checked_as_recordings(share_app, tmp_path):
-    """The export box may be sent any uploaded file too: it is stored only if it is a recording."""
+def test_share_stores_only_a_recording_on_screen_never_a_file_sent_with_the_event(share_app, tmp_path):
+    """Share takes no file: what it stores is the run the page's lesson shows. A file that is no recording never gets
+    on screen (its replay is refused), and one sent along with the Share event as the export box was is ignored."""
     page = tmp_path / "page.json"
     page.write_text('{"html": "<h1>not a run</h1>"}', encoding="utf-8")
     with share_app() as url:
         fn, session = dependency(url, "share"), "exports-forger"
-        joined = httpx.post(f"{url}gradio_api/queue/join", timeout=60,
-                            json={"data": [[upload(url, page)], None], "fn_index": fn, "session_hash": session,
-                                  "event_data": None, "trigger_id": None})
-        assert joined.status_code == 200
-        with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=60) as s:
-            done = next(json.loads(line[5:]) for line in s.iter_lines()
-                        if line.startswith("data:") and '"process_completed"' in line)
-        line = done["output"]["data"][0]
-        assert line.startswith("⚠ No traces found"), line
+        file = upload(url, page)
+        line = share(url, fn, file, session)
+        assert line.startswith("⚠ Nothing is on screen to share yet"), line
+        forged = completed(url, fn, [[file], None], session)["data"][0]  # the inputs Share took before
+        assert forged.startswith("⚠ Nothing is on screen to share yet"), forged
         assert not list((tmp_path / "store").glob("*.json"))
 
 
@@ -220,6 +224,7 @@ def test_an_old_link_to_a_run_over_the_cap_is_one_line_without_parsing(share_app
         assert "larger than the 1 MB a link may open" in refused[STATUS] and time.perf_counter() - started < 2
 
 
+@pytest.mark.timeout(300)  # each share replays its file on the page first, as a teacher does
 def test_five_addresses_sharing_until_refused_store_no_more_than_their_quotas_and_evict_no_earlier_link(share_app,
                                                                                                      tmp_path):
     """Several visitors filling the store, at a tenth of the size: a 20 MB store (2 MB an hour per visitor, export

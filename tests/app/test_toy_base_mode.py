@@ -53,9 +53,10 @@ def test_another_base_mode_is_one_more_panel_row_and_trace(app_copy):
     shown = json.loads(done.stdout.strip().splitlines()[-1])
 
     # four panels, four metrics lines, status, table, files, the panel beside and its metrics, then the four others'
-    assert shown["n"] == 4 + 4 + 3 + 2 + 4 + 4
-    assert shown["picker"] == ["Think", "Act", "ReAct", "Echo", "ReAct → CoT-SC", "CoT-SC → ReAct", "CodeAct",
-                               "Reflexion"]
+    # panels and metrics, and last the step-aligned map
+    assert shown["n"] == 4 + 4 + 3 + 2 + 4 + 4 + 1
+    assert shown["picker"] == ["Think-only", "Act-only", "ReAct", "Echo-only", "ReAct → CoT-SC", "CoT-SC → ReAct",
+                               "CodeAct", "Reflexion"]  # the panels' names
     assert shown["chosen"] == ["think", "act", "react", "echo"]  # on screen by default
     assert all("Final answer" in panel for panel in shown["panels"]), shown["panels"]
     assert "396" in shown["panels"][1] and "396" in shown["panels"][2]

@@ -65,7 +65,7 @@ DRIVE_APP = '''
     echo = "\\n".join(str(m.get("content")) + str((m.get("metadata") or {}).get("title", "")) for m in out[9])
     print(json.dumps({"slider": [slider.minimum, slider.maximum, slider.value], "echo": echo,
                       "options": json.load(open(export))["settings"].get("options"),
-                      "replayed": replayed[-3:], "refused": refused[6]}))
+                      "replayed": replayed[-4:-1], "refused": refused[6]}))
 '''
 
 
@@ -82,7 +82,7 @@ def test_a_toy_option_reaches_the_mode_the_export_and_the_replay_from_one_module
     assert shown["slider"] == [1, 4, 1]
     assert "asked for 3 echoes" in shown["echo"] and "Final answer" in shown["echo"]
     assert shown["options"] == {"trials": 3, "echoes": 3}  # Reflexion's default, and the toy option as sent
-    assert shown["replayed"] == [3, 3, ["think", "echo"]]  # the replay puts both back on the page, then the picker
+    assert shown["replayed"] == [3, 3, ["think", "echo"]]  # the replay puts both back on the page, the picker, the map
     assert "Echoes must be a whole number from 1 to 4 (got 9)" in shown["refused"]
 
 

@@ -83,16 +83,16 @@ def test_all_modes_in_turn_with_max_concurrent_1(real_server, protocol):
 
 
 @pytest.mark.timeout(300)
-def test_all_modes_at_once_against_a_one_at_a_time_server_is_reported_honestly(real_server):
-    """No limit set: the server cuts replies off as new requests arrive. Each cut mode either runs
-    again by itself (and answers) or says what happened and what to set — never "empty answer"."""
+def test_all_modes_at_once_against_a_one_at_a_time_server_wait_their_turn(real_server):
+    """No limit set: the server closes replies as new requests arrive. The app learns that it serves one
+    request at a time and sends it one at a time from then on: every mode ends without an error (a mode waits
+    for its turn instead), and the waiting is counted apart from each mode's own time."""
     mark = real_server.mark()
     runs = runs_of(ask(real_server, "--mode", "all", "--protocol", "tools", "--json"))
     assert_each_run_ends_clearly(runs)
-    interrupted = real_server.log_since(mark).count(INTERRUPTED)
-    failed = [run["error"] for run in runs.values() if run["error"]]
-    assert interrupted >= 1, real_server.log_since(mark)[-3000:]  # three requests at once: some were cut
-    assert all("LLM_MAX_CONCURRENT" in error or "one request at a time" in error for error in failed), failed
+    assert real_server.log_since(mark).count(INTERRUPTED) >= 1, real_server.log_since(mark)[-3000:]  # some were cut
+    assert [run["error"] for run in runs.values() if run["error"]] == [], runs
+    assert any(0 < run["waiting_s"] < run["elapsed_s"] for run in runs.values()), runs
 
 
 @pytest.mark.parametrize("expected", [None, "396"])
