@@ -187,6 +187,21 @@ def kit() -> type[AppKit]:
     return AppKit
 
 
+AXE_VERSION = "4.14.1"  # .ci/run installs the same version
+LOCAL_AXE = Path(__file__).resolve().parents[2] / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core's script: CI's (AXE_CORE_JS, required there by AXE_REQUIRED), else a local install, else a skip."""
+    path = Path(os.environ.get("AXE_CORE_JS") or LOCAL_AXE)
+    if not path.is_file():
+        if os.environ.get("AXE_REQUIRED"):
+            pytest.fail(f"axe-core is not at {path}: .ci/run installs it (npm install axe-core@{AXE_VERSION})")
+        pytest.skip(f"axe-core is not installed: npm install --prefix .cache/axe axe-core@{AXE_VERSION}")
+    return path.read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Headless system Chromium through Playwright (skips the test where either is missing)."""

@@ -9,15 +9,10 @@ axe-core comes from the npm registry, pinned: ``.ci/run`` installs it and sets `
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 pytestmark = pytest.mark.browser
 
-AXE_VERSION = "4.14.1"
-LOCAL_AXE = Path(__file__).resolve().parents[2] / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 # (rule, a CSS selector the element matches, the upstream Gradio issue that owns it). Empty: page.js fixes the two
 # faults Gradio 6.31's markup had (docs/app.md lists them, with the issues they would need upstream).
 GRADIO_MARKUP: tuple[tuple[str, str, str], ...] = ()
@@ -27,16 +22,6 @@ SIZES = [pytest.param((1366, 768), id="1366x768"), pytest.param((390, 844), id="
 def test_each_allowed_violation_names_its_rule_selector_and_upstream_issue():
     for rule, selector, issue in GRADIO_MARKUP:
         assert rule and selector and issue.startswith("https://github.com/gradio-app/gradio/issues/"), rule
-
-
-@pytest.fixture(scope="module")
-def axe_source() -> str:
-    path = Path(os.environ.get("AXE_CORE_JS") or LOCAL_AXE)
-    if not path.is_file():
-        if os.environ.get("AXE_REQUIRED"):
-            pytest.fail(f"axe-core is not at {path}: .ci/run installs it (npm install axe-core@{AXE_VERSION})")
-        pytest.skip(f"axe-core is not installed: npm install --prefix .cache/axe axe-core@{AXE_VERSION}")
-    return path.read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

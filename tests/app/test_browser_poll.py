@@ -4,11 +4,9 @@ phones. Screenshots of both screens go to artifacts/ (docs/app.md shows them).""
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from contextlib import ExitStack
-from pathlib import Path
 
 import pytest
 
@@ -174,9 +172,6 @@ def test_a_phone_reads_one_line_for_a_bad_code_and_for_a_restart(browser, url, m
         context.close()
 
 
-LOCAL_AXE = Path(__file__).resolve().parents[2] / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
-
-
 def serious(page, source: str, context: str = "document") -> list[str]:
     """axe-core's serious and critical violations inside ``context`` (as tests/app/test_browser_a11y.py runs it)."""
     page.add_script_tag(content=source)
@@ -187,27 +182,21 @@ def serious(page, source: str, context: str = "document") -> list[str]:
     }""", context)
 
 
-def test_the_phone_page_and_the_poll_box_pass_an_accessibility_audit(browser, url, kit):
-    path = Path(os.environ.get("AXE_CORE_JS") or LOCAL_AXE)
-    if not path.is_file():
-        if os.environ.get("AXE_REQUIRED"):
-            pytest.fail(f"axe-core is not at {path}: .ci/run installs it")
-        pytest.skip("axe-core is not installed: npm install --prefix .cache/axe axe-core@4.14.1")
-    source = path.read_text(encoding="utf-8")
+def test_the_phone_page_and_the_poll_box_pass_an_accessibility_audit(browser, url, kit, axe_source):
     with kit.open_page(browser, url) as teacher:
         teacher.fill("#question textarea", QUESTION)
         teacher.click("#poll button:has-text('Class poll')")
         teacher.click("#poll-start")
         teacher.wait_for_selector("#poll-code")
         link = teacher.get_attribute("#poll-link", "href")
-        assert serious(teacher, source, "#poll") == []
+        assert serious(teacher, axe_source, "#poll") == []
         context, page = kit.open_phone(browser, link)
         try:
             tap(page, "ReAct")
-            assert serious(page, source) == []
+            assert serious(page, axe_source) == []
             teacher.click("#poll-lock")
             page.wait_for_selector("#tally:not([hidden])")
-            assert serious(page, source) == []
+            assert serious(page, axe_source) == []
         finally:
             context.close()
 

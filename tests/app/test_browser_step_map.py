@@ -7,7 +7,6 @@ one 1366×768 screen in presentation mode) and on a phone (a list by row); axe-c
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ pytestmark = pytest.mark.browser
 OLD = Path(__file__).resolve().parents[1] / "data" / "before_map" / "run-three-modes.json"
 DIVERGENCE = "Here Act-only looked it up (Gustave Eiffel), ReAct computed (330 * 3.28084)."
 MAP = "#step-map .step-map"
-LOCAL_AXE = Path(__file__).resolve().parents[2] / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 SIZES = [pytest.param((1366, 768), id="1366x768"), pytest.param((390, 844), id="390x844")]
 
 
@@ -138,16 +136,6 @@ def _axe(page, source: str) -> list[str]:
         return result.violations.flatMap(v => v.nodes.map(n => `${v.impact} ${v.id}: ${n.target.join(' ')}`));
     }""")
     return found
-
-
-@pytest.fixture(scope="module")
-def axe_source() -> str:
-    path = Path(os.environ.get("AXE_CORE_JS") or LOCAL_AXE)
-    if not path.is_file():
-        if os.environ.get("AXE_REQUIRED"):
-            pytest.fail(f"axe-core is not at {path}")
-        pytest.skip("axe-core is not installed: npm install --prefix .cache/axe axe-core@4.14.1")
-    return path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("presentation", [False, True], ids=["plain", "presentation"])
