@@ -90,6 +90,12 @@ def open_phone(browser, link: str):
     return context, page
 
 
+def present(page) -> None:
+    """Tick the page's presentation-mode switch and wait for the page to wear it."""
+    page.locator("#presentation input").check()
+    page.wait_for_function("() => document.body.classList.contains('presentation')")
+
+
 def wait_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
     """Wait until the element's visible text contains ``text`` (a streamed panel or status line)."""
     page.wait_for_function("([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
@@ -174,6 +180,7 @@ class AppKit:
     faults = staticmethod(_load_fault_kit)  # kit.faults(): the fault responder, broken tools, app launcher
     open_page = staticmethod(open_page)
     open_phone = staticmethod(open_phone)
+    present = staticmethod(present)
     wait_text = staticmethod(wait_text)
     pick_modes = staticmethod(pick_modes)
     benchmark_all_items = staticmethod(benchmark_all_items)

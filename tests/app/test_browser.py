@@ -79,8 +79,7 @@ def test_example_run_fills_three_panels_side_by_side(page, kit):
     page.wait_for_timeout(700)  # let the step boxes finish opening
     page.screenshot(path=str(kit.artifacts / "browser-1366x768.png"))
     # presentation mode enlarges the text, in the browser only
-    page.locator("#presentation input").check()
-    page.wait_for_function("() => document.body.classList.contains('presentation')")
+    kit.present(page)
     bigger = page.evaluate(
         "() => parseFloat(getComputedStyle(document.querySelector('#panel-react .message')).fontSize)")
     assert bigger >= font * 1.25

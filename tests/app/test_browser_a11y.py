@@ -67,8 +67,7 @@ def test_no_serious_or_critical_violation_of_our_own(browser, url, kit, axe_sour
     with kit.open_page(browser, url) as page:
         page.set_viewport_size({"width": size[0], "height": size[1]})
         if presentation:
-            page.locator("#presentation input").check()
-            page.wait_for_function("() => document.body.classList.contains('presentation')")
+            kit.present(page)
         run_a_question(page, kit)
         found = violations(page, axe_source)
     assert ours(found) == [], "\n".join(ours(found))
@@ -86,8 +85,7 @@ def test_no_violation_of_any_impact_after_a_run(browser, url, kit, axe_source, s
 
 def test_presentation_mode_panels_reach_aaa_contrast(browser, url, kit, axe_source):
     with kit.open_page(browser, url) as page:
-        page.locator("#presentation input").check()
-        page.wait_for_function("() => document.body.classList.contains('presentation')")
+        kit.present(page)
         run_a_question(page, kit)
         found = violations(page, axe_source, ["color-contrast-enhanced"], "#panels")
     assert ours(found) == [], "\n".join(ours(found))

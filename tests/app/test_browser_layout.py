@@ -147,8 +147,7 @@ def test_the_fork_controls_name_the_chosen_panels_steps(page_at, kit):
 def test_presentation_mode_shows_the_three_panels_first_lines_without_scrolling(page_at, kit):
     pg = page_at(1366, 768)
     pick_example(pg)  # presentation mode folds the examples to the chosen category's line
-    pg.locator("#presentation input").check()
-    pg.wait_for_function("() => document.body.classList.contains('presentation')")
+    kit.present(pg)
     pg.click("#run-btn")
     # as each panel's first message arrives, and after the run: on screen, with no scrolling but the page's own
     pg.wait_for_function("() => ['think', 'act', 'react'].every(k => "

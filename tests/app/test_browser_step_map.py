@@ -98,8 +98,7 @@ def test_a_replayed_export_from_before_the_map_shows_it(browser, url, kit):
 
 def test_on_a_projector_eight_rows_of_three_modes_fit_one_screen_in_presentation_mode(browser, url, kit):
     with kit.open_page(browser, url) as page:
-        page.locator("#presentation input").check()
-        page.wait_for_function("() => document.body.classList.contains('presentation')")
+        kit.present(page)
         run(page, kit, f"{QUESTION} {LONG}")
         assert page.locator("#step-map tr.sm-row").count() >= 8
         page.evaluate("document.querySelector('#step-map .sm-table').scrollIntoView({block: 'start'})")
@@ -144,8 +143,7 @@ def test_the_map_passes_axe_core_with_no_violation(browser, url, kit, axe_source
     with kit.open_page(browser, url) as page:
         page.set_viewport_size({"width": size[0], "height": size[1]})
         if presentation:
-            page.locator("#presentation input").check()
-            page.wait_for_function("() => document.body.classList.contains('presentation')")
+            kit.present(page)
         run(page, kit)
         page.locator("#step-map .sm-said .claim.backed").first.focus()  # a source shown too
         assert _axe(page, axe_source) == []
