@@ -261,6 +261,18 @@ def judge(change: Change, rerun: Trace) -> Verdict:
     return Verdict("changed", VERDICTS["changed"].format(before=change.claim, now=now), answer)
 
 
+def evidence_block(source: str, change: Change, verdict: Verdict) -> dict[str, Any]:
+    """An export's record of one test: the panel tested (``source``), the change, the verdict."""
+    return {"source": source, "change": change.to_dict(), "verdict": verdict.to_dict()}
+
+
+def read_block(block: Any) -> tuple[str, Change, Verdict]:
+    """An export's ``evidence`` entry read back; EvidenceError (one line) when it is not one."""
+    if not isinstance(block, dict) or not isinstance(block.get("source"), str):
+        raise EvidenceError("an evidence test must name the panel it tested")
+    return block["source"], Change.from_dict(block.get("change")), Verdict.from_dict(block.get("verdict"))
+
+
 def verdict_line(block: Any) -> str:
     """An export's ``evidence`` block as one line ("Evidence test: 396 → 515 — the answer followed …"); "" when
     it is not one."""
