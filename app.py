@@ -57,6 +57,7 @@ from ui.core.lesson import Lessons
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.fork import accordion
+from ui.fork import evidence as evidence_api
 from ui.page import behaviour, page_tools, parts, tool_picker
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
@@ -161,6 +162,7 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                     admission=admission, lessons=lessons), page.fork, page, knobs)
         wire_closed_pages(demo, handlers, teacher)
         mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
+        evidence_api.register(settings, registry, admission, model_factory=model_factory)  # /evidence_test
         if on_space:
             wire_backend_line(settings, backend_md, demo)
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
