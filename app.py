@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -61,6 +62,7 @@ from ui.fork import evidence as evidence_api
 from ui.page import behaviour, page_tools, parts, tool_picker
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
+from ui.share.store import ShareError, ShareStore
 from ui.tabs.compare import ComparePage, compare_layout
 
 log = logging.getLogger(__name__)
@@ -113,6 +115,14 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
         return result
 
 
+def shared_export(run_id: str) -> Path:
+    """A share id's stored export, for ``/evidence_test``; an unknown or expired id is a ValueError (one line)."""
+    try:
+        return ShareStore.from_settings().path(run_id)
+    except ShareError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
                model_factory: ModelBuilder | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
@@ -162,7 +172,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
                                     admission=admission, lessons=lessons), page.fork, page, knobs)
         wire_closed_pages(demo, handlers, teacher)
         mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
-        evidence_api.register(settings, registry, admission, model_factory=model_factory)  # /evidence_test
+        evidence_api.register(settings, registry, admission, model_factory=model_factory,  # /evidence_test
+                              share_path=shared_export)
         if on_space:
             wire_backend_line(settings, backend_md, demo)
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);

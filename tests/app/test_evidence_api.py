@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 
 import app
+import ui.core.settings
 from agents.evidence import plan_change
 from agents.llm.stub_server import StubLLMServer
 from tests.gradio_rest import call, last_frame
+from ui.core.settings import AppSettings
 from ui.recordings.reader import read_recording
+from ui.share.store import ShareStore
 
 FILES = 8
 
@@ -46,6 +49,17 @@ def test_the_api_tests_an_export_and_its_verdict_is_the_engines(served):
     change = plan_change(trace)
     assert out["evidence"]["change"] == change.to_dict()
     assert out["statement"] == change.line()  # what the page states before it runs
+
+
+def test_a_share_id_names_the_run_too(served, tmp_path, monkeypatch):
+    _, base, _ = served
+    monkeypatch.setattr(ui.core.settings, "_current", AppSettings(share_dir=str(tmp_path / "store")))
+    saved = tmp_path / "run.json"
+    saved.write_text(exported(base), encoding="utf-8")
+    run_id = ShareStore.from_settings().put(saved)
+    event, payload = call(base, "evidence_test", [run_id, "react", "396"], timeout=120)
+    assert event == "complete", payload
+    assert json.loads(payload[0])["verdict"] == "the answer followed the evidence (396 → 515)"
 
 
 @pytest.mark.parametrize(("run", "mode", "claim", "line"), [

@@ -8,6 +8,8 @@ one line (a ``gr.Error``), never a traceback.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +30,20 @@ from ui.core.stream import Outcome, stream
 from ui.core.visitors import visitor
 from ui.recordings.checks import RecordingError
 from ui.recordings.reader import Recording, read_recording
-from ui.share.store import ShareError, ShareStore
 
 API_NAME = "evidence_test"
 MAX_RUN_CHARS = 20_000_000  # an export's JSON text, as the replay reader takes at most
+SHARE_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")  # a share link's run id (ui/share/store.ID_RE)
+SharePath = Callable[[str], Path]  # a share id → its stored export; ValueError, one line, for an unknown one
 
 
 def _fail(line: str) -> gr.Error:
     return gr.Error(line, print_exception=False)
 
 
-def recording_of(run: Any, store: ShareStore | None = None) -> Recording:
-    """The finished run ``run`` names: a share id, or an export's JSON (text or object); one line when neither."""
+def recording_of(run: Any, share_path: SharePath | None = None) -> Recording:
+    """The finished run ``run`` names: a share id (found by ``share_path``, the app's share store), or an
+    export's JSON (text or object); one line when neither."""
     if isinstance(run, dict):
         run = strict_json.dumps(run)
     if not isinstance(run, str) or not run.strip():
@@ -48,12 +52,14 @@ def recording_of(run: Any, store: ShareStore | None = None) -> Recording:
         raise _fail("That run is too large to test.")
     text = run.strip()
     try:
-        if ShareStore.valid_id(text):
-            return read_recording(Path((store or ShareStore.from_settings()).path(text)))
+        if SHARE_ID.fullmatch(text):
+            if share_path is None:
+                raise _fail("This app keeps no shared runs: pass the run's exported JSON instead.")
+            return read_recording(Path(share_path(text)))
         if not text.startswith(("{", "[")):
             raise _fail("run must be a share id or the JSON of a run exported from this app.")
         return read_recording(text)
-    except (RecordingError, ShareError) as exc:
+    except (RecordingError, ValueError) as exc:  # the reader's line, or the share store's (as a ValueError)
         raise _fail(str(exc)) from None
 
 
@@ -120,14 +126,14 @@ def answer(mode: str, change: Change, rerun_trace: Trace) -> dict[str, Any]:
 
 
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
-             model_factory: ModelBuilder | None = None) -> None:
-    """Add ``/evidence_test`` to the Blocks being built."""
+             model_factory: ModelBuilder | None = None, share_path: SharePath | None = None) -> None:
+    """Add ``/evidence_test`` to the Blocks being built; ``share_path`` finds a share id's export."""
 
     async def evidence_test(run: str, mode: str, claim: str | None = None,
                             request: gr.Request | None = None) -> str:
         """Test whether one mode's answer follows its evidence: change the observation its backed claim rests on,
         rerun the mode from there, and say whether the answer followed."""
-        recording = recording_of(run)
+        recording = recording_of(run, share_path)
         if not isinstance(mode, str) or mode not in recording.traces:
             raise _fail(f"mode must be one of the run's panels: {', '.join(recording.traces)[:200]}.")
         if claim is not None and not isinstance(claim, str):
