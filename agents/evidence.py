@@ -287,22 +287,19 @@ def verdict_line(block: Any) -> str:
 
 
 def _looked_again(change: Change, rerun: Trace) -> bool:
-    """A call after the edit to the same tool with the same input, that the tool ran (not answered from memory)."""
+    """A call after the edit to the same tool with the same input (folded as the map folds inputs), before the
+    answer. The loop answers an exact repeat from its memory, with the changed text: the mode asked again all the
+    same, and the verdict says so rather than judging an answer it may have reasoned about differently."""
     events = [e for _, e in rerun.events]
     start = next((i for i, e in enumerate(events) if isinstance(e, Forked)), None)
     if start is None:
         return False
     want = folded(change.input)
-    pending = False
     for event in events[start + 1:]:
-        if isinstance(event, Action):
-            pending = event.tool == change.tool and folded(input_line(event.input)) == want
-        elif isinstance(event, Observation) and pending:
-            if not event.cached:
-                return True
-            pending = False
-        elif isinstance(event, FinalAnswer):
+        if isinstance(event, FinalAnswer):
             break
+        if isinstance(event, Action) and event.tool == change.tool and folded(input_line(event.input)) == want:
+            return True
     return False
 
 

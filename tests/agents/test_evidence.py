@@ -126,3 +126,35 @@ def test_the_exports_block_reads_as_one_line():
     block = {"change": change.to_dict(), "verdict": verdict.to_dict()}
     assert verdict_line(block) == f"Evidence test: 396 → 515 — {verdict.line}"
     assert verdict_line(None) == verdict_line({"change": "x"}) == ""
+
+
+def test_a_name_with_no_other_name_in_the_run_takes_one_of_the_questions_kind():
+    FACTS["ruler"] = "Queen Victoria ruled for 63 years."
+    ANSWERS["ruler"] = "Queen Victoria"
+    try:
+        trace = original("ruler")
+        trace.question = "Who ruled, says the record about the ruler?"
+        change = plan_change(trace)
+    finally:
+        del FACTS["ruler"], ANSWERS["ruler"]
+    assert (change.kind, change.old, change.new) == ("name", "Queen Victoria", "Ada Lovelace")
+    assert change.edited == "Ada Lovelace ruled for 63 years."
+
+
+@pytest.mark.parametrize(("written", "moved"), [("8,849", "11,504"), ("2.5", "3.2"), ("0", "5"), ("12", "16")])
+def test_a_number_keeps_its_form(written, moved):
+    from agents.evidence import _moved_number
+
+    assert _moved_number(written) == moved
+
+
+def test_a_bad_block_reads_as_one_line():
+    from agents.evidence import Change, Verdict
+
+    change = plan_change(original("hall"))
+    assert Change.from_dict(change.to_dict()) == change
+    for bad in (None, {**change.to_dict(), "kind": "quote"}, {**change.to_dict(), "step": -1}):
+        with pytest.raises(EvidenceError):
+            Change.from_dict(bad)
+    with pytest.raises(EvidenceError, match="one of followed"):
+        Verdict.from_dict({"outcome": "maybe", "line": "x"})
