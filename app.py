@@ -171,7 +171,9 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                     admission=admission, lessons=lessons), page.fork, page, knobs)
         wire_closed_pages(demo, handlers, teacher)
-        mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
+        mcp.register(settings, registry, admission, model_factory=model_factory,  # the MCP tool
+                     evidence=evidence_api.tester(settings, registry, admission, model_factory=model_factory,
+                                                  share_path=shared_export))
         evidence_api.register(settings, registry, admission, model_factory=model_factory,  # /evidence_test
                               share_path=shared_export)
         if on_space:

@@ -9,7 +9,7 @@ one line (a ``gr.Error``), never a traceback.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,51 @@ def answer(mode: str, change: Change, rerun_trace: Trace) -> dict[str, Any]:
             "evidence": evidence_block(mode, change, verdict)}
 
 
+async def evidence_result(run: Any, mode: Any, claim: Any, settings: LLMSettings, registry: ToolRegistry,
+                          admission: Admission, request: gr.Request | None = None, *,
+                          model_factory: ModelBuilder | None = None,
+                          share_path: SharePath | None = None) -> dict[str, Any]:
+    """The evidence test of ``mode`` in the finished run ``run`` (an export or a share id), optionally on
+    ``claim``: plan, rerun in a Compare slot under the caller's limits, judge. Bad input is one ``gr.Error``."""
+    recording = recording_of(run, share_path)
+    if not isinstance(mode, str) or mode not in recording.traces:
+        raise _fail(f"mode must be one of the run's panels: {', '.join(recording.traces)[:200]}.")
+    if claim is not None and not isinstance(claim, str):
+        raise _fail("claim must be text, as the answer writes it.")
+    trace = recording.traces[mode]
+    try:
+        change = plan_change(trace, claim or None)
+    except EvidenceError as exc:
+        raise _fail(str(exc)) from None
+    tools, config, llm = made_with(recording, settings, registry)
+    try:
+        ticket = admission.ticket(visitor(request))
+    except Full as exc:
+        raise _fail(str(exc)) from None
+    try:
+        async for _place in ticket.wait():
+            pass
+        done = await rerun(trace, change, llm, tools, config, model_factory)
+    finally:
+        ticket.release()
+    return answer(mode, change, done)
+
+
+Tester = Callable[[Any, Any, Any, "gr.Request | None"], Awaitable[dict[str, Any]]]  # (run, mode, claim, request)
+
+
+def tester(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
+           model_factory: ModelBuilder | None = None, share_path: SharePath | None = None) -> Tester:
+    """:func:`evidence_result` bound to the app's settings, tools and line of runs, for another feature (the MCP
+    tool's ``evidence_of``) that app.py hands it to."""
+
+    async def test(run: Any, mode: Any, claim: Any, request: gr.Request | None = None) -> dict[str, Any]:
+        return await evidence_result(run, mode, claim, settings, registry, admission, request,
+                                     model_factory=model_factory, share_path=share_path)
+
+    return test
+
+
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
              model_factory: ModelBuilder | None = None, share_path: SharePath | None = None) -> None:
     """Add ``/evidence_test`` to the Blocks being built; ``share_path`` finds a share id's export."""
@@ -133,27 +178,8 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
                             request: gr.Request | None = None) -> str:
         """Test whether one mode's answer follows its evidence: change the observation its backed claim rests on,
         rerun the mode from there, and say whether the answer followed."""
-        recording = recording_of(run, share_path)
-        if not isinstance(mode, str) or mode not in recording.traces:
-            raise _fail(f"mode must be one of the run's panels: {', '.join(recording.traces)[:200]}.")
-        if claim is not None and not isinstance(claim, str):
-            raise _fail("claim must be text, as the answer writes it.")
-        trace = recording.traces[mode]
-        try:
-            change = plan_change(trace, claim or None)
-        except EvidenceError as exc:
-            raise _fail(str(exc)) from None
-        tools, config, llm = made_with(recording, settings, registry)
-        try:
-            ticket = admission.ticket(visitor(request))
-        except Full as exc:
-            raise _fail(str(exc)) from None
-        try:
-            async for _place in ticket.wait():
-                pass
-            done = await rerun(trace, change, llm, tools, config, model_factory)
-        finally:
-            ticket.release()
-        return strict_json.dumps(answer(mode, change, done), ensure_ascii=False)
+        done = await evidence_result(run, mode, claim, settings, registry, admission, request,
+                                     model_factory=model_factory, share_path=share_path)
+        return strict_json.dumps(done, ensure_ascii=False)
 
     gr.api(evidence_test, api_name=API_NAME, concurrency_limit=None, concurrency_id="compare")
