@@ -266,9 +266,9 @@ def wire_new_run(page: ComparePage, handlers: CompareTab) -> None:
     starts a trigger's events in turn, a later one only once a run before it has streamed to its end."""
     starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit]
     behaviour.show_run_on([*starts, page.followup.ask_btn.click, page.followup.step_btn.click,
-                           page.replay_btn.click, page.fork.button.click])
+                           page.replay_btn.click, page.fork.button.click, page.fork.evidence.click])
     gr.on(starts, handlers.page_run, outputs=[page.share_link, page.beside_col, page.expected_given], **PAGE_EVENT)
-    page.fork.button.click(lambda: "", outputs=page.share_link, **PAGE_EVENT)
+    gr.on([page.fork.button.click, page.fork.evidence.click], lambda: "", outputs=page.share_link, **PAGE_EVENT)
     page.replay_btn.click(lambda: (None, "", False), outputs=[page.outputs.exports, page.share_link,
                                                               page.expected_given], **PAGE_EVENT)
 
