@@ -23,6 +23,8 @@ from ui.core import render
 from ui.core.lesson import Shown, Turn
 from ui.fork.accordion import ForkTab
 from ui.fork.screen import path_of
+from ui.recordings.playback import final_frame, play
+from ui.recordings.reader import read_recording
 
 STATUS, FILES, BESIDE = 6, 8, 9
 QUESTION = "What is 17 × 23 + 5?"
@@ -81,6 +83,13 @@ def test_one_click_states_the_change_forks_beside_and_judges(run_on_screen, stub
     block = data["evidence"]["react@1"]
     assert block["source"] == "react" and block["change"]["new"] == "515"
     assert len(stub.requests) == 1  # one more run of one mode, from the changed observation
+
+    recording = read_recording(Path(path_of(last[FILES])))  # the export replayed shows the verdict
+    replayed = asyncio.run(collect(play(recording, "instant")))[-1]
+    assert replayed.status.endswith(f"🔬 Evidence test: 396 → 515 — {render.plain(FOLLOWED)}")
+    assert "515" in text_of(replayed.beside)
+    shown, beside = asyncio.run(final_frame(read_recording(Path(path_of(last[FILES]))), "Shared run"))
+    assert beside == "react@1" and render.plain(FOLLOWED) in shown.status
 
 
 @pytest.mark.parametrize(("panel", "line"), [
