@@ -22,7 +22,7 @@ from ui.compare.handlers import CompareTab
 from ui.core import render
 from ui.core.lesson import Shown, Turn
 from ui.fork.accordion import ForkTab
-from ui.fork.screen import path_of
+from ui.fork.screen import NEW_PANEL, choice_value, path_of
 from ui.recordings.playback import final_frame, play
 from ui.recordings.reader import read_recording
 
@@ -90,6 +90,12 @@ def test_one_click_states_the_change_forks_beside_and_judges(run_on_screen, stub
     assert "515" in text_of(replayed.beside)
     shown, beside = asyncio.run(final_frame(read_recording(Path(path_of(last[FILES]))), "Shared run"))
     assert beside == "react@1" and render.plain(FOLLOWED) in shown.status
+
+    # a later fork takes the place of the tested one: its export holds no test of a panel no longer there
+    _, again = tabs(stub)
+    page = showing(again, last[FILES])
+    act = asyncio.run(collect(again.fork("act", choice_value(0, "396"), "400", NEW_PANEL, request=page)))[-1]
+    assert read_recording(Path(path_of(act[FILES]))).evidence is None
 
 
 @pytest.mark.parametrize(("panel", "line"), [
