@@ -6,6 +6,7 @@ export, replayed, shows the verdict again; a replay on an app with no model says
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from agents.evidence import NEEDS_A_MODEL
+from tests.gradio_rest import call
 
 pytestmark = pytest.mark.browser
 
@@ -59,8 +61,14 @@ def replay(page, kit, path: Path) -> None:
     kit.wait_text(page, "#run-status", "Replay finished")
 
 
-def test_one_click_forks_beside_and_says_the_verdict(saved):
-    assert '"evidence":{"react@1":' in saved.read_text(encoding="utf-8")
+def test_one_click_forks_beside_and_says_the_verdict(saved, url):
+    """The page's test is kept in its export, and the API gives the same verdict for the same run."""
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    block = data["evidence"]["react@1"]
+    assert block["source"] == "react" and block["verdict"]["line"] == FOLLOWED
+    event, payload = call(url.rstrip("/"), "evidence_test", [json.dumps(data), "react", None], timeout=120)
+    assert event == "complete", payload
+    assert json.loads(payload[0])["verdict"] == FOLLOWED
 
 
 def test_the_export_replayed_shows_the_verdict(browser, url, kit, saved):
