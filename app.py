@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -57,9 +58,11 @@ from ui.core.lesson import Lessons
 from ui.core.settings import app_settings
 from ui.core.stream import Stops
 from ui.fork import accordion
+from ui.fork import evidence as evidence_api
 from ui.page import behaviour, page_tools, parts, tool_picker
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
+from ui.share.store import ShareError, ShareStore
 from ui.tabs.compare import ComparePage, compare_layout
 
 log = logging.getLogger(__name__)
@@ -112,6 +115,14 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
         return result
 
 
+def shared_export(run_id: str) -> Path:
+    """A share id's stored export, for ``/evidence_test``; an unknown or expired id is a ValueError (one line)."""
+    try:
+        return ShareStore.from_settings().path(run_id)
+    except ShareError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
                model_factory: ModelBuilder | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
@@ -160,7 +171,11 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                     admission=admission, lessons=lessons), page.fork, page, knobs)
         wire_closed_pages(demo, handlers, teacher)
-        mcp.register(settings, registry, admission, model_factory=model_factory)  # the MCP tool
+        mcp.register(settings, registry, admission, model_factory=model_factory,  # the MCP tool
+                     evidence=evidence_api.tester(settings, registry, admission, model_factory=model_factory,
+                                                  share_path=shared_export))
+        evidence_api.register(settings, registry, admission, model_factory=model_factory,  # /evidence_test
+                              share_path=shared_export)
         if on_space:
             wire_backend_line(settings, backend_md, demo)
     # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
@@ -251,9 +266,9 @@ def wire_new_run(page: ComparePage, handlers: CompareTab) -> None:
     starts a trigger's events in turn, a later one only once a run before it has streamed to its end."""
     starts = [page.run_btn.click, page.step.step_btn.click, page.question.submit, page.expected.submit]
     behaviour.show_run_on([*starts, page.followup.ask_btn.click, page.followup.step_btn.click,
-                           page.replay_btn.click, page.fork.button.click])
+                           page.replay_btn.click, page.fork.button.click, page.fork.evidence.click])
     gr.on(starts, handlers.page_run, outputs=[page.share_link, page.beside_col, page.expected_given], **PAGE_EVENT)
-    page.fork.button.click(lambda: "", outputs=page.share_link, **PAGE_EVENT)
+    gr.on([page.fork.button.click, page.fork.evidence.click], lambda: "", outputs=page.share_link, **PAGE_EVENT)
     page.replay_btn.click(lambda: (None, "", False), outputs=[page.outputs.exports, page.share_link,
                                                               page.expected_given], **PAGE_EVENT)
 

@@ -242,6 +242,14 @@ def ground(answer: str | None, questions: Sequence[str], observed: Sequence[Obse
     return list(claims.values())
 
 
+def stated_at(text: str, claim: str, kind: Kind) -> tuple[int, int] | None:
+    """Where ``text`` states the claim written ``claim`` of ``kind``, matched as :func:`ground` matches it (a
+    number or a year by value); None when it does not."""
+    numeric = {"number", "year"}
+    found = next((f for f in claims_in(claim) if f.kind == kind or {f.kind, kind} <= numeric), None)
+    return _Text(text).where(found) if found is not None else None
+
+
 class _Text:
     """A question or an observation as claims are looked for in it: its numbers and dates read once, when asked."""
 

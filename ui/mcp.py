@@ -2,7 +2,9 @@
 
 :class:`OneToolMCP` serves this one tool, or no MCP at all (``patches/gradio_mcp.py``), so no MCP caller
 reaches the tool registry's tools. The tool runs the engine with the app's settings, the same input checks as
-Compare and the same waiting line (``ui/core/admission.py``). ``APP_MCP=0`` turns the MCP server off.
+Compare and the same waiting line (``ui/core/admission.py``). With ``evidence_of`` (a finished run's export or
+share id) the same tool runs the evidence test of one mode instead: the tester app.py hands over
+(``ui/fork/evidence.tester``, what ``/evidence_test`` runs). ``APP_MCP=0`` turns the MCP server off.
 """
 
 
@@ -12,6 +14,7 @@ import importlib.util
 import io
 import logging
 import warnings
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import gradio as gr
@@ -39,6 +42,8 @@ from ui.core.visitors import visitor
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "compare_reasoning_modes"
+# (run, mode, claim, request) → the evidence test's result, as /evidence_test gives it (ui/fork/evidence.tester)
+EvidenceTester = Callable[[Any, str, "str | None", "gr.Request | None"], Awaitable[dict[str, Any]]]
 # What a caller may name a base mode by: its id, title, label or paper row ("cot", "Think-only", …).
 COMPARED = panel_ids()  # every mode with a panel: the base three and the picker's other choices
 _ALIASES = {name.lower(): spec.id for spec in list_modes("base", "more")
@@ -111,7 +116,12 @@ def description() -> str:
             "    expected: Optional expected answer; each mode is then marked ✓ or ✗ by the ReAct paper's scoring "
             "(normalised exact match, numbers by value) with its F1.\n"
             "    previous: Optional, for a follow-up question: the JSON text this tool returned for the earlier turn. "
-            "Each mode then continues its own conversation (its earlier questions, observations and answers).\n")
+            "Each mode then continues its own conversation (its earlier questions, observations and answers).\n"
+            "    evidence_of: Optional: a finished run (the JSON text this tool or the app exported, or a share id). "
+            "The tool then tests the evidence of the one mode `modes` names instead of comparing: it changes the "
+            "observation the answer's backed claim rests on, reruns that mode from there, and returns the change "
+            "and a one-line verdict. `question` may then be empty.\n"
+            "    claim: Optional, with evidence_of: which claim of the answer to test, as the answer writes it.\n")
 
 
 def result(question: str, expected: str | None, traces: dict[str, Trace]) -> dict[str, Any]:
@@ -182,13 +192,30 @@ def followup_request(question: str, modes: tuple[str, ...], expected: str | None
     return RunRequest(question, modes, expected=expected, history=history, followup=followup)
 
 
+def evidence_mode(modes: Any) -> str:
+    """The one mode an evidence test names (``modes``: one name, by id, title, label or paper row), or a
+    ``gr.Error``."""
+    chosen = parse_modes(modes) if modes not in (None, "", []) else "name the one mode to test in modes."
+    if isinstance(chosen, str) or len(chosen) != 1:
+        problem = chosen if isinstance(chosen, str) else "name exactly one mode to test in modes."
+        raise gr.Error(f"With evidence_of, {problem[0].lower()}{problem[1:]}", print_exception=False)
+    return chosen[0]
+
+
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
-             model_factory: ModelBuilder | None = None) -> None:
-    """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built."""
+             model_factory: ModelBuilder | None = None, evidence: EvidenceTester | None = None) -> None:
+    """Add the ``/compare_reasoning_modes`` endpoint (the MCP tool) to the Blocks being built; ``evidence``
+    runs an evidence test for ``evidence_of`` (none: the tool refuses it in one line)."""
 
     async def compare_reasoning_modes(question: str, modes: list[str] | None = None,
                                       expected: str | None = None, previous: str | None = None,
+                                      evidence_of: str | None = None, claim: str | None = None,
                                       request: gr.Request | None = None) -> str:
+        if evidence_of is not None and evidence_of != "":
+            if evidence is None:
+                raise gr.Error("This app runs no evidence tests.", print_exception=False)
+            done = await evidence(evidence_of, evidence_mode(modes), claim or None, request)
+            return strict_json.dumps(done, ensure_ascii=False)
         chosen = parse_modes(modes)
         problem = validate_question(question) or (chosen if isinstance(chosen, str) else None) \
             or expected_problem(expected) or (str(settings.problem()) if settings.problem() else None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,6 +21,7 @@ import ui.core.settings as ui_settings
 import ui.mcp
 from agents.llm.stub_server import StubLLMServer, StubReply
 from patches import gradio_mcp
+from tests.gradio_rest import call, last_frame
 
 QUESTION = "What is 17 * 23 + 5?"
 
@@ -51,9 +53,40 @@ def test_exactly_one_tool(url):
     tools = mcp(url, lambda s: s.list_tools()).tools
     assert [t.name for t in tools] == ["compare_reasoning_modes"]
     schema = tools[0].inputSchema
-    assert set(schema["properties"]) == {"question", "modes", "expected", "previous"}
+    assert set(schema["properties"]) == {"question", "modes", "expected", "previous", "evidence_of", "claim"}
     assert schema["required"] == ["question"]
-    assert "ReAct" in tools[0].description
+    assert "ReAct" in tools[0].description and "evidence" in schema["properties"]["evidence_of"]["description"]
+
+
+def test_evidence_of_tests_an_exported_run_as_the_api_does(url, stub):
+    """With ``evidence_of`` the one tool runs the evidence test of the mode ``modes`` names: a ReAct run's
+    export, its backed 396 moved, the stub follows it — the verdict ``/evidence_test`` gives for the same run."""
+    base = url.removesuffix("gradio_api/mcp/")
+    run = last_frame(base, "compare", [QUESTION, "ReAct", None, "text", 5, 0.2, ["calculate"], "None", None, ""])
+    export = Path(next(f["path"] for f in run[8] if str(f.get("path", "")).endswith(".json"))).read_text("utf-8")
+    res = mcp(url, lambda s: s.call_tool("compare_reasoning_modes",
+                                         {"question": "", "modes": ["react"], "evidence_of": export}))
+    assert not res.isError, res.content
+    data = json.loads(res.content[0].text)
+    assert data["verdict"] == "the answer followed the evidence (396 → 515)" and "modes" not in data
+    assert data["evidence"]["source"] == "react"
+    assert "hf_SECRET_TOKEN_XYZ" not in res.content[0].text
+    event, payload = call(base, "evidence_test", [export, "react", None], timeout=120)
+    assert event == "complete" and json.loads(payload[0])["verdict"] == data["verdict"]
+    claimed = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", {
+        "question": "", "modes": ["ReAct"], "evidence_of": export, "claim": "396"}))
+    assert not claimed.isError and json.loads(claimed.content[0].text)["claim"] == "396"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"question": "", "evidence_of": "nonsense", "modes": ["react"]}, "run must be a share id or the JSON"),
+    ({"question": "", "evidence_of": "{}", "modes": ["react", "act"]}, "name exactly one mode"),
+    ({"question": "", "evidence_of": "{}"}, "name the one mode to test"),
+    ({"question": "", "evidence_of": "{}", "modes": ["bogus"]}, "unknown mode"),
+])
+def test_evidence_of_bad_input_is_one_clear_error(url, arguments, message):
+    res = mcp(url, lambda s: s.call_tool("compare_reasoning_modes", arguments))
+    assert res.isError and message in res.content[0].text and "Traceback" not in res.content[0].text
 
 
 def test_call_answers_and_marks_each_mode(url, stub):

@@ -22,6 +22,7 @@ from agents.llm.stub_server import StubReply, talkative
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 PHONE_SCREENSHOT = SCREENSHOT.with_name("screenshot-phone.png")
 MAP_SCREENSHOT = SCREENSHOT.with_name("step-map.png")
+EVIDENCE_SCREENSHOT = SCREENSHOT.with_name("evidence-test.png")  # taken by tests/app/test_browser_evidence.py
 PANELS = ("#panel-think", "#panel-act", "#panel-react")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -47,7 +48,8 @@ def staged(body: dict[str, Any]) -> StubReply:
 
 
 @pytest.mark.parametrize(("path", "least"), [(SCREENSHOT, (1000, 600)), (PHONE_SCREENSHOT, (390, 700)),
-                                             (MAP_SCREENSHOT, (1000, 300))], ids=["projector", "phone", "map"])
+                                             (MAP_SCREENSHOT, (1000, 300)), (EVIDENCE_SCREENSHOT, (1000, 600))],
+                         ids=["projector", "phone", "map", "evidence"])
 def test_the_committed_screenshot_is_a_png_of_the_page(path, least):
     data = path.read_bytes()
     width, height = png_size(data)

@@ -2,8 +2,11 @@
 
 Pick a panel (``fork-mode``) and one of its observations (``fork-step``; Think-only: its reasoning), edit it
 (``fork-text``), and **Fork from here** (``fork-btn``) continues that mode live, in a new panel beside the
-modes or in place (``fork-where``). The run is made by ``agents.hosting.make_fork``, waits for a Compare slot
-and streams through ``ui/core/stream.py`` into :class:`~ui.fork.view.ForkView`. Every event here is private.
+modes or in place (``fork-where``). **🔬 Test the evidence** (``fork-evidence``) does the edit itself on the
+chosen panel: it changes the observation the answer's backed claim rests on (``agents/evidence.plan_change``),
+states the change, forks beside the original, and the view judges the answer at the end. The run is made by
+``agents.hosting.make_fork``, waits for a Compare slot and streams through ``ui/core/stream.py`` into
+:class:`~ui.fork.view.ForkView`. Every event here is private.
 """
 
 
@@ -15,6 +18,7 @@ from typing import Any
 
 import gradio as gr
 
+from agents.evidence import NEEDS_A_MODEL, EvidenceError, plan_change
 from agents.fork import forkable_modes
 from agents.hosting import make_fork
 from agents.modes.registry import fork_id, mode_title
@@ -34,6 +38,7 @@ from ui.fork.screen import (
     NOTHING,
     WHERE,
     Screen,
+    choice_value,
     edit_problem,
     edits_reasoning,
     load_screen,
@@ -128,16 +133,51 @@ class ForkTab(TabHandlers):
                    max_steps: Any = 5, temperature: Any = 0.2, tools: Any = None, max_tokens: Any = None,
                    oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None) -> AsyncIterator[list]:
         """Fork from here: the chosen mode continues live from the edited text; one line if it cannot."""
-        lesson = self.lessons.of(request)
         screen = await self.screen(request)
+        async for values in self._run(screen, panel, step, text, where,
+                                      (model, protocol, max_steps, temperature, tools, max_tokens), oauth_token,
+                                      request):
+            yield values
+
+    async def test_evidence(self, panel: Any, model: Any = None, protocol: Any = "text", max_steps: Any = 5,
+                            temperature: Any = 0.2, tools: Any = None, max_tokens: Any = None,
+                            oauth_token: gr.OAuthToken | None = None,
+                            request: gr.Request | None = None) -> AsyncIterator[list]:
+        """🔬 Test the evidence: the chosen panel's backed claim, its observation changed as stated, forked in a
+        new panel beside the original and judged at the end; one line if it cannot."""
+        screen = await self.screen(request)
+        if isinstance(screen, str):
+            yield skip_all(self.outputs, f"⚠ {render.safe_markdown(screen)}")
+            return
+        if not isinstance(panel, str) or panel not in screen.traces:
+            yield skip_all(self.outputs, "⚠ Pick the panel whose evidence to test first.")
+            return
+        try:
+            change = plan_change(screen.trace_to_fork(panel))
+        except EvidenceError as exc:
+            yield skip_all(self.outputs, f"⚠ {render.safe_markdown(str(exc))}")
+            return
+        if self.settings.problem() is not None and oauth_token is None:
+            yield skip_all(self.outputs, f"⚠ {render.safe_markdown(NEEDS_A_MODEL)}")
+            return
+        async for values in self._run(screen, panel, choice_value(change.step, change.original), change.edited,
+                                      NEW_PANEL, (model, protocol, max_steps, temperature, tools, max_tokens),
+                                      oauth_token, request, evidence=(panel, change)):
+            yield values
+
+    async def _run(self, screen: Screen | str, panel: Any, step: Any, text: Any, where: Any, knobs: tuple,
+                   oauth_token: gr.OAuthToken | None, request: gr.Request | None,
+                   evidence: tuple | None = None) -> AsyncIterator[list]:
+        """A checked fork of ``screen``, made and streamed in a Compare slot; ``evidence`` (the tested panel and
+        the change) makes it an evidence test."""
+        lesson = self.lessons.of(request)
         checked = screen if isinstance(screen, str) else self._check(screen, panel, step, text, where)
         if isinstance(checked, str):
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(checked)}")
             return
         assert isinstance(screen, Screen)
         index, slot = checked
-        built = self._make(screen, panel, index, text, (model, protocol, max_steps, temperature, tools, max_tokens),
-                           oauth_token)
+        built = self._make(screen, panel, index, text, knobs, oauth_token)
         if isinstance(built, str):
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(built)}")
             return
@@ -148,7 +188,8 @@ class ForkTab(TabHandlers):
         with self.stops.signal(session_of(request), TAB) as stop:
             live = lesson.begin("fork", stop, base.turns)
             view = ForkView(screen, key, slot, self.outputs, made, render.plain(llm_settings.describe()),
-                            done=lambda path: lesson.end(live, base.forked(path, key, slot == BESIDE)))
+                            done=lambda path: lesson.end(live, base.forked(path, key, slot == BESIDE)),
+                            evidence=evidence)
             try:
                 async for values in self._in_slot(run, view, stop, visitor(request)):
                     yield values
@@ -250,6 +291,7 @@ class ForkControls:
     text: gr.Textbox
     where: gr.Radio
     button: gr.Button
+    evidence: gr.Button
 
 
 def layout() -> ForkControls:
@@ -262,8 +304,10 @@ def layout() -> ForkControls:
             where = gr.Radio(WHERE, value=NEW_PANEL, label="Continue", scale=1, elem_id="fork-where")
         text = gr.Textbox(label="Edited text (what the tool says now, or the new reasoning)", lines=3, max_lines=12,
                           elem_id="fork-text")
-        button = gr.Button("✎ Fork from here", variant="primary", elem_id="fork-btn")
-    return ForkControls(panel, step, text, where, button)
+        with gr.Row():
+            button = gr.Button("✎ Fork from here", variant="primary", elem_id="fork-btn")
+            evidence = gr.Button("🔬 Test the evidence", variant="secondary", elem_id="fork-evidence")
+    return ForkControls(panel, step, text, where, button, evidence)
 
 
 def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, beside_col: gr.Column,
@@ -280,3 +324,6 @@ def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, beside_col
     controls.button.click(handlers.fork, [controls.panel, controls.step, controls.text, controls.where, *knobs],
                           [*outputs.all(), beside_col], concurrency_limit=None, concurrency_id="compare",
                           trigger_mode="once", postprocess=False, **private)
+    controls.evidence.click(handlers.test_evidence, [controls.panel, *knobs], [*outputs.all(), beside_col],
+                            concurrency_limit=None, concurrency_id="compare", trigger_mode="once",
+                            postprocess=False, **private)

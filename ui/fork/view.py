@@ -4,6 +4,9 @@ The original run stays on screen untouched: frames carry ``gr.skip()`` for every
 not own, and only the fork's panel (the panel beside the modes, or the forked mode's own panel "in place"), its
 metrics and the status line change while it runs; the table (a row per trace, the fork's among them)
 and the export (originals + fork + a ``fork`` block saying where it is shown) come with the last frame.
+A fork that is an evidence test (``evidence``: the tested panel and the change) states the change while it runs,
+and at the end judges the fork's answer (``agents/evidence.py``): the verdict ends the status line and the
+export keeps it under ``evidence``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 import gradio as gr
 
 from agents.events import Event
+from agents.evidence import Change, evidence_block
+from agents.evidence import judge as judge_evidence
 from agents.modes import RunConfig
 from agents.modes.registry import mode_title
 from tools.registry import ToolRegistry
@@ -54,10 +59,12 @@ class ForkView:
     ``done`` is told the fork's export as its last frame goes out (what the page's lesson shows next)."""
 
     def __init__(self, screen: Screen, key: str, slot: str, outputs: Outputs, made: ForkMade, where: str,
-                 done: Callable[[str | None], None] | None = None) -> None:
+                 done: Callable[[str | None], None] | None = None,
+                 evidence: tuple[str, Change] | None = None) -> None:
         kept, slots = after_fork(screen, key, slot)
         self.screen, self.key, self.slot, self.outputs, self.made = screen, key, slot, outputs, made
-        self.where, self.done = where, done
+        self.where, self.done, self.evidence = where, done, evidence
+        self.verdict: str | None = None  # the evidence test's verdict line, once judged
         self.view = PanelsView(screen.question, screen.selection, (*kept, key), screen.expected, slots,
                                beside=key if slot == BESIDE else None)
         for panel, trace in kept.items():  # the originals, as a replay would show them
@@ -70,6 +77,8 @@ class ForkView:
             self.view.previous = screen.previous
         self.owned = self._owned(screen, slot, len(outputs.all()))
         self.status = f"● Forking: **{render.plain(mode_title(key))}** continues live on {where}…"
+        if evidence is not None:
+            self.status = f"🔬 {render.plain(evidence[1].line())} {self.status}"
         self.first = True
 
     @staticmethod
@@ -99,8 +108,16 @@ class ForkView:
             status = "■ Stopped. The fork's model stream was closed."
         else:
             status = run_status({self.key: traces[self.key]}, traces[self.key].elapsed_s, self.where, outcome.failure)
+        tested, tail = None, ""
+        if self.evidence is not None and not outcome.stopped and outcome.failure is None:
+            source, change = self.evidence
+            verdict = judge_evidence(change, traces[self.key])
+            self.verdict = verdict.line
+            tail = f" 🔬 Evidence test: {render.plain(change.text)} — {render.plain(verdict.line)}"
+            tested = {self.key: evidence_block(source, change, verdict)}
         data = export_dict(self.screen.question, self.screen.selection, traces, self.made.settings,
-                           stopped=outcome.stopped, expected=self.screen.expected, claims=self.view.claims())
+                           stopped=outcome.stopped, expected=self.screen.expected, claims=self.view.claims(),
+                           evidence=tested)
         data["fork"] = {"panel": self.slot, "trace": self.key}
         if self.screen.previous is not None:  # the turns it followed: a replay of the fork shows them too
             data["previous"] = self.screen.previous.block()
@@ -111,7 +128,7 @@ class ForkView:
             self.done(files[0])
         table = followup.earlier_table(self.screen.previous, tuple(traces)) + comparison_table(
             traces, self.screen.expected, claims=self.view.claim_counts())
-        frame = self.view.frame(f"{status} (fork: {render.plain(mode_title(self.key))})", final=True, table=table,
+        frame = self.view.frame(f"{status} (fork: {render.plain(mode_title(self.key))}){tail}", final=True, table=table,
                                 files=files)
         self.first = True  # the last frame sets the panel beside's title again
         return self._values(frame, self.owned | {TABLE, FILES})

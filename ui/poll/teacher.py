@@ -315,6 +315,7 @@ class PageHooks:
     fork: Trigger
     replay: Trigger
     more_steps: tuple[Trigger, ...] = ()  # other starts of a stepping run: Step a follow-up
+    more_forks: tuple[Trigger, ...] = ()  # other starts of a fork: Test the evidence
 
 
 def hooks_of(page: Any) -> PageHooks:
@@ -323,7 +324,8 @@ def hooks_of(page: Any) -> PageHooks:
                      runs=[page.run_btn.click, page.question.submit, page.expected.submit,
                            page.followup.ask_btn.click],
                      step=page.step.step_btn.click, stop=page.stop_btn.click, fork=page.fork.button.click,
-                     replay=page.replay_btn.click, more_steps=(page.followup.step_btn.click,))
+                     replay=page.replay_btn.click, more_steps=(page.followup.step_btn.click,),
+                     more_forks=(page.fork.evidence.click,))
 
 
 def wire_poll(poll: PollControls, page: Any, lessons: Lessons) -> Teacher:
@@ -356,6 +358,8 @@ def wire_poll(poll: PollControls, page: Any, lessons: Lessons) -> Teacher:
         signals[kind].click(teacher.on_run(kind), **PAGE_EVENT)
     for trigger in hooks.more_steps:
         trigger(js=gate("step"), **browser_only)
+    for trigger in hooks.more_forks:
+        trigger(js=gate("fork"), **browser_only)
     hooks.replay(js=gate("replay", "replayed"), **browser_only)  # a replayed file may hold a class poll
     signals["replay"].click(teacher.on_run("replay"), **PAGE_EVENT)
     signals["replayed"].click(teacher.recorded, hooks.replay_file, [poll.record, poll.accordion], **PAGE_EVENT)

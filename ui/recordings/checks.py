@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from agents.events import EVENT_TYPES
+from agents.evidence import EvidenceError, read_block
 
 MAX_EVENTS = 500_000  # a 20 MB file holds at most ~550,000 of the smallest events
 MAX_STEPS = 10_000  # events other than tokens: each one is a message in a panel
@@ -53,6 +54,22 @@ def check(data: dict[str, Any]) -> None:
             steps += event["kind"] != "token"
     if steps > MAX_STEPS:
         raise RecordingError(f"That recording has {steps:,} steps; replay shows at most {MAX_STEPS:,}.")
+    _check_evidence(data.get("evidence"), {str(k) for k, _ in items})
+
+
+def _check_evidence(block: Any, panels: set[str]) -> None:
+    """The ``evidence`` block: each rerun's panel id → a test of a panel of this recording (agents/evidence.py)."""
+    if block is None:
+        return
+    if not isinstance(block, dict) or not _shallow(block, 4):
+        raise RecordingError("The recording's evidence tests must be an object of panels.")
+    for panel, test in block.items():
+        try:
+            source, _, _ = read_block(test)
+        except EvidenceError as exc:
+            raise RecordingError(f"The recording's evidence test of {str(panel)[:40]!r} is not one: {exc}.") from None
+        if panel not in panels or source not in panels:
+            raise RecordingError(f"The recording's evidence test of {str(panel)[:40]!r} names a panel it lacks.")
 
 
 def _check_event(event: Any, where: str) -> None:

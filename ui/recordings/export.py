@@ -18,6 +18,7 @@ from gradio.utils import get_upload_folder
 
 from agents import strict_json
 from agents.alignment import step_map
+from agents.evidence import verdict_line
 from agents.followup import FollowupError
 from agents.grounding import Claim, counts
 from agents.llm import pricing
@@ -64,9 +65,11 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
 
 def export_dict(question: str, selection: str, traces: dict[str, Trace], settings: dict[str, Any],
                 started_at: float | None = None, stopped: bool = False, expected: str | None = None,
-                claims: Mapping[str, Sequence[Claim]] | None = None) -> dict[str, Any]:
+                claims: Mapping[str, Sequence[Claim]] | None = None,
+                evidence: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The export's JSON; ``claims``: each mode's marked claims as the run's map has them (a follow-up's earlier
-    turns counted), else made from the traces' map; written under ``grounding``, each with its source's row."""
+    turns counted), else made from the traces' map; written under ``grounding``, each with its source's row;
+    ``evidence``: the evidence tests run on the page, by the rerun's panel (``agents/evidence.py``)."""
     claims = claims if claims is not None else step_map(traces).claims
     claims = {m: list(claims.get(m, ())) for m in traces}
     return {
@@ -82,6 +85,7 @@ def export_dict(question: str, selection: str, traces: dict[str, Trace], setting
                                                                                          question).items()} or None)},
         **export_fields(traces, expected, question),  # "expected" and each mode's ✓/✗ verdict
         "grounding": {m: {"counts": counts(c), "claims": [claim.to_dict() for claim in c]} for m, c in claims.items()},
+        **({"evidence": {p: dict(b) for p, b in evidence.items() if p in traces}} if evidence else {}),
         "traces": {mode: trace.to_dict() for mode, trace in traces.items()},
     }
 
@@ -108,10 +112,18 @@ def export_markdown(data: dict[str, Any], traces: dict[str, Trace] | None = None
                          claims=_claim_counts(data.get("grounding"))),
         "",
         *(["## Step by step", "", shown] if (shown := map_markdown(step_map(traces), _marks(data))) else []),
+        *_evidence_lines(data.get("evidence")),
     ]
     for trace in traces.values():
         lines += [trace.to_markdown(), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _evidence_lines(saved: Any) -> list[str]:
+    """"## Evidence tests" and one line per test the export keeps (a panel id, then its verdict line)."""
+    lines = [f"- `{panel}`: {line}" for panel, block in (saved.items() if isinstance(saved, dict) else ())
+             if (line := verdict_line(block))]
+    return ["## Evidence tests", "", *lines, ""] if lines else []
 
 
 def _marks(data: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from agents.evidence import verdict_line
 from agents.modes.registry import forked_mode, mode_title
 from ui.core import followup, render
 from ui.core.frame import Frame, PanelsView, output_index
@@ -72,7 +73,7 @@ async def play(recording: Recording, speed: str | float, *, throttle: float = TH
     for m, trace in view.traces.items():
         trace.elapsed_s = recording.traces[m].elapsed_s
     view.finish()
-    done = f"✔ Replay finished ({render.plain(recording.question)[:80]})."
+    done = f"✔ Replay finished ({render.plain(recording.question)[:80]}).{evidence_tail(recording)}"
     yield view.frame(done, final=True,
                      table=earlier + comparison_table(view.traces, recording.expected, claims=view.claim_counts()))
 
@@ -139,6 +140,13 @@ class _Pacer:
             self._slice = time.perf_counter()
 
 
+def evidence_tail(recording: Recording) -> str:
+    """The recording's evidence tests, each its verdict line after the status ("🔬 Evidence test: 396 → 515 — the
+    answer followed …"); "" when it holds none."""
+    lines = [verdict_line(block) for block in (recording.evidence or {}).values()]
+    return "".join(f" 🔬 {render.plain(line)}" for line in lines if line)
+
+
 async def final_frame(recording: Recording, label: str) -> tuple[Frame, str | None]:
     """A recording played instantly: its last frame (status ``label``: the question) and the fork it shows in the
     panel beside, if any."""
@@ -147,7 +155,7 @@ async def final_frame(recording: Recording, label: str) -> tuple[Frame, str | No
     async for frame in play(recording, INSTANT):
         last = frame
     assert last is not None  # a replay yields at least its first and its last frame
-    last.status = f"{label}: **{render.plain(recording.question)[:120]}**"
+    last.status = f"{label}: **{render.plain(recording.question)[:120]}**{evidence_tail(recording)}"
     return last, beside
 
 

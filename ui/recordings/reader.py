@@ -141,6 +141,7 @@ def header(data: dict[str, Any]) -> dict[str, Any]:
             "expected": expected, "fork": fork_of(data),
             "previous": data.get("previous") if isinstance(data.get("previous"), dict) else None,
             "followup": data.get("followup") if isinstance(data.get("followup"), dict) else None,
+            "evidence": data.get("evidence") if isinstance(data.get("evidence"), dict) else None,
             "modes": {m: float(t.get("elapsed_s") or max((float(e.get("t", 0)) for e in t.get("events", [])),
                                                          default=0.0))
                       for m, t in traces.items()},
@@ -217,6 +218,7 @@ class Recording:
     fork: dict[str, str] | None = None  # a teacher's fork: {"trace": "react@2", "panel": "react" | "beside"}
     previous: Previous | None = None  # a follow-up's earlier turns (agents/followup.py)
     followup: dict[str, Any] | None = None  # the sealed block a follow-up of this run continues (as recorded)
+    evidence: dict[str, Any] | None = None  # evidence tests: rerun panel → {source, change, verdict} (checked)
 
     @property
     def slots(self) -> dict[str, str]:
@@ -257,7 +259,8 @@ def _from_header(head: dict[str, Any], traces: dict[str, Trace]) -> Recording:
         expected = None
     followup = head.get("followup") if isinstance(head.get("followup"), dict) else None
     return Recording(question, selection, traces, dict(head.get("settings") or {}), expected, fork=fork,
-                     previous=previous, followup=followup)
+                     previous=previous, followup=followup,
+                     evidence=dict(head["evidence"]) if isinstance(head.get("evidence"), dict) else None)
 
 
 def read_recording(source: str | Path | bytes) -> Recording:
