@@ -12,7 +12,6 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -55,14 +54,14 @@ from ui.core.handlers import PAGE_EVENT
 from ui.core.inputs import COMPARE_INPUTS, MAX_TOKENS_LIMIT, PAGE_TOOLS, PREVIOUS
 from ui.core.launcher import launcher
 from ui.core.lesson import Lessons
-from ui.core.settings import app_settings
+from ui.core.settings import AppSettings, app_settings
 from ui.core.stream import Stops
 from ui.fork import accordion
 from ui.fork import evidence as evidence_api
 from ui.page import behaviour, page_tools, parts, tool_picker
 from ui.recordings.reader import MAX_REPLAY_BYTES
 from ui.share.handlers import ShareHandlers
-from ui.share.store import ShareError, ShareStore
+from ui.share.store import stored_export
 from ui.tabs.compare import ComparePage, compare_layout
 
 log = logging.getLogger(__name__)
@@ -115,14 +114,6 @@ class AppBlocks(mcp.OneToolMCP, OptionalTrailingInputs, ReadableRefusals, gr.Blo
         return result
 
 
-def shared_export(run_id: str) -> Path:
-    """A share id's stored export, for ``/evidence_test``; an unknown or expired id is a ValueError (one line)."""
-    try:
-        return ShareStore.from_settings().path(run_id)
-    except ShareError as exc:
-        raise ValueError(str(exc)) from None
-
-
 def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | None = None, *,
                model_factory: ModelBuilder | None = None, on_space: bool | None = None) -> gr.Blocks:
     """The whole app. ``settings``/``registry`` default to the environment and all tools."""
@@ -171,22 +162,24 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                     admission=admission, lessons=lessons), page.fork, page, knobs)
         wire_closed_pages(demo, handlers, teacher)
-        mcp.register(settings, registry, admission, model_factory=model_factory,  # the MCP tool
-                     evidence=evidence_api.tester(settings, registry, admission, model_factory=model_factory,
-                                                  share_path=shared_export))
-        evidence_api.register(settings, registry, admission, model_factory=model_factory,  # /evidence_test
-                              share_path=shared_export)
+        tester = evidence_api.register(settings, registry, admission, model_factory=model_factory,
+                                       share_path=stored_export)  # /evidence_test, and the MCP tool's evidence_of
+        mcp.register(settings, registry, admission, model_factory=model_factory, evidence=tester)  # the MCP tool
         if on_space:
             wire_backend_line(settings, backend_md, demo)
-    # Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
-    # its limit is a backstop against floods, above our line so that visitors see our message first.
-    # status_update_rate: Gradio's "auto" sends every queued event an estimate each time any event starts
-    # (O(n²) messages): 300 submissions at once then waited ~10 s for their first word, ~2 s with this.
+    queue_up(demo, limits)
+    return demo
+
+
+def queue_up(demo: gr.Blocks, limits: AppSettings) -> None:
+    """Gradio's own queue only holds events for the moment before they start (Compare waits in `admission`);
+    its limit is a backstop against floods, above our line so that visitors see our message first.
+    status_update_rate: Gradio's "auto" sends every queued event an estimate each time any event starts
+    (O(n²) messages): 300 submissions at once then waited ~10 s for their first word, ~2 s with this."""
     demo.queue(default_concurrency_limit=limits.concurrency,
                max_size=2 * (limits.concurrency + limits.queue_size) + BURST, status_update_rate=1.0)
     gradio_queue.install(demo)  # the queue's idle polling, slowed down (patches/gradio_queue.py)
     signatures.pin_handlers(demo.fns.values())  # Gradio reads each handler's signature per event
-    return demo
 
 
 def install_patches() -> None:

@@ -171,8 +171,9 @@ def tester(settings: LLMSettings, registry: ToolRegistry, admission: Admission, 
 
 
 def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
-             model_factory: ModelBuilder | None = None, share_path: SharePath | None = None) -> None:
-    """Add ``/evidence_test`` to the Blocks being built; ``share_path`` finds a share id's export."""
+             model_factory: ModelBuilder | None = None, share_path: SharePath | None = None) -> Tester:
+    """Add ``/evidence_test`` to the Blocks being built (``share_path`` finds a share id's export); its
+    :func:`tester`, for the MCP tool's ``evidence_of``."""
 
     async def evidence_test(run: str, mode: str, claim: str | None = None,
                             request: gr.Request | None = None) -> str:
@@ -183,3 +184,4 @@ def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission
         return strict_json.dumps(done, ensure_ascii=False)
 
     gr.api(evidence_test, api_name=API_NAME, concurrency_limit=None, concurrency_id="compare")
+    return tester(settings, registry, admission, model_factory=model_factory, share_path=share_path)

@@ -309,6 +309,14 @@ def _digest(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+def stored_export(run_id: str) -> Path:
+    """A share id's stored export in the app's store; an unknown or expired id is a ValueError (one line)."""
+    try:
+        return ShareStore.from_settings().path(run_id)
+    except ShareError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def share_url(page_url: str, run_id: str) -> str:
     """The page's own address with ``?run=<id>`` (any other query or fragment dropped)."""
     parts = urlsplit(page_url)
