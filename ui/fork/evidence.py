@@ -6,8 +6,6 @@ other), and answers with the change, its verdict line and the ``evidence`` block
 one line (a ``gr.Error``), never a traceback.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
