@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 from agents.answers import NUMBER_TOLERANCE, exact_match, f1_score
@@ -26,6 +27,9 @@ _NUMBER = re.compile(
     r"(?P<exp>[eE][-+]?\d+)?(?:/(?P<den>\d+))?(?![\w/])"
 )
 _SIGNS = str.maketrans({"−": "-", "–": "-"})
+# Past these, a run of digits is data (a dump, a power printed whole), never an answer: it is not read as a
+# number, so no text can make the scoring build a huge value ("1e999999999" costs seconds and memory).
+_MAX_DIGITS, _MAX_EXPONENT = 300, 300
 # What may surround the single number of a numeric expected answer: "= 396", "≈ 1785.25", "396."
 _NUMERIC_ONLY = re.compile(r"^\s*[=≈~]?\s*(?P<n>\S+?)\s*\.?\s*$")
 
@@ -60,6 +64,8 @@ def number_spans(text: str | None) -> list[tuple[Fraction, int, int]]:
     spans = []
     for m in _NUMBER.finditer((text or "").translate(_SIGNS)):  # the translation keeps every position
         digits = re.sub(r"[,\u202f\u00a0_]", "", m["num"])
+        if _too_long(digits, m):
+            continue
         try:
             value = Fraction(digits + (m["exp"] or ""))
         except (ValueError, ZeroDivisionError):
@@ -70,6 +76,12 @@ def number_spans(text: str | None) -> list[tuple[Fraction, int, int]]:
             value /= int(m["den"])
         spans.append((-value if m["sign"] == "-" else value, m.start(), m.end()))
     return spans
+
+
+def _too_long(digits: str, m: re.Match[str]) -> bool:
+    exponent = (m["exp"] or "e0")[1:].lstrip("+-").lstrip("0") or "0"
+    return (len(digits) > _MAX_DIGITS or len(m["den"] or "") > _MAX_DIGITS
+            or len(exponent) > 3 or int(exponent) > _MAX_EXPONENT)
 
 
 def expected_number(expected: str | None) -> Fraction | None:
@@ -97,7 +109,12 @@ def stated_number(answer: str | None, question: str | None = None, expected: Fra
 
 def number_text(value: Fraction) -> str:
     """A number's value written one way: "396" for 396, 396.0 and 3.96e2; "0.5" for 1/2."""
-    return str(value.numerator) if value.denominator == 1 else f"{float(value):.10g}"
+    if value.denominator == 1:
+        return str(value.numerator)
+    try:
+        return f"{float(value):.10g}"
+    except OverflowError:  # beyond a float's range: the same ten significant digits, by Decimal
+        return f"{Decimal(value.numerator) / Decimal(value.denominator):.10g}"
 
 
 def judge(answer: str | None, expected: str | None, question: str | None = None) -> Verdict:

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from agents.correctness import clean_expected, expected_number, judge, numbers_in
+from agents.correctness import clean_expected, expected_number, judge, number_text, numbers_in
 
 
 @pytest.mark.parametrize("answer, expected, correct", [
@@ -74,3 +74,20 @@ def test_reading_numbers():
 def test_clean_expected():
     assert clean_expected("  Jane   Austen \n") == "Jane Austen"
     assert clean_expected("   ") is None and clean_expected(None) is None and clean_expected(396) is None
+
+
+def test_a_number_past_any_answer_is_data_not_a_number():
+    """A dump of digits or a huge exponent is never read as a number: no text makes the scoring build a huge
+    value (``1e999999999`` would cost seconds), and nothing downstream writes a value too long for ``str``."""
+    huge = ["1e999999999", "2" * 5000, "1.5e" + "9" * 5000, "3/" + "7" * 5000, "1" * 4000 + ".5"]
+    for text in huge:
+        assert numbers_in(f"the output was {text}, then 7") == [7]
+        assert not judge(text, "7").correct
+    assert numbers_in("1e300 and " + "9" * 300) == [10 ** 300, int("9" * 300)]
+
+
+def test_a_large_value_still_has_one_written_form():
+    assert number_text(Fraction(10 ** 299) + Fraction(1, 2)) == "1e+299"
+    assert number_text(Fraction(10 ** 299)) == "1" + "0" * 299
+    assert number_text(Fraction(10 ** 600, 7)) == "1.428571429e+599"  # past a float's range
+
