@@ -42,6 +42,7 @@ from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
 from tools import children, mcp_config, sandbox_room, sandbox_wasm
 from tools.hardening import make_non_dumpable
+from tools.mcp_servers import app_registry
 from tools.registry import ToolRegistry
 from ui import mcp, poll
 from ui.benchmark import open_in_compare
@@ -120,8 +121,6 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
     settings = settings or LLMSettings.from_env()
     install_patches()
     if registry is None:
-        from tools.mcp_servers import app_registry
-
         registry = app_registry()  # the built-in tools, then those of APP_MCP_SERVERS' servers
     on_space = bool(os.environ.get("SPACE_ID")) if on_space is None else on_space
     stops = Stops()  # each visitor's live streams, for the Stop buttons

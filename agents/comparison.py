@@ -26,6 +26,7 @@ from agents.modes.registry import mode_ids, mode_of, run_mode
 from agents.request import RunRequest
 from agents.stepping import RETRIED, StepControls, StepGate, StepState
 from agents.trace import Trace
+from tools import default_registry
 from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -173,8 +174,6 @@ class ComparisonRun(StepControls):
         if unknown:
             raise ValueError(f"unknown mode(s) {unknown}; expected some of {list(mode_ids())}")
         if registry is None:
-            from tools import default_registry
-
             registry = default_registry()
         self.question, self.registry = question, registry
         self.factory = model_factory or default_model_factory()

@@ -23,6 +23,8 @@ from agents.llm.base import ChatModel, Chunk, LLMFailure, Message
 from agents.modes.base import RunConfig
 from agents.modes.registry import ModeSpec, get_mode, mode_of
 from agents.modes.text_protocol import THIRD_REPEAT
+from agents.parsing_code import close_code
+from agents.replay import REASONING, RUNNER, ReplayModel, ReplayRunner, answered_action
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
@@ -62,8 +64,6 @@ class _Recorder(Continuing):
     """Replays recorded replies (no earlier turns) and fails a call past them: the rebuild never calls a model."""
 
     def __init__(self, replies: list[Usage]) -> None:
-        from agents.fork import ReplayModel
-
         super().__init__(ReplayModel(replies, _NoLiveCalls()), ())
 
 
@@ -97,7 +97,7 @@ def conversation_of(trace: Trace, registry: ToolRegistry, config: RunConfig) -> 
     replies = [e for e in events[start:] if isinstance(e, Usage) and e.reply is not None]
     if not replies:
         return None
-    if "reasoning" in spec.options:  # Think-only: the question and what it said, no observations
+    if REASONING in spec.options:  # Think-only: the question and what it said, no observations
         return [{"role": "user", "content": prompts.question_message(trace.question)},
                 {"role": "assistant", "content": replies[-1].reply}]
     return _replayed(spec, trace, events[start:], replies, registry, config)
@@ -106,11 +106,9 @@ def conversation_of(trace: Trace, registry: ToolRegistry, config: RunConfig) -> 
 def _replayed(spec: ModeSpec, trace: Trace, events: list, replies: list[Usage], registry: ToolRegistry,
               config: RunConfig) -> list[Message] | None:
     """A tool loop run again over the recorded replies and observations, its last request kept."""
-    from agents.fork import RUNNER, ReplayRunner, _made
-
     kept = [i for i, e in enumerate(events) if isinstance(e, Observation) and not (e.output == THIRD_REPEAT
                                                                                     and e.is_error)]
-    runner = ReplayRunner(registry, config, [events[i] for i in kept], [_made(events, i) for i in kept])
+    runner = ReplayRunner(registry, config, [events[i] for i in kept], [answered_action(events, i) for i in kept])
     model = _Recorder(replies)
     try:
         for _ in spec.run(trace.question, model, registry, config, **{RUNNER: runner}):
@@ -127,8 +125,6 @@ def _replayed(spec: ModeSpec, trace: Trace, events: list, replies: list[Usage], 
 def _programs_and_outputs(trace: Trace) -> list[Message] | None:
     """CodeAct's conversation, read from its trace (its loop is no fork's to run again): the question, then each
     reply with its program closed and what the program printed, as the loop appends them (``agents/modes/codeact``)."""
-    from agents.parsing_code import close_code
-
     events = [e for _, e in trace.events]
     start = max((i + 1 for i, e in enumerate(events) if isinstance(e, Retry)), default=0)
     out: list[Message] = [{"role": "user", "content": prompts.question_message(trace.question)}]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agents.correctness import number_spans
 from agents.events import Action, FinalAnswer, Forked, Observation
+from agents.fork import fork, fork_run
 from agents.grounding import Claim, Kind, claims_in, claims_of, folded, input_line, stated_at
 from agents.trace import Trace
 
@@ -306,8 +307,6 @@ def _looked_again(change: Change, rerun: Trace) -> bool:
 def evidence_run(trace: Trace, change: Change, *, registry: ToolRegistry, config: RunConfig,
                  model_factory: ModelFactory | None = None, sink: Sink | None = None) -> ComparisonRun:
     """The rerun, not yet started: the Fork of ``trace`` at the change's step with its edited observation."""
-    from agents.fork import fork_run
-
     return fork_run(trace, change.step, change.edited, registry=registry, config=config,
                     model_factory=model_factory, sink=sink)
 
@@ -315,8 +314,6 @@ def evidence_run(trace: Trace, change: Change, *, registry: ToolRegistry, config
 def test_evidence(trace: Trace, model: ChatModel, registry: ToolRegistry, config: RunConfig,
                   claim: str | None = None) -> tuple[Change, Trace, Verdict]:
     """The whole test at once (the API and tests): the change, the rerun's trace, its verdict."""
-    from agents.fork import fork
-
     change = plan_change(trace, claim)
     rerun = Trace(trace.mode, trace.question)
     for event in fork(trace, change.step, change.edited, model, registry, config):

@@ -9,25 +9,20 @@ refusals and what a fork's events hold: docs/stepping.md, "Fork".
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from agents.comparison import ComparisonRun, ModelFactory, Sink
 from agents.events import Action, Event, Forked, LLMError, Observation, Paused, Resumed, Retry, Thought, Usage
-from agents.llm.base import ChatModel, Chunk, Message, ToolCallDelta
-from agents.modes.base import RunConfig, ToolRunner
+from agents.llm.base import ChatModel, Message
+from agents.modes.base import RunConfig
 from agents.modes.registry import ModeSpec, list_modes
 from agents.modes.text_protocol import THIRD_REPEAT
+from agents.replay import REASONING, RUNNER, ForkMismatch, ReplayModel, ReplayRunner, answered_action
 from agents.trace import Trace
 from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
-
-# A mode can be forked when its run function takes one of these options (ModeSpec.forkable says so):
-REASONING = "reasoning"  # one chain of thought, no observations (Think-only): the edited text is its reply
-RUNNER = "runner"  # a tool loop: the recorded observations are replayed through the mode's own loop
 
 
 def forkable_modes() -> tuple[ModeSpec, ...]:
@@ -35,10 +30,6 @@ def forkable_modes() -> tuple[ModeSpec, ...]:
     no single conversation). CodeAct forks at a program's output: the programs before it run again, unseen, so its
     session has their variables."""
     return tuple(s for s in list_modes() if s.forkable)
-
-
-class ForkMismatch(ValueError):
-    """Replaying the trace took another path than the recorded run (other tools or settings)."""
 
 
 def fork(
@@ -130,7 +121,7 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
     kept = [i for i, e in enumerate(events) if start <= i <= end and isinstance(e, Observation) and not e.nested
             and not (e.output == THIRD_REPEAT and e.is_error)]
     observations = [changed if i == target else events[i] for i in kept]
-    actions = [_made(events, i) for i in kept]
+    actions = [answered_action(events, i) for i in kept]
     while end + 1 < len(events) and isinstance(events[end + 1], Forked):
         end += 1  # an earlier fork's marker stays with its observation: the history of edits is kept
     prefix: list[Event] = []
@@ -145,12 +136,6 @@ def plan_fork(trace: Trace, step_index: int, edited: str, config: RunConfig) -> 
     if not placed:
         prefix.append(marker)
     return ForkPlan(replies, observations, prefix, actions)
-
-
-def _made(events: list[Event], index: int) -> Action | None:
-    """The Action an Observation answers: the last one before it at its level (a program's, or its call's)."""
-    nested = events[index].nested
-    return next((e for e in reversed(events[:index]) if isinstance(e, Action) and e.nested == nested), None)
 
 
 def _owner(events: list[Event], start: int, index: int) -> int:
@@ -211,71 +196,3 @@ def _think_source(spec: ModeSpec, trace: Trace, step_index: int, edited: str,
 def _think_events(prefix: list[Event], live: Iterator[Event]) -> Iterator[Event]:
     yield from prefix
     yield from live
-
-
-class ReplayModel:
-    """Streams recorded replies back for the first calls, then hands every call to the live model."""
-
-    def __init__(self, replies: list[Usage], live: ChatModel) -> None:
-        self._replies = deque(replies)
-        self._live = live
-        self.model_id = getattr(live, "model_id", "")
-        self.earlier = getattr(live, "earlier", ())  # a follow-up's earlier turns (CodeAct restores their variables)
-        self.live = False
-
-    def stream(self, messages: list[Message], **kwargs: Any) -> Iterator[Chunk]:
-        if not self._replies:
-            self.live = True
-            return self._live.stream(messages, **kwargs)
-        return self._play(self._replies.popleft())
-
-    @staticmethod
-    def _play(reply: Usage) -> Iterator[Chunk]:
-        if reply.reply:
-            yield Chunk(text=reply.reply)
-        deltas = tuple(ToolCallDelta(index=i, id=cid, name=name, arguments=args)
-                       for i, (cid, name, args) in enumerate(reply.tool_calls))
-        yield Chunk(tool_calls=deltas, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                    finish_reason="tool_calls" if deltas else "stop")
-
-    def close(self) -> None:
-        self._live.close()
-
-
-class ReplayRunner(ToolRunner):
-    """Returns the recorded observations (one of them edited) before running tools for real.
-
-    It remembers them as :class:`ToolRunner` would have, so a repeated call after the fork is
-    answered from memory just as in the original run. The calls of one native reply ran at once and were
-    recorded in the order they finished: each is matched to its own recorded call (the Action before it).
-    """
-
-    def __init__(self, registry: ToolRegistry, config: RunConfig, recorded: list[Observation],
-                 actions: list[Action | None] | None = None) -> None:
-        super().__init__(registry, config)
-        self._recorded = deque(zip(actions or [None] * len(recorded), recorded, strict=True))
-
-    def replayed(self, action: Any) -> Observation | None:
-        """The next recorded observation for a CodeAct program (run again only for its variables); None once the
-        recording is used up: the run is live from there."""
-        if not self._recorded:
-            return None
-        _, observation = self._recorded.popleft()
-        if observation.tool != action.tool:
-            raise ForkMismatch(f"the recorded run ran {observation.tool!r} where the replay runs {action.tool!r}")
-        return observation
-
-    def start(self, action: Any) -> Callable[[], Observation]:
-        if not self._recorded:
-            return super().start(action)
-        key = self.key(action)
-        at = next((i for i, (made, _) in enumerate(self._recorded) if made is not None and self.key(made) == key), 0)
-        _, observation = self._recorded[at]
-        del self._recorded[at]
-        tool = self.registry.resolve(action.tool)
-        if (tool.name if tool else action.tool) != observation.tool:
-            raise ForkMismatch(f"the recorded run called {observation.tool!r} where the replay calls {action.tool!r}")
-        self.seen[key] += 1
-        if self.seen[key] == 1:
-            self.results[key] = observation.output
-        return lambda: observation

@@ -18,6 +18,7 @@ from string import Template
 
 from agents.settings import DEFAULT_MAX_STEPS
 from tools.registry import ToolRegistry
+from tools.sandbox_policy import ALLOWED_MODULES
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
 
@@ -42,7 +43,7 @@ _PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "b
 
 def tool_functions(registry: ToolRegistry) -> str:
     """The tools a sandboxed program may call, as Python signatures with their docstrings (CodeAct's prompt)."""
-    from tools.sandbox_session import callable_tools
+    from tools.sandbox_session import callable_tools  # the sandbox's client (~90 ms): CodeAct's prompt alone needs it
 
     blocks = []
     for t in callable_tools(registry).tools:
@@ -58,8 +59,6 @@ def tool_functions(registry: ToolRegistry) -> str:
 
 def module_list() -> str:
     """The modules a sandboxed program may import, for prompts."""
-    from tools.sandbox_policy import ALLOWED_MODULES
-
     return ", ".join(sorted(ALLOWED_MODULES))
 
 

@@ -45,11 +45,11 @@ def arithmetic_items(n: int, seed: int = 60) -> list[Item]:
 def registry() -> ToolRegistry:
     """The project's tools when the calculator is there; otherwise just the calculator the toy model calls."""
     try:
-        from tools import default_registry
+        from tools import default_registry  # the search tools' libraries may be missing where only the engine is
 
         return default_registry()
     except ImportError:
-        from tools.calculator import calculate
+        from tools.calculator import calculate  # the calculator alone: the toy model calls nothing else
 
         return ToolRegistry([calculate])
 

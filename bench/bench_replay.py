@@ -101,7 +101,7 @@ def main() -> None:
     parser.add_argument("--speeds", default="instant,1x")
     args = parser.parse_args()
 
-    from bench.loadkit import launched_app
+    from bench.loadkit import launched_app  # the app's modules load once the arguments are read (--help is quick)
 
     path = Path(tempfile.mkdtemp()) / "huge.json"
     size = make_recording(path, args.events)

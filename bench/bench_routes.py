@@ -56,7 +56,7 @@ def login_overrides(app: Any) -> dict[str, float]:
 
     from fastapi import Depends
 
-    from patches import gradio_login_check
+    from patches import gradio_login_check  # as measure's imports: after the arguments are read
 
     found = gradio_login_check.gradio_login(app)
     if isinstance(found, str) or not app.dependency_overrides:
@@ -75,7 +75,7 @@ def login_overrides(app: Any) -> dict[str, float]:
 def measure(n: int) -> dict[str, float]:
     from fastapi import routing
 
-    from bench.loadkit import launched_app
+    from bench.loadkit import launched_app  # the app's modules load once the arguments are read (--help is quick)
 
     demo = launched_app()
     try:

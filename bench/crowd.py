@@ -12,7 +12,10 @@ import threading
 import time
 from typing import Any
 
+from agents.prompts import system_prompt
 from bench.loadkit import MODES, Visit, pct, visit
+from tools.calculator import calculate
+from tools.registry import ToolRegistry
 
 
 def question(i: int) -> str:
@@ -43,10 +46,6 @@ def crowd(url: str, questions: list[str], *, stagger: float = 0.0, timeout: floa
 
 def system_prompts() -> dict[str, str]:
     """Each mode's system prompt as the app sends it (the bench's registry: the calculator only)."""
-    from agents.prompts import system_prompt
-    from tools.calculator import calculate
-    from tools.registry import ToolRegistry
-
     registry = ToolRegistry([calculate])
     return {system_prompt(m, registry, max_steps=5): m for m in MODES}
 

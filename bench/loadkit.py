@@ -65,6 +65,7 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: 
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    # the stub's own process: the project is on its path from the line above, and it loads the stub alone
     from agents.llm import stub_server
     from agents.llm.stub_server import StubLLMServer, talkative
     from bench.async_stub import AsyncStubServer
@@ -99,6 +100,7 @@ def stub_main(latency: float, token_delay: float, chunk_chars: int, conn, kind: 
 def launched_app(base_url: str = "http://127.0.0.1:9/v1") -> Any:
     """The app as the benches run it (the calculator its one tool, the model at ``base_url``: by default an
     address nothing answers), launched on loopback in this process; close it with ``demo.close()``."""
+    # the app's modules load only in the process that serves it: the bench's driver and the stub's stay light
     import app
     from agents.llm.settings import LLMSettings
     from tools.calculator import calculate
@@ -118,7 +120,7 @@ def app_main(stub_url: str, env: dict[str, str], conn) -> None:
     os.dup2(2, 1)  # this process's prints (Gradio's "Closing server…") go to stderr: the bench's stdout is its JSON
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     demo = launched_app(stub_url)
-    from agents import gc_tuning
+    from agents import gc_tuning  # the app's process: as for launched_app's imports
 
     gc_tuning.settle()  # as ``python app.py`` does once it serves (launch() without prevent_thread_lock)
     conn.send((demo.local_url, os.getpid()))
@@ -131,7 +133,7 @@ def app_main(stub_url: str, env: dict[str, str], conn) -> None:
 
 def poll_room() -> str:
     """A new class poll room in this (the app's) process, by a teacher of its own: its code."""
-    from ui.poll.rooms import rooms
+    from ui.poll.rooms import rooms  # the app's process: as for launched_app's imports
 
     modes = [("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct")]
     return rooms().create(f"bench-teacher-{time.monotonic_ns()}", "What is 17 * 23 + 5?", modes).code
@@ -143,7 +145,7 @@ def app_command(demo: Any, command: str) -> Any:
     import tracemalloc
 
     if command == "workers":  # the live runs' worker processes (agents/hosting), for their CPU
-        from agents import hosting
+        from agents import hosting  # the app's process: as for launched_app's imports
 
         return hosting.default_host().pids() if hosting.workers_from_env() > 0 else []
     if command == "gc":

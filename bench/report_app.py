@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ui.core.settings import RUNS_PER_CORE
+
 STANDINS = (("async", ""), ("thread", "_thread"))  # label, suffix of the benchmark's name in the results
 
 
@@ -99,8 +101,6 @@ def short_rows(out: Any, r: dict) -> None:
         (s := _at(n)(sc)) is not None and not s["errors"] and s["ratio"] <= (1.3 if n <= 50 else 1.5)
         for _, sc in crowds)]
     cores = (r.get("app") or {}).get("cores")  # the machine's, as bench_app.py saw it
-    from ui.core.settings import RUNS_PER_CORE
-
     measure = "runs at once per core that hold the crowd goals (APP_CONCURRENCY's default per core)"
     if not cores:
         out.add(measure, None, "—", f"≥ {RUNS_PER_CORE}", None)

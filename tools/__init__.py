@@ -29,6 +29,7 @@ _default: ToolRegistry | None = None
 def default_registry() -> ToolRegistry:
     """All five tools in the order prompts list them. Imported lazily so importing the
     package stays cheap for code (and tests) that bring their own tools."""
+    # the tools' HTTP clients and the sandbox (~220 ms): loaded by the first caller that wants the built-in tools
     from tools.calculator import calculate
     from tools.python_repl import python_repl
     from tools.search import duckduckgo_search

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools import default_registry
 from tools.mcp_client import (
     GRACE_S,
     MAX_LISTED,
@@ -241,8 +242,6 @@ def app_registry() -> ToolRegistry:
     """The app's registry: the built-in tools, plus those of ``APP_MCP_SERVERS`` (found now, so start-up waits
     for them, at most a server's timeout). A bad value adds nothing: ``app.main`` has refused it with its line
     already; here (a test's ``build_demo``) it is logged."""
-    from tools import default_registry
-
     return with_servers(default_registry())
 
 

@@ -53,6 +53,7 @@ from agents.settings import (
     SettingError,
 )
 from agents.trace import Trace, metrics_line
+from tools import default_registry
 from tools.registry import ToolRegistry
 
 HELP = "ask one question in Think / Act / ReAct (or all) and stream the traces"
@@ -171,8 +172,6 @@ def _ask(args: argparse.Namespace, settings: LLMSettings, out: TextIO, options: 
 
 def _registry(tools: str | None) -> ToolRegistry:
     """The default tools, or the ``--tools`` subset of them (an unknown name is a usage error)."""
-    from tools import default_registry
-
     registry = default_registry()
     if not tools:
         return registry

@@ -33,6 +33,7 @@ from agents.modes.hybrids import DEFAULT_SC_SAMPLES
 from agents.modes.reflexion import DEFAULT_TRIALS, MAX_TRIALS
 from agents.modes.registry import mode_ids, protocol_problem
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE, PROTOCOLS, TEMPERATURE_RANGE
+from tools import default_registry
 from tools.registry import ToolRegistry
 
 HELP = "score the modes on HotpotQA, FEVER, GSM8K or your own CSV/JSONL"
@@ -84,8 +85,6 @@ def run(args: argparse.Namespace, *, registry: ToolRegistry | None = None) -> in
         raise UsageError(f"{settings.problem()}{hint}", show_usage=False)
     config = replace(config, max_tokens=config.max_tokens or settings.max_tokens)
     if registry is None:
-        from tools import default_registry
-
         registry = default_registry()
     name = dataset_name(args.dataset)
     out = Path(args.out or f"runs/{name}-{datetime.now():%Y%m%d-%H%M%S}")

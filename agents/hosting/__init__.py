@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agents.fork import prepare_fork
 from agents.hosting.host import Host, HostedRun, LocalHost
 from agents.hosting.processes import ROOT, WORKER_DIED, ProcessHost
 from agents.hosting.worker import RunSpec
@@ -62,8 +63,6 @@ def make_fork(trace: Any, step_index: int, text: str, settings: LLMSettings, reg
     """A teacher's fork (``agents/fork.py``) as an unstarted one-mode run, hosted like :func:`make_run`;
     ``history``: the mode's earlier turns when the forked turn was a follow-up. ValueError before anything runs
     when the trace cannot be forked there."""
-    from agents.fork import prepare_fork
-
     prepare_fork(trace, step_index, text, registry, config)  # the one-line refusal, here and now
     request = RunRequest(trace.question, (trace.mode,), config.protocol, config.max_steps,
                          config.temperature or 0.0, config.max_tokens,

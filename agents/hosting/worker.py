@@ -28,9 +28,13 @@ from typing import Any
 from agents import gc_tuning
 from agents.comparison import ComparisonRun
 from agents.events import LLMError, TokenDelta
+from agents.fork import fork_run
+from agents.llm import abort
+from agents.llm.hf import HFInferenceModel
 from agents.llm.settings import LLMSettings
 from agents.request import RunRequest
-from tools import children, sandbox_wasm
+from agents.trace import Trace
+from tools import children, default_registry, sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.page_tools import PageTool, with_page_tools
 from tools.registry import ToolRef, ToolRegistry, tool_from_ref
@@ -155,15 +159,10 @@ class RunWorker:
                                                     spec.page_tools)
         builder = spec.model_factory
         if builder is None:
-            from agents.llm.hf import HFInferenceModel
-
             builder = HFInferenceModel
         factory = lambda: builder(spec.settings)  # noqa: E731 - one fresh client per mode
         sink = lambda mode, event: self.outbox.put(run_id, mode, event)  # noqa: E731
         if spec.fork is not None:
-            from agents.fork import fork_run
-            from agents.trace import Trace
-
             return fork_run(Trace.from_dict(spec.fork["trace"]), spec.fork["step"], spec.fork["text"],
                             registry=registry, config=spec.request.config(), model_factory=factory,
                             stepping=spec.request.stepping, sink=sink,
@@ -242,12 +241,8 @@ def main(argv: list[str]) -> None:
             log.exception("could not send events to the app")
             os._exit(1)
 
-    from agents.llm import abort
-
     abort.batch_reads()  # live runs only: their frames hide the up to 50 ms a call's end waits for
     worker = RunWorker(send)
-    from tools import default_registry
-
     default_registry()  # the tools' modules imported before the heap is set aside
     gc_tuning.settle()
     while True:

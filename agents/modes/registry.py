@@ -28,6 +28,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agents.events import Event
@@ -161,9 +162,8 @@ def discover() -> None:
     global _discovered
     if _discovered:
         return
-    import agents.modes as package
-
-    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+    here = str(Path(__file__).parent)  # the package's own folder: its siblings are read from disk, not imported whole
+    for info in pkgutil.iter_modules([here], f"{__package__}."):
         importlib.import_module(info.name)
     _discovered = True
 

@@ -20,6 +20,7 @@ from typing import Any
 from starlette.middleware import Middleware
 
 from ui.core import visitors
+from ui.core.settings import app_settings
 from ui.core.visitors import Visitor, Window
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,6 @@ class BodyLimits:
 
     def __init__(self, app: Callable[..., Awaitable[None]], body_mb: int | None = None,
                  uploads: Uploads | None = None) -> None:
-        from ui.core.settings import app_settings
-
         limits = app_settings()
         self.app = app
         self.max_body = (body_mb or limits.body_mb) * MB

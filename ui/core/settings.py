@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from agents.llm.backend import TOY_DEFAULT, TOY_SWITCH
 from agents.settings import SettingError, env_bool, env_float, env_int, env_text
 from tools import sandbox_room
+from tools.sandbox import filters_enabled
 
 # Compare runs at once per core, when APP_CONCURRENCY is unset: the largest crowd per core that held every crowd goal
 # in `python -m bench` (docs/performance.md: 100 visitors on 2 cores; the bench's "runs per core" row checks it)
@@ -190,8 +191,6 @@ class AppSettings:
 
 def _say_filters() -> None:
     """One start-up line when APP_SANDBOX_FILTERS is off: kept on a Space, or off here (a local lesson)."""
-    from tools.sandbox import filters_enabled
-
     if filters_enabled():
         return  # on a Space: filters_enabled itself said that they stay on
     logging.getLogger(__name__).warning("APP_SANDBOX_FILTERS=off: programs reach the sandbox's boundary without its "

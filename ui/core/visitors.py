@@ -32,6 +32,7 @@ from typing import Any
 
 from agents import app_key
 from patches import page_cache
+from ui.core.settings import app_settings
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,6 @@ class Proxies:
 
     @classmethod
     def from_settings(cls) -> Proxies:
-        from ui.core.settings import app_settings
-
         return cls(app_settings().trusted_proxies, on_space=bool(os.environ.get("SPACE_ID")))
 
     def trusts(self, peer: str | None) -> bool:
@@ -108,8 +107,6 @@ def _proxies() -> Proxies:
     """The settings' proxies, made again only when the settings (or ``SPACE_ID``) changed. The settings object is
     kept and compared by identity: an ``id()`` alone may be reused by the next settings object once the last is
     freed, which would hand a new configuration the old one's proxies."""
-    from ui.core.settings import app_settings
-
     settings, on_space = app_settings(), bool(os.environ.get("SPACE_ID"))
     if not _cached or _cached[0][0] is not settings or _cached[0][1] != on_space:
         _cached[:] = [(settings, on_space, Proxies.from_settings())]

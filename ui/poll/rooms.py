@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ui.core.settings import app_settings
 from ui.poll import voters
 from ui.poll.room import BOOT, Room, Round
 from ui.poll.voters import Rate
@@ -342,8 +343,6 @@ def rooms() -> RoomStore:
     global _store
     with _store_lock:
         if _store is None:
-            from ui.core.settings import app_settings
-
             limits = app_settings()
             _store = RoomStore(idle_s=limits.poll_idle_s, phones=limits.poll_phones, per_teacher=limits.poll_rooms,
                                voters_per_address=limits.poll_voters_per_address, grace_s=limits.poll_grace_s)
