@@ -46,7 +46,7 @@ from tools.mcp_servers import app_registry
 from tools.registry import ToolRegistry
 from ui import mcp, poll
 from ui.benchmark import open_in_compare
-from ui.benchmark.tab import build_benchmark_tab
+from ui.benchmark.tab import Shared, build_benchmark_tab
 from ui.compare.handlers import CompareTab
 from ui.compare.stepping import PauseBook, is_paused
 from ui.core import backend, bodies, route_errors, signatures, visitors
@@ -140,11 +140,10 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
             with gr.Tab("Prompts", id="prompts"):
                 parts.prompts_tab(registry, knobs.protocol, knobs.max_steps, knobs.tools, demo, knobs.page_tools.own)
             with gr.Tab("Benchmark", id="benchmark"):
-                bench = build_benchmark_tab(settings, registry, model_factory=model_factory, model=knobs.model,
-                                            protocol=knobs.protocol, max_steps=knobs.max_steps,
-                                            temperature=knobs.temperature, tools=knobs.tools,
-                                            trials=knobs.options.get("trials"), on_space=on_space, stops=stops,
-                                            page_tools=knobs.page_tools.own, runs=admission.quota)
+                shared = Shared(knobs.model, knobs.protocol, knobs.max_steps, knobs.temperature, knobs.tools,
+                                knobs.options.get("trials"), knobs.page_tools.own)
+                bench = build_benchmark_tab(settings, registry, shared, model_factory=model_factory,
+                                            on_space=on_space, stops=stops, runs=admission.quota)
                 picker = open_in_compare.picker_layout()
             with gr.Tab("About", id="about"):
                 parts.about_tab()
@@ -161,8 +160,8 @@ def build_demo(settings: LLMSettings | None = None, registry: ToolRegistry | Non
         wire_fork(accordion.ForkTab(settings, registry, page.outputs, model_factory=model_factory, stops=stops,
                                     admission=admission, lessons=lessons), page.fork, page, knobs)
         wire_closed_pages(demo, handlers, teacher)
-        tester = evidence_api.register(settings, registry, admission, model_factory=model_factory,
-                                       share_path=stored_export)  # /evidence_test, and the MCP tool's evidence_of
+        tester = evidence_api.register(evidence_api.Backend(settings, registry, admission, model_factory,
+                                                            stored_export))  # /evidence_test; the MCP tool's too
         mcp.register(settings, registry, admission, model_factory=model_factory, evidence=tester)  # the MCP tool
         if on_space:
             wire_backend_line(settings, backend_md, demo)

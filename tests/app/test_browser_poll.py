@@ -264,7 +264,8 @@ def test_closed_pages_leave_their_rooms_to_a_fourth_page_then_end_after_the_grac
     from ui.poll import rooms as poll_rooms
 
     skew = [0.0]
-    store = poll_rooms.RoomStore(per_teacher=3, grace_s=60.0, clock=lambda: time.monotonic() + skew[0])
+    limits = poll_rooms.RoomLimits(per_teacher=3, grace_s=60.0)
+    store = poll_rooms.RoomStore(limits, clock=lambda: time.monotonic() + skew[0])
     monkeypatch.setattr(poll_rooms, "_store", store)
     monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")  # a closed page is noticed within a second
     context = browser.new_context(viewport={"width": 1366, "height": 768})  # one browser: one teacher
@@ -327,7 +328,7 @@ def test_a_background_tab_keeps_its_room_and_closing_it_ends_the_room(browser, u
     enough; throttling is milder): its room stays, however long past the grace time. Closed, the room ends."""
     from ui.poll import rooms as poll_rooms
 
-    store = poll_rooms.RoomStore(grace_s=1.0)
+    store = poll_rooms.RoomStore(poll_rooms.RoomLimits(grace_s=1.0))
     monkeypatch.setattr(poll_rooms, "_store", store)
     monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")  # a closed page is noticed within a second
     context = browser.new_context(viewport={"width": 1366, "height": 768})

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from ui.poll import rooms as poll_rooms
-from ui.poll.rooms import BOOT, RoomStore
+from ui.poll.rooms import BOOT, RoomLimits, RoomStore
 
 MODES = [("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct")]
 
@@ -29,7 +29,7 @@ def app_url(kit):
 def store():
     """A fresh store in place of the process's one (small caps, a clock the test moves)."""
     saved = poll_rooms._store
-    poll_rooms._store = RoomStore(clock=Clock(), phones=3, votes_per_voter=6, guesses=50)
+    poll_rooms._store = RoomStore(RoomLimits(phones=3, votes_per_voter=6, guesses=50), clock=Clock())
     try:
         yield poll_rooms._store
     finally:
@@ -152,7 +152,7 @@ def test_a_flood_from_one_phone_is_refused_and_counted_once(app_url, store):
 
 def test_guessing_codes_is_limited_per_address(app_url):
     saved = poll_rooms._store
-    poll_rooms._store = RoomStore(guesses=5)
+    poll_rooms._store = RoomStore(RoomLimits(guesses=5))
     try:
         room = poll_rooms._store.create("teacher", "Q?", MODES)
         statuses = [httpx.get(f"{app_url}/poll/ZZZZZ{c}", timeout=10).status_code for c in "23456789"]
@@ -171,7 +171,7 @@ def test_a_head_request_gets_headers_only(app_url, store):
 
 def test_a_phone_from_before_a_restart_is_told_so_without_a_lookup(app_url):
     saved = poll_rooms._store
-    poll_rooms._store = RoomStore(guesses=2)
+    poll_rooms._store = RoomStore(RoomLimits(guesses=2))
     try:
         room = poll_rooms._store.create("teacher", "Q?", MODES)
         for _ in range(5):  # a class's phones after a restart: one line each, no wrong code counted
@@ -189,7 +189,7 @@ def test_a_phone_from_before_a_restart_is_told_so_without_a_lookup(app_url):
 def hall():
     """A store with the app's per-address bounds (60 voters a room, 60 new ones a minute) and room for 300."""
     saved = poll_rooms._store
-    poll_rooms._store = RoomStore(clock=Clock(), phones=300)
+    poll_rooms._store = RoomStore(RoomLimits(phones=300), clock=Clock())
     try:
         yield poll_rooms._store
     finally:

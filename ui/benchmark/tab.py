@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,10 @@ from agents.modes import RunConfig
 from agents.modes.reflexion import DEFAULT_TRIALS, TRIALS
 from agents.modes.registry import list_modes, mode_ids, protocol_problem
 from agents.settings import DEFAULT_MAX_STEPS, DEFAULT_TEMPERATURE
-from patches.gradio_inputs import lenient
 from tools.page_tools import PageToolError, page_tools_of, with_page_tools
 from tools.registry import ToolRegistry
 from ui.benchmark import charts, reliability
+from ui.benchmark.layout import DEFAULT_MODES, MAX_CONCURRENCY, MAX_SC, UPLOAD, layout
 from ui.benchmark.open_in_compare import BenchFolder, RunFolders
 from ui.benchmark.progress import clock, progress_line  # noqa: F401 - clock: also read as tab.clock
 from ui.core.admission import OverQuota, RunQuota
@@ -54,20 +54,8 @@ from ui.core.visitors import visitor
 
 _NO_ESTIMATE = re.compile(r" · ~[\d:]+ left")
 TAB = "benchmark"  # the tab's Stop key in :class:`~ui.core.stream.Stops`
-UPLOAD = "upload"
-DATASETS = [("HotpotQA (the paper's 200-question sample)", "hotpotqa"), ("FEVER (the paper's 200 claims)", "fever"),
-            ("GSM8K (first 250 test problems)", "gsm8k"), ("Handwritten (35 mixed questions)", "handwritten"),
-            ("Arithmetic (the hand-written set's 7 arithmetic questions)", "arithmetic"),
-            ("Upload your own CSV/JSONL", UPLOAD)]
-TOY_DATASET = "arithmetic"  # where the Benchmark tab opens on the toy model: the questions it can answer
-TOY_NOTE = ("⚙ **The toy model answers only arithmetic** it can hand to the calculator, so the tab opens on the "
-            "arithmetic questions; on HotpotQA, FEVER and GSM8K it says \"I don't know\" and scores 0 (set "
-            "`HF_TOKEN` or `LLM_BASE_URL` for a language model).")
-DEFAULT_MODES = list(mode_ids("base"))
-MAX_CONCURRENCY, MAX_SC = 8, 21  # BENCH_MAX_N, BENCH_VISITOR_MAX_N, BENCH_CONCURRENCY: ui/core/settings.py
 REFRESH_S = 0.5  # table refresh at most every REFRESH_S (the clock ticks every stream.TICK_S when idle)
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "think-act-react-benchmark"
-TABLE_HEADERS = summary_table({"modes": {}})[0]  # the columns of the default dataset's table (EM % and F1 %)
 EXPORT_TTL_S = 3600.0  # Gradio copies the files into its cache when it sends them; ours can go after an hour
 
 
@@ -85,6 +73,7 @@ class Plan:
     sc_n: int
     note: str = ""
     k: int = 1
+    trials: int = DEFAULT_TRIALS  # Reflexion's
 
 
 def clamp(value: Any, low: int, high: int, default: int) -> int:
@@ -142,18 +131,32 @@ def prepare(dataset: str | None, upload: str | None, n: Any, modes: Sequence[str
     return Plan(items, names, clamp(concurrency, 1, MAX_CONCURRENCY, 4), clamp(sc_n, 1, MAX_SC, 5), note, k)
 
 
-def knobs_problem(dataset: Any, n: Any, concurrency: Any, sc_n: Any, model: Any, protocol: Any, max_steps: Any,
-                  temperature: Any, tools: Any, registry: ToolRegistry | None) -> str | None:
+@dataclass(frozen=True)
+class Asked:
+    """A ``/benchmark`` request's values as sent: a form's, or an API client's (anything at all)."""
+
+    dataset: Any
+    n: Any
+    concurrency: Any
+    sc_n: Any
+    model: Any
+    protocol: Any
+    max_steps: Any
+    temperature: Any
+    tools: Any
+
+
+def asked_problem(asked: Asked, registry: ToolRegistry | None) -> str | None:
     """One line for a ``/benchmark`` value an API client sent that no form could (1e400, a list for a name...)."""
-    if dataset is not None and not isinstance(dataset, str):
-        return f"The dataset must be one of {', '.join(BUILTIN_FILES)} or {UPLOAD!r} (got {kind_of(dataset)})."
-    problem = (number_problem(n, "N", 1, app_settings().bench_max_n)
-               or number_problem(concurrency, "Concurrency", 1, MAX_CONCURRENCY)
-               or number_problem(sc_n, "CoT-SC samples", 1, MAX_SC))
+    if asked.dataset is not None and not isinstance(asked.dataset, str):
+        return f"The dataset must be one of {', '.join(BUILTIN_FILES)} or {UPLOAD!r} (got {kind_of(asked.dataset)})."
+    problem = (number_problem(asked.n, "N", 1, app_settings().bench_max_n)
+               or number_problem(asked.concurrency, "Concurrency", 1, MAX_CONCURRENCY)
+               or number_problem(asked.sc_n, "CoT-SC samples", 1, MAX_SC))
     if problem or registry is None:
         return problem
-    return settings_problem(model=model, protocol=protocol, max_steps=max_steps, temperature=temperature,
-                            tools=tools, registry=registry)
+    return settings_problem(model=asked.model, protocol=asked.protocol, max_steps=asked.max_steps,
+                            temperature=asked.temperature, tools=asked.tools, registry=registry)
 
 
 def table_frame(summary: dict[str, Any], table: Any = summary_table) -> pd.DataFrame:
@@ -243,13 +246,12 @@ def write_files(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[
 
 def benchmark_frames(plan: Plan, settings: LLMSettings, registry: ToolRegistry, config: RunConfig, *,
                      model_factory: ModelBuilder | None = None, refresh_s: float = REFRESH_S,
-                     stop: StopSignal | None = None, out_dir: str | None = None,
-                     trials: int = DEFAULT_TRIALS) -> AsyncIterator[tuple]:
+                     stop: StopSignal | None = None, out_dir: str | None = None) -> AsyncIterator[tuple]:
     """Yield (progress line, table, score chart, tokens chart, files, grounding, reliability) while the run goes;
     charts, files and grounding at the end. ``out_dir`` keeps each pair's record and trace (for Open in Compare)."""
     make = default_model_factory(settings) if model_factory is None else (lambda: model_factory(settings))
     run = EvalRun(plan.items, plan.modes, model_factory=make, registry=registry, config=config,
-                  concurrency=plan.concurrency, sc_n=plan.sc_n, out_dir=out_dir, trials=trials, k=plan.k)
+                  concurrency=plan.concurrency, sc_n=plan.sc_n, out_dir=out_dir, trials=plan.trials, k=plan.k)
     return stream(run, BenchView(plan, settings, registry, config), stop=stop, throttle=refresh_s)
 
 
@@ -279,8 +281,8 @@ class BenchmarkTab:
         try:
             if registry is not None:  # the visitor's tools written on the page, after the app's
                 registry = with_page_tools(registry, page_tools_of(page_tools, registry.names))
-            if problem := knobs_problem(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools,
-                                        registry) or (TRIALS.problem(trials) if trials is not None else None) \
+            asked = Asked(dataset, n, concurrency, sc_n, model, protocol, max_steps, temperature, tools)
+            if problem := asked_problem(asked, registry) or (TRIALS.problem(trials) if trials is not None else None) \
                     or reliability.k_problem(k):
                 raise BenchmarkError(problem)
             if problem := llm_settings.problem():
@@ -315,9 +317,9 @@ class BenchmarkTab:
         self.folders.remember(session_of(request), BenchFolder.ran(Path(out_dir), tuple(i.id for i in plan.items),
                                                                    llm_settings.model, enabled, config))
         with self.stops.signal(session_of(request), TAB) as stop:
+            plan = replace(plan, trials=DEFAULT_TRIALS if trials is None else TRIALS.whole(trials))
             async for frame in benchmark_frames(plan, llm_settings, enabled, config, model_factory=self.model_factory,
-                                                refresh_s=self.refresh_s, stop=stop, out_dir=out_dir,
-                                                trials=DEFAULT_TRIALS if trials is None else TRIALS.whole(trials)):
+                                                refresh_s=self.refresh_s, stop=stop, out_dir=out_dir):
                 yield frame
 
     async def stop(self, request: gr.Request | None = None) -> None:
@@ -325,25 +327,37 @@ class BenchmarkTab:
         self.stops.stop(session_of(request), TAB)
 
 
-def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_factory: ModelBuilder | None = None,
-                        model: gr.Component | None = None, protocol: gr.Component | None = None,
-                        max_steps: gr.Component | None = None, temperature: gr.Component | None = None,
-                        tools: gr.Component | None = None, trials: gr.Component | None = None, on_space: bool = False,
+@dataclass(frozen=True)
+class Shared:
+    """The Settings accordion's components a benchmark reads as Compare does; absent ones become ``gr.State``
+    defaults, hidden from the API. ``page_tools``: the visitor's tools written on the page."""
+
+    model: gr.Component | None = None
+    protocol: gr.Component | None = None
+    max_steps: gr.Component | None = None
+    temperature: gr.Component | None = None
+    tools: gr.Component | None = None
+    trials: gr.Component | None = None
+    page_tools: gr.State | None = None
+
+
+def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, shared: Shared | None = None, *,
+                        model_factory: ModelBuilder | None = None, on_space: bool = False,
                         refresh_s: float = REFRESH_S, stops: Stops | None = None,
-                        page_tools: gr.State | None = None, runs: RunQuota | None = None) -> dict[str, Any]:
+                        runs: RunQuota | None = None) -> dict[str, Any]:
     """Lay out the tab inside the current ``gr.Tab`` and wire ``/benchmark``; returns its components and
     ``"event"`` (and ``"handler"``, for tests). The Settings accordion's components (when given) are inputs too,
     so a benchmark uses the same model, protocol and tools as Compare (absent ones become ``gr.State`` defaults,
     hidden from the API)."""
-    parts = _layout(on_space, toy=settings.toy)
+    parts = layout(on_space, toy=settings.toy)
     parts["dataset"].change(lambda d: gr.File(visible=d == UPLOAD), parts["dataset"], parts["upload"],
                             **PAGE_EVENT)
     defaults = {"model": settings.model, "protocol": "text", "max_steps": DEFAULT_MAX_STEPS,
                 "temperature": DEFAULT_TEMPERATURE, "tools": None, "trials": DEFAULT_TRIALS}
-    given = {"model": model, "protocol": protocol, "max_steps": max_steps, "temperature": temperature, "tools": tools,
-             "trials": trials}
+    shared = shared or Shared()
+    given = {f.name: getattr(shared, f.name) for f in fields(shared) if f.name != "page_tools"}
     extra = [c if c is not None else gr.State(defaults[k]) for k, c in given.items()]  # keeps the positions
-    extra += [parts["k"], *([page_tools] if page_tools is not None else [])]  # the visitor's tools: last
+    extra += [parts["k"], *([shared.page_tools] if shared.page_tools is not None else [])]  # the visitor's: last
     tab = BenchmarkTab(settings, registry, stops=stops if stops is not None else Stops(), model_factory=model_factory,
                        on_space=on_space, refresh_s=refresh_s, runs=runs)
     inputs = [parts[k] for k in ("dataset", "upload", "n", "modes", "concurrency", "sc_n")]
@@ -357,44 +371,3 @@ def build_benchmark_tab(settings: LLMSettings, registry: ToolRegistry, *, model_
     parts["stop"].click(tab.stop, **PAGE_EVENT)
     reliability.wire_runs_line(parts, on_space)
     return {**parts, "event": event, "handler": tab.benchmark, "folders": tab.folders}
-
-
-def _layout(on_space: bool, *, toy: bool = False) -> dict[str, Any]:
-    """The form, Run/Stop, the runs line, progress, the tables, charts and files; the toy model's note and dataset."""
-    limits = app_settings()
-    note = gr.Markdown(TOY_NOTE, elem_id="bench-toy-note", visible=toy)
-    with gr.Row():
-        dataset = gr.Dropdown(DATASETS, value=TOY_DATASET if toy else "hotpotqa", label="Dataset", scale=2)
-        n = lenient(gr.Slider(1, limits.bench_max_n, value=10, step=1, label="N (items)", scale=2,
-                              info=f"Up to {limits.bench_visitor_max_n} unless signed in" if on_space else None))
-        k = reliability.k_slider()
-        concurrency = lenient(gr.Slider(1, MAX_CONCURRENCY, value=4, step=1, label="Concurrency (pairs at once)",
-                                        scale=1))
-        sc_n = lenient(gr.Slider(1, MAX_SC, value=5, step=1, label="CoT-SC samples", scale=1, info="The paper uses 21"))
-    upload = gr.File(label="Your dataset (question and answer columns; optional id, aliases, category, scorer)",
-                     file_types=[".csv", ".jsonl", ".json"], type="filepath", visible=False)
-    with gr.Row(equal_height=True):
-        modes = gr.CheckboxGroup([(s.table_title, s.id) for s in list_modes()], value=DEFAULT_MODES, label="Modes",
-                                 scale=5)
-        run = gr.Button("▶ Run benchmark", variant="primary", scale=0, min_width=150, elem_id="bench-run")
-        stop = gr.Button("■ Stop", variant="stop", scale=0, min_width=90, elem_id="bench-stop")
-    runs = reliability.runs_box(DEFAULT_MODES, on_space)  # what a request will run, before it starts
-    progress = gr.Markdown("", elem_id="bench-progress")
-    # its real headers before any run (without them Gradio shows "1 | 2 | 3"); a run's table brings its own
-    table = gr.Dataframe(headers=TABLE_HEADERS, label="Results per mode (live)", interactive=False, wrap=True,
-                         elem_id="bench-table")
-    second = reliability.table()  # pass@1, pass^k, cost per correct: a table of its own
-    with gr.Row():
-        # one group of bars per mode, a colour per source (ui/benchmark/charts.py: gr.BarPlot can only stack them)
-        score_chart = gr.Plot(label="Score per mode", elem_id="bench-score")
-        tokens_chart = gr.Plot(label="Mean tokens per pair", elem_id="bench-tokens")
-    # a table of its own: how many answers rest on a claim no observation backs, beside the paper's Table 2
-    grounding = gr.Dataframe(headers=grounded.HEADERS, label="Answers with an unbacked claim (string matches), beside "
-                             "the paper's hallucination shares (human labels)", interactive=False, wrap=True,
-                             elem_id="bench-grounding")
-    gr.Markdown(f"{grounded.NOTE} Paper: {grounded.PAPER_SOURCE}.", elem_id="bench-grounding-note")
-    files = gr.File(label="Download (summary.json, summary.csv, results.csv)", file_count="multiple", interactive=False)
-    return {"dataset": dataset, "upload": upload, "n": n, "k": k, "modes": modes, "concurrency": concurrency,
-            "sc_n": sc_n, "run": run, "stop": stop, "runs": runs, "progress": progress, "table": table,
-            "reliability": second, "score_chart": score_chart, "tokens_chart": tokens_chart, "files": files,
-            "toy_note": note, "grounding": grounding}

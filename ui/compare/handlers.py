@@ -20,7 +20,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes.registry import forked_mode, mode_title, run_options
 from agents.request import RunRequest
 from ui.compare import followups
-from ui.compare.live_run import live_run
+from ui.compare.live_run import Serving, live_run
 from ui.compare.stepping import PauseBook, PauseRefused, continue_runs, next_step
 from ui.core.frame import Frame, refusal
 from ui.core.handlers import TabHandlers
@@ -152,11 +152,10 @@ class CompareTab(TabHandlers):
             with self.stops.signal(session_of(request), TAB) as stop:
                 live = lesson.begin("step" if checked.stepping else "run", stop, turns_of(checked), alongside=alongside)
                 try:
-                    async for frame in live_run(checked, settings, self.registry, model_factory=self.model_factory,
-                                                admission=self.admission, stop=stop, beside=beside,
-                                                pause_ttl_s=self.pauses.ttl_s if self.pauses else None,
-                                                visitor=who,
-                                                on_stepping=lambda run, traces: lesson.stepping(live, run, traces)):
+                    serving = Serving(self.model_factory, admission=self.admission, stop=stop, beside=beside,
+                                      pause_ttl_s=self.pauses.ttl_s if self.pauses else None, visitor=who,
+                                      on_stepping=lambda run, traces: lesson.stepping(live, run, traces))
+                    async for frame in live_run(checked, settings, self.registry, serving):
                         if frame.final:
                             lesson.end(live, ran(live.source, checked, frame, beside, settings))
                         yield frame.to_outputs(self.outputs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from agents.events import Event, Paused, Resumed
 from agents.hosting import make_run  # the one place a live run is made: a worker process, or in-process
@@ -126,22 +127,35 @@ class LiveView:
                          previous=previous)
 
 
-async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry, *,
-                   model_factory: ModelBuilder | None = None, throttle: float = THROTTLE_S, export: bool = True,
-                   admission: Admission | None = None, stop: StopSignal | None = None,
-                   pause_ttl_s: float | None = None, beside: str | None = None,
-                   visitor: Visitor | None = None, on_stepping: OnStepping | None = None) -> AsyncIterator[Frame]:
-    """Run ``request`` (already checked) and yield frames until its modes finish or ``stop`` is set; ``beside``
-    (a panel of the run: a mode named by ``/compare``'s older ``fourth`` input, or a fork a follow-up continues)
-    is also shown in the panel beside. With ``admission``, first wait for a slot, showing the place in line; the
-    run counts against ``visitor``'s live runs until it ends (past their bound it is refused in one line). A
-    stepping run pauses after each step and is handed to ``on_stepping`` (the page's lesson, where Next step and
-    Continue find it: ``ui/compare/stepping.py``); left paused for ``pause_ttl_s`` it ends, and its panels say
-    why."""
+@dataclass(frozen=True)
+class Serving:
+    """How the page serves one live run: ``admission`` (wait for a slot, showing the place in line; the run counts
+    against ``visitor``'s live runs until it ends), ``stop``, ``beside`` (a panel of the run also shown in the panel
+    beside: a mode named by ``/compare``'s older ``fourth`` input, or a fork a follow-up continues), and for a
+    stepping run ``on_stepping`` (the page's lesson, where Next step and Continue find it:
+    ``ui/compare/stepping.py``) and ``pause_ttl_s`` (left paused that long, it ends and its panels say why)."""
+
+    model_factory: ModelBuilder | None = None
+    throttle: float = THROTTLE_S
+    export: bool = True
+    admission: Admission | None = None
+    stop: StopSignal | None = None
+    pause_ttl_s: float | None = None
+    beside: str | None = None
+    visitor: Visitor | None = None
+    on_stepping: OnStepping | None = None
+
+
+async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry,
+                   serving: Serving | None = None) -> AsyncIterator[Frame]:
+    """Run ``request`` (already checked) and yield frames until its modes finish or its stop is set (past the
+    visitor's bound of live runs it is refused in one line); ``serving``: :class:`Serving`."""
+    serving = serving or Serving()
+    admission, visitor, pause_ttl_s = serving.admission, serving.visitor, serving.pause_ttl_s
     if settings.problem() is not None:
         yield refusal(str(settings.problem()), short=None if settings.configured else NOT_CONFIGURED_SHORT)
         return
-    stop = stop or StopSignal()
+    stop = serving.stop or StopSignal()
     try:
         ticket = admission.ticket(visitor) if admission is not None else None
     except Full as exc:
@@ -157,12 +171,12 @@ async def live_run(request: RunRequest, settings: LLMSettings, registry: ToolReg
                 yield Frame(everywhere(panel), everywhere(""), STOPPED_WAITING)
                 return
         tools = request.run_registry(registry)  # the enabled tools, then the visitor's written on the page
-        run = make_run(request, settings, tools, model_factory)
-        view = LiveView(request, settings, tools, export=export, beside=beside)
-        if request.stepping and on_stepping is not None:
-            on_stepping(run, view.snapshot)
+        run = make_run(request, settings, tools, serving.model_factory)
+        view = LiveView(request, settings, tools, export=serving.export, beside=serving.beside)
+        if request.stepping and serving.on_stepping is not None:
+            serving.on_stepping(run, view.snapshot)
         watch = (lambda: view.expired(pause_ttl_s)) if request.stepping and pause_ttl_s is not None else None
-        async for frame in stream(run, view, stop=stop, throttle=throttle, watch=watch):
+        async for frame in stream(run, view, stop=stop, throttle=serving.throttle, watch=watch):
             yield frame
     finally:
         if ticket is not None:

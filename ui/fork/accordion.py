@@ -60,6 +60,31 @@ WAIT_FOR_STOP_S = 5.0
 OBSERVATION, REASONING = "Observation", "Reasoning"  # the step box's label: what the chosen panel's steps are
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """What the Settings accordion says (used only where the run on screen does not say its own)."""
+
+    model: Any = None
+    protocol: Any = "text"
+    max_steps: Any = 5
+    temperature: Any = 0.2
+    tools: Any = None
+    max_tokens: Any = None
+
+
+CHOSEN = tuple(Chosen.__dataclass_fields__)  # the fork's and the evidence test's named inputs (``wire``)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A fork asked for: the panel, its step, the edited text, and where the fork continues."""
+
+    panel: Any
+    step: Any
+    text: Any
+    where: Any
+
+
 class ForkTab(TabHandlers):
     """The Fork controls' handlers, bound to one app's backend, Compare outputs, line, Stop table and lessons."""
 
@@ -129,20 +154,17 @@ class ForkTab(TabHandlers):
         label = REASONING if edits_reasoning(trace) else OBSERVATION  # what the chosen panel's steps are
         return gr.Dropdown(choices=choices, value=value, info=info, label=label), text or "", value
 
-    async def fork(self, panel: Any, step: Any, text: Any, where: Any, model: Any = None, protocol: Any = "text",
-                   max_steps: Any = 5, temperature: Any = 0.2, tools: Any = None, max_tokens: Any = None,
-                   oauth_token: gr.OAuthToken | None = None, request: gr.Request | None = None) -> AsyncIterator[list]:
-        """Fork from here: the chosen mode continues live from the edited text; one line if it cannot."""
+    async def fork(self, panel: Any, step: Any, text: Any, where: Any, oauth_token: gr.OAuthToken | None = None,
+                   request: gr.Request | None = None, **chosen: Any) -> AsyncIterator[list]:
+        """Fork from here: the chosen mode continues live from the edited text; one line if it cannot.
+        ``chosen``: :class:`Chosen`'s fields, by name."""
         screen = await self.screen(request)
-        async for values in self._run(screen, panel, step, text, where,
-                                      (model, protocol, max_steps, temperature, tools, max_tokens), oauth_token,
+        async for values in self._run(screen, Edit(panel, step, text, where), Chosen(**chosen), oauth_token,
                                       request):
             yield values
 
-    async def test_evidence(self, panel: Any, model: Any = None, protocol: Any = "text", max_steps: Any = 5,
-                            temperature: Any = 0.2, tools: Any = None, max_tokens: Any = None,
-                            oauth_token: gr.OAuthToken | None = None,
-                            request: gr.Request | None = None) -> AsyncIterator[list]:
+    async def test_evidence(self, panel: Any, oauth_token: gr.OAuthToken | None = None,
+                            request: gr.Request | None = None, **chosen: Any) -> AsyncIterator[list]:
         """🔬 Test the evidence: the chosen panel's backed claim, its observation changed as stated, forked in a
         new panel beside the original and judged at the end; one line if it cannot."""
         screen = await self.screen(request)
@@ -160,24 +182,25 @@ class ForkTab(TabHandlers):
         if self.settings.problem() is not None and oauth_token is None:
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(NEEDS_A_MODEL)}")
             return
-        async for values in self._run(screen, panel, choice_value(change.step, change.original), change.edited,
-                                      NEW_PANEL, (model, protocol, max_steps, temperature, tools, max_tokens),
-                                      oauth_token, request, evidence=(panel, change)):
+        edit = Edit(panel, choice_value(change.step, change.original), change.edited, NEW_PANEL)
+        async for values in self._run(screen, edit, Chosen(**chosen), oauth_token, request,
+                                      evidence=(panel, change)):
             yield values
 
-    async def _run(self, screen: Screen | str, panel: Any, step: Any, text: Any, where: Any, knobs: tuple,
-                   oauth_token: gr.OAuthToken | None, request: gr.Request | None,
+    async def _run(self, screen: Screen | str, edit: Edit, chosen: Chosen, oauth_token: gr.OAuthToken | None,
+                   request: gr.Request | None,
                    evidence: tuple | None = None) -> AsyncIterator[list]:
         """A checked fork of ``screen``, made and streamed in a Compare slot; ``evidence`` (the tested panel and
         the change) makes it an evidence test."""
         lesson = self.lessons.of(request)
-        checked = screen if isinstance(screen, str) else self._check(screen, panel, step, text, where)
+        checked = screen if isinstance(screen, str) else self._check(screen, edit)
         if isinstance(checked, str):
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(checked)}")
             return
         assert isinstance(screen, Screen)
         index, slot = checked
-        built = self._make(screen, panel, index, text, knobs, oauth_token)
+        panel = edit.panel
+        built = self._make(screen, panel, index, edit.text, chosen, oauth_token)
         if isinstance(built, str):
             yield skip_all(self.outputs, f"⚠ {render.safe_markdown(built)}")
             return
@@ -196,8 +219,9 @@ class ForkTab(TabHandlers):
             finally:
                 lesson.left(live, base)  # no slot, nothing forked: the run stays on screen as it was
 
-    def _check(self, screen: Screen, panel: Any, step: Any, text: Any, where: Any) -> tuple[int, str] | str:
+    def _check(self, screen: Screen, edit: Edit) -> tuple[int, str] | str:
         """(observation index, slot) for a valid request, else one line."""
+        panel, step, text, where = edit.panel, edit.step, edit.text, edit.where
         if not isinstance(panel, str) or panel not in screen.traces:
             return "Pick a panel to fork from (the run on screen has changed)." if panel else "Pick a panel first."
         if panel not in dict((k, t) for t, k in screen.forkable()):
@@ -214,11 +238,13 @@ class ForkTab(TabHandlers):
             return f"Choose where the fork continues: {' or '.join(label for label, _ in WHERE)}."
         return edit_problem(text) or (chosen[0], BESIDE if where == NEW_PANEL else screen.trace_to_fork(panel).mode)
 
-    def _make(self, screen: Screen, panel: str, index: int, text: str, knobs: tuple,
+    def _make(self, screen: Screen, panel: str, index: int, text: str, chosen: Chosen,
               oauth_token: gr.OAuthToken | None) -> tuple | str:
         """The fork's run, what it was made with (its export settings, registry and config) and model settings —
         the original run's where it says them."""
-        model, protocol, max_steps, temperature, tools, max_tokens = knobs
+        model, protocol, max_steps, temperature, tools, max_tokens = (chosen.model, chosen.protocol, chosen.max_steps,
+                                                                      chosen.temperature, chosen.tools,
+                                                                      chosen.max_tokens)
         block = screen.settings
         tools = block.get("tools") if isinstance(block.get("tools"), list) else tools
         try:  # the run's tools written on the page, made again from their source
@@ -321,9 +347,9 @@ def wire(handlers: ForkTab, controls: ForkControls, outputs: Outputs, beside_col
     controls.panel.input(handlers.pick_panel, [controls.panel], [controls.step, controls.text], queue=False,
                          **private)
     controls.step.input(handlers.pick_step, [controls.panel, controls.step], controls.text, queue=False, **private)
-    controls.button.click(handlers.fork, [controls.panel, controls.step, controls.text, controls.where, *knobs],
-                          [*outputs.all(), beside_col], concurrency_limit=None, concurrency_id="compare",
-                          trigger_mode="once", postprocess=False, **private)
-    controls.evidence.click(handlers.test_evidence, [controls.panel, *knobs], [*outputs.all(), beside_col],
-                            concurrency_limit=None, concurrency_id="compare", trigger_mode="once",
-                            postprocess=False, **private)
+    named = dict(zip(CHOSEN, knobs, strict=True))
+    run: dict[str, Any] = {"inputs_kwargs": named, "outputs": [*outputs.all(), beside_col],
+                           "concurrency_limit": None, "concurrency_id": "compare", "trigger_mode": "once",
+                           "postprocess": False, **private}
+    controls.button.click(handlers.fork, [controls.panel, controls.step, controls.text, controls.where], **run)
+    controls.evidence.click(handlers.test_evidence, [controls.panel], **run)

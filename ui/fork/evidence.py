@@ -8,6 +8,7 @@ one line (a ``gr.Error``), never a traceback.
 
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,13 +124,23 @@ def answer(mode: str, change: Change, rerun_trace: Trace) -> dict[str, Any]:
             "evidence": evidence_block(mode, change, verdict)}
 
 
-async def evidence_result(run: Any, mode: Any, claim: Any, settings: LLMSettings, registry: ToolRegistry,
-                          admission: Admission, request: gr.Request | None = None, *,
-                          model_factory: ModelBuilder | None = None,
-                          share_path: SharePath | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Backend:
+    """What an evidence test runs with: the app's model settings and tools, its line of runs (``admission``), a
+    test's model, and ``share_path``, which finds a share id's export."""
+
+    settings: LLMSettings
+    registry: ToolRegistry
+    admission: Admission
+    model_factory: ModelBuilder | None = None
+    share_path: SharePath | None = None
+
+
+async def evidence_result(run: Any, mode: Any, claim: Any, backend: Backend,
+                          request: gr.Request | None = None) -> dict[str, Any]:
     """The evidence test of ``mode`` in the finished run ``run`` (an export or a share id), optionally on
     ``claim``: plan, rerun in a Compare slot under the caller's limits, judge. Bad input is one ``gr.Error``."""
-    recording = recording_of(run, share_path)
+    recording = recording_of(run, backend.share_path)
     if not isinstance(mode, str) or mode not in recording.traces:
         raise _fail(f"mode must be one of the run's panels: {', '.join(recording.traces)[:200]}.")
     if claim is not None and not isinstance(claim, str):
@@ -139,15 +150,15 @@ async def evidence_result(run: Any, mode: Any, claim: Any, settings: LLMSettings
         change = plan_change(trace, claim or None)
     except EvidenceError as exc:
         raise _fail(str(exc)) from None
-    tools, config, llm = made_with(recording, settings, registry)
+    tools, config, llm = made_with(recording, backend.settings, backend.registry)
     try:
-        ticket = admission.ticket(visitor(request))
+        ticket = backend.admission.ticket(visitor(request))
     except Full as exc:
         raise _fail(str(exc)) from None
     try:
         async for _place in ticket.wait():
             pass
-        done = await rerun(trace, change, llm, tools, config, model_factory)
+        done = await rerun(trace, change, llm, tools, config, backend.model_factory)
     finally:
         ticket.release()
     return answer(mode, change, done)
@@ -156,30 +167,25 @@ async def evidence_result(run: Any, mode: Any, claim: Any, settings: LLMSettings
 Tester = Callable[[Any, Any, Any, "gr.Request | None"], Awaitable[dict[str, Any]]]  # (run, mode, claim, request)
 
 
-def tester(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
-           model_factory: ModelBuilder | None = None, share_path: SharePath | None = None) -> Tester:
+def tester(backend: Backend) -> Tester:
     """:func:`evidence_result` bound to the app's settings, tools and line of runs, for another feature (the MCP
     tool's ``evidence_of``) that app.py hands it to."""
 
     async def test(run: Any, mode: Any, claim: Any, request: gr.Request | None = None) -> dict[str, Any]:
-        return await evidence_result(run, mode, claim, settings, registry, admission, request,
-                                     model_factory=model_factory, share_path=share_path)
+        return await evidence_result(run, mode, claim, backend, request)
 
     return test
 
 
-def register(settings: LLMSettings, registry: ToolRegistry, admission: Admission, *,
-             model_factory: ModelBuilder | None = None, share_path: SharePath | None = None) -> Tester:
-    """Add ``/evidence_test`` to the Blocks being built (``share_path`` finds a share id's export); its
-    :func:`tester`, for the MCP tool's ``evidence_of``."""
+def register(backend: Backend) -> Tester:
+    """Add ``/evidence_test`` to the Blocks being built; its :func:`tester`, for the MCP tool's ``evidence_of``."""
 
     async def evidence_test(run: str, mode: str, claim: str | None = None,
                             request: gr.Request | None = None) -> str:
         """Test whether one mode's answer follows its evidence: change the observation its backed claim rests on,
         rerun the mode from there, and say whether the answer followed."""
-        done = await evidence_result(run, mode, claim, settings, registry, admission, request,
-                                     model_factory=model_factory, share_path=share_path)
+        done = await evidence_result(run, mode, claim, backend, request)
         return strict_json.dumps(done, ensure_ascii=False)
 
     gr.api(evidence_test, api_name=API_NAME, concurrency_limit=None, concurrency_id="compare")
-    return tester(settings, registry, admission, model_factory=model_factory, share_path=share_path)
+    return tester(backend)

@@ -19,6 +19,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ui.core.settings import app_settings
@@ -57,26 +58,41 @@ def clean_code(text: Any) -> str | None:
 
 
 
+@dataclass(frozen=True)
+class RoomLimits:
+    """What a store's rooms may hold and how fast addresses may act: the app's come from ``APP_POLL_*``."""
+
+    idle_s: float = 7200.0  # a room ends this long without activity
+    phones: int = 300  # voters one room holds
+    per_teacher: int = 3  # rooms one teacher holds at once
+    max_rooms: int = MAX_ROOMS  # rooms the whole app holds
+    guesses: int = 100  # unknown codes one address may try per guess_span_s
+    guess_span_s: float = 600.0
+    votes_per_address: int = 600  # votes per vote_span_s: a class behind one address votes together
+    votes_per_voter: int = 20  # one phone's flood, per vote_span_s
+    vote_span_s: float = 60.0
+    voters_per_address: int = 60  # new voters per join_span_s from one address, over all rooms
+    join_span_s: float = 60.0
+    grace_s: float = 300.0  # a room whose teacher's page closed ends this long after
+
+
 class RoomStore:
     """Every room of this process. All methods are thread-safe and cheap (a dict lookup under one lock)."""
 
-    def __init__(self, *, idle_s: float = 7200.0, phones: int = 300, per_teacher: int = 3, max_rooms: int = MAX_ROOMS,
-                 guesses: int = 100, guess_span_s: float = 600.0, votes_per_address: int = 600,
-                 votes_per_voter: int = 20, vote_span_s: float = 60.0, voters_per_address: int = 60,
-                 join_span_s: float = 60.0, grace_s: float = 300.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.idle_s, self.phones, self.per_teacher, self.max_rooms = idle_s, phones, per_teacher, max_rooms
-        self.voters_per_address = voters_per_address
-        self.grace_s = grace_s  # a room whose teacher's page closed ends this long after
+    def __init__(self, limits: RoomLimits | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
+        limits = limits or RoomLimits()
+        self.idle_s, self.phones, self.per_teacher, self.max_rooms = (limits.idle_s, limits.phones,
+                                                                      limits.per_teacher, limits.max_rooms)
+        self.voters_per_address, self.grace_s = limits.voters_per_address, limits.grace_s
         self.clock = clock
         self._rooms: dict[str, Room] = {}
         self._gone: collections.OrderedDict[str, str] = collections.OrderedDict()  # code → why it ended
         self._lock = threading.Lock()
-        self._misses = Rate(guesses, guess_span_s, clock)  # unknown codes tried, per address
+        self._misses = Rate(limits.guesses, limits.guess_span_s, clock)  # unknown codes tried, per address
         self._joined: dict[str, set[str]] = {}  # address → codes it found: a guesser over its limit learns no more
-        self._votes = Rate(votes_per_address, vote_span_s, clock)  # a class behind one address votes together
-        self._voter_votes = Rate(votes_per_voter, vote_span_s, clock)  # one phone's flood
-        self._joins = Rate(voters_per_address, join_span_s, clock)  # new voters per address, over all rooms
+        self._votes = Rate(limits.votes_per_address, limits.vote_span_s, clock)
+        self._voter_votes = Rate(limits.votes_per_voter, limits.vote_span_s, clock)
+        self._joins = Rate(limits.voters_per_address, limits.join_span_s, clock)
         self._swept = clock()
 
     # -- the teacher's side ------------------------------------------------------------------------------------
@@ -344,6 +360,8 @@ def rooms() -> RoomStore:
     with _store_lock:
         if _store is None:
             limits = app_settings()
-            _store = RoomStore(idle_s=limits.poll_idle_s, phones=limits.poll_phones, per_teacher=limits.poll_rooms,
-                               voters_per_address=limits.poll_voters_per_address, grace_s=limits.poll_grace_s)
+            _store = RoomStore(RoomLimits(idle_s=limits.poll_idle_s, phones=limits.poll_phones,
+                                          per_teacher=limits.poll_rooms,
+                                          voters_per_address=limits.poll_voters_per_address,
+                                          grace_s=limits.poll_grace_s))
         return _store

@@ -64,7 +64,7 @@ def settings_block(settings: LLMSettings, request: RunRequest, tools: Iterable[s
 
 
 def export_dict(question: str, selection: str, traces: dict[str, Trace], settings: dict[str, Any],
-                started_at: float | None = None, stopped: bool = False, expected: str | None = None,
+                stopped: bool = False, expected: str | None = None,
                 claims: Mapping[str, Sequence[Claim]] | None = None,
                 evidence: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The export's JSON; ``claims``: each mode's marked claims as the run's map has them (a follow-up's earlier
@@ -76,7 +76,7 @@ def export_dict(question: str, selection: str, traces: dict[str, Trace], setting
         "format": FORMAT,
         "question": question,
         "selection": selection,
-        "created_at": datetime.fromtimestamp(started_at or time.time(), timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="seconds"),
         "stopped": stopped,
         "settings": settings,
         "elapsed_s": round(max((t.elapsed_s for t in traces.values()), default=0.0), 4),

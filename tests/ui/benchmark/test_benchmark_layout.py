@@ -10,6 +10,7 @@ from agents.llm.settings import LLMSettings
 from agents.llm.toy_model import toy_expression
 from tools.calculator import calculate
 from tools.registry import ToolRegistry
+from ui.benchmark import layout
 from ui.benchmark import tab as bt
 
 REGISTRY = ToolRegistry([calculate])
@@ -27,7 +28,7 @@ def note_of(parts: dict) -> gr.Markdown:
 
 def test_on_the_toy_the_tab_opens_on_arithmetic_and_says_what_the_toy_answers():
     parts = built(LLMSettings(base_url="http://127.0.0.1:9/v1", model="toy", toy=True))
-    assert parts["dataset"].value == bt.TOY_DATASET == "arithmetic"
+    assert parts["dataset"].value == layout.TOY_DATASET == "arithmetic"
     note = note_of(parts)
     assert note.visible and "only arithmetic" in note.value and "scores 0" in note.value
     items = load_dataset("arithmetic")

@@ -19,7 +19,8 @@ def test_a_newcomer_goes_ahead_of_a_crowds_backlog():
     async def main() -> tuple[list[str], int]:
         gate, order = FairGate(at_once=2, per_visitor=100), []
         crowd = [asyncio.create_task(visit(gate, f"crowd-{k % 5}", order)) for k in range(100)]
-        await asyncio.sleep(0.05)  # every crowd visitor has been served; most of the 100 still wait
+        while len(order) < 5:  # every crowd visitor has been served; most of the 100 still wait
+            await asyncio.sleep(0.005)
         arrived = []
 
         async def newcomer() -> None:

@@ -15,7 +15,7 @@ from agents.llm.settings import NOT_CONFIGURED, LLMSettings
 from agents.request import RunRequest
 from agents.trace import Trace
 from tests.frames import collect_now, content
-from ui.compare.live_run import live_run
+from ui.compare.live_run import Serving, live_run
 from ui.core import render, safe_text
 from ui.core.inputs import make_config
 from ui.core.modes import BASE as MODES
@@ -353,7 +353,7 @@ class FakeModel:
 def test_live_run_error_stays_in_its_panel(registry):
     settings = LLMSettings(model="fake", base_url="http://127.0.0.1:9/v1")
     frames = collect_now(live_run(RunRequest("What is 2+2?", MODES, selection="All"), settings, registry,
-                                      model_factory=FakeModel, export=False))
+                                      Serving(FakeModel, export=False)))
     think, act, react = frames[-1].panels[:3]
     assert "Model error" in content(think[-1]) and "HTTP 500" in content(think[-1])
     assert "Final answer" in content(act[-1]) and "Final answer" in content(react[-1])
@@ -363,7 +363,7 @@ def test_live_run_error_stays_in_its_panel(registry):
 def test_live_run_refuses_without_calling_the_model(registry):
     FakeModel.calls.clear()
     frames = collect_now(live_run(RunRequest("What is 2+2?", MODES, selection="All"), LLMSettings(), registry,
-                                      model_factory=FakeModel))
+                                      Serving(FakeModel)))
     assert len(frames) == 1 and NOT_CONFIGURED[:30] in frames[0].status
     assert "No model is configured" in content(frames[0].panels[1][0])
     assert FakeModel.calls == []

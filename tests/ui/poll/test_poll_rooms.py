@@ -9,7 +9,7 @@ import pytest
 
 from ui.poll import rooms
 from ui.poll.room import NONE
-from ui.poll.rooms import ALPHABET, PollError, RoomStore, clean_code, new_code
+from ui.poll.rooms import ALPHABET, PollError, RoomLimits, RoomStore, clean_code, new_code
 
 MODES = [("think", "Think-only"), ("act", "Act-only"), ("react", "ReAct")]
 
@@ -40,7 +40,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def store(clock: Clock) -> RoomStore:
-    return RoomStore(clock=clock, phones=5, per_teacher=2, idle_s=7200)
+    return RoomStore(RoomLimits(phones=5, per_teacher=2, idle_s=7200), clock=clock)
 
 
 def test_codes_are_long_enough_and_have_no_look_alikes():
@@ -163,7 +163,7 @@ def test_a_room_needs_a_question_and_modes(store: RoomStore):
 
 
 def test_guesses_of_codes_are_limited_per_address(clock: Clock):
-    store = RoomStore(clock=clock, guesses=3, guess_span_s=600)
+    store = RoomStore(RoomLimits(guesses=3, guess_span_s=600), clock=clock)
     room = store.create("teacher", "Q?", MODES)
     store.find(room.code, "5.5.5.5")  # found before the guessing: this address keeps its room
     for _ in range(3):
@@ -183,7 +183,7 @@ def test_guesses_of_codes_are_limited_per_address(clock: Clock):
 
 
 def test_a_flood_of_votes_from_one_phone_is_refused_and_counted_once(clock: Clock):
-    store = RoomStore(clock=clock, votes_per_voter=5, votes_per_address=8, vote_span_s=60)
+    store = RoomStore(RoomLimits(votes_per_voter=5, votes_per_address=8, vote_span_s=60), clock=clock)
     room = store.create("teacher", "Q?", MODES)
     lines = []
     for i in range(20):
@@ -204,7 +204,7 @@ def test_a_flood_of_votes_from_one_phone_is_refused_and_counted_once(clock: Cloc
 def test_the_store_is_safe_across_threads():
     import threading
 
-    store = RoomStore(phones=1000, votes_per_address=100_000)
+    store = RoomStore(RoomLimits(phones=1000, votes_per_address=100_000))
     room = store.create("teacher", "Q?", MODES)
 
     def phone(i: int) -> None:
@@ -238,7 +238,7 @@ def test_the_phones_copy_changes_with_new_voters_and_the_teachers_acts_only(stor
 def test_a_browser_that_joins_again_keeps_its_one_vote_and_is_counted_once(clock: Clock):
     """A phone's browser (its signed cookie) gets one voter id per room however often it joins (a second tab, a
     cleared page): one vote, and one of its network's phones; a client without the cookie is a new phone each time."""
-    store = RoomStore(clock=clock, voters_per_address=2)
+    store = RoomStore(RoomLimits(voters_per_address=2), clock=clock)
     room, other = store.create("teacher", "Q?", MODES), store.create("teacher", "Q2?", MODES)
     ids = {store.join(room.code, "10.0.0.1", "browser:a") for _ in range(5)}
     assert len(ids) == 1
@@ -258,7 +258,7 @@ def test_a_browser_that_joins_again_keeps_its_one_vote_and_is_counted_once(clock
 def test_each_bound_on_new_phones_holds_without_the_other(clock: Clock):
     """Per address: at most 60 voters a room, and 60 new ones a minute over every room; each attacked with the
     other out of the way (the rate spread over rooms, the room's bound over minutes)."""
-    store = RoomStore(clock=clock, per_teacher=3)
+    store = RoomStore(RoomLimits(per_teacher=3), clock=clock)
     rooms_ = [store.create("teacher", f"Q{i}?", MODES) for i in range(3)]
     for room in rooms_[:2]:
         for _ in range(30):

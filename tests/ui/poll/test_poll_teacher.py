@@ -18,7 +18,7 @@ from ui.core.lesson import Lessons, Shown, Turn
 from ui.core.visitors import COOKIE, browser_cookie_value
 from ui.poll import rooms as poll_rooms
 from ui.poll import tally
-from ui.poll.rooms import BOOT, RoomStore
+from ui.poll.rooms import BOOT, RoomLimits, RoomStore
 from ui.poll.teacher import Teacher, teacher_of
 
 PAGES = itertools.count()
@@ -151,7 +151,8 @@ def test_a_teacher_is_their_browser_and_lists_their_rooms_on_any_page(store, tea
 
 def test_a_closed_pages_room_ends_after_the_grace_time_and_frees_the_cap(teacher):
     clock = [1000.0]
-    saved, poll_rooms._store = poll_rooms._store, RoomStore(per_teacher=3, grace_s=300, clock=lambda: clock[0])
+    saved, poll_rooms._store = poll_rooms._store, RoomStore(
+        RoomLimits(per_teacher=3, grace_s=300), clock=lambda: clock[0])
     try:
         store = poll_rooms._store
         pages = [started(teacher, page=request())[0] for _ in range(3)]
