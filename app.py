@@ -27,7 +27,6 @@ from agents.settings import (
     PROTOCOLS,
     REQUEST_MAX_STEPS,
     TEMPERATURE_RANGE,
-    SettingError,
 )
 from patches import (
     fastapi_route_match,
@@ -40,6 +39,7 @@ from patches import (
 )
 from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
+from settings import SettingError
 from tools import children, mcp_config, sandbox_room, sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.mcp_servers import app_registry
