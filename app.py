@@ -27,7 +27,6 @@ from agents.settings import (
     PROTOCOLS,
     REQUEST_MAX_STEPS,
     TEMPERATURE_RANGE,
-    SettingError,
 )
 from patches import (
     fastapi_route_match,
@@ -40,6 +39,7 @@ from patches import (
 )
 from patches.gradio_inputs import OptionalTrailingInputs, lenient
 from patches.gradio_refusals import ReadableRefusals
+from settings import SettingError, check_environment
 from tools import children, mcp_config, sandbox_room, sandbox_wasm
 from tools.hardening import make_non_dumpable
 from tools.mcp_servers import app_registry
@@ -372,12 +372,10 @@ def main() -> int:
     """``python app.py``: every setting is checked before anything starts; a bad one is one line and exit 2."""
     make_non_dumpable()  # it holds HF_TOKEN: no other process of this user may read it (tools/hardening.py)
     children.tidy_on_sigterm(sandbox_wasm.shutdown)  # asked to stop: no sandbox host or scratch folder outlives it
-    try:
-        settings = LLMSettings.from_env()
-        limits = app_settings()
-        hosting.workers_from_env()
-        if (problem := patches.env_problem() or mcp_config.env_problem()) is not None:
-            raise SettingError(problem)
+    try:  # every variable once; on a Space a bad one is a log line and its default (settings.py)
+        check_environment((LLMSettings.from_env, AppSettings.from_env, hosting.workers_from_env, patches.check_env,
+                           mcp_config.check_env))
+        settings, limits = LLMSettings.from_env(), app_settings()
     except SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

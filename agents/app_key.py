@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 import threading
+
+from settings import read
 
 _keys: dict[str, bytes] = {}
 _process_key = secrets.token_bytes(32)
@@ -23,7 +24,7 @@ def key_for(purpose: str) -> bytes:
     """The 32-byte key for ``purpose`` (a short fixed word such as ``"followup"``)."""
     with _lock:
         if purpose not in _keys:
-            secret = os.environ.get("APP_SECRET", "")
+            secret = read("APP_SECRET") or ""
             label = f"think-act-react {purpose}\0".encode()
             _keys[purpose] = hashlib.sha256(label + secret.encode()).digest() if secret \
                 else hmac.new(_process_key, label, hashlib.sha256).digest()

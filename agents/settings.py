@@ -1,23 +1,11 @@
-"""Run defaults declared once, and the one reader every environment variable goes through.
+"""Run defaults declared once: the per-run defaults the CLI, the UI's sliders, the API's defaults and
+:class:`agents.modes.RunConfig` all use, and the checks of a model id and of a value's kind.
 
-Why one reader: a typo in ``APP_CONCURRENCY`` or ``LLM_TIMEOUT`` must neither crash the app at import
-with a traceback nor be replaced silently by a default. :func:`env_int`, :func:`env_float` and
-:func:`env_text` and :func:`env_bool` check the type and the range and raise :class:`SettingError` whose message is
-the one line to show, e.g. ``APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'``.
-An unset or empty variable means the default. Nothing reads the environment at import time: the
-app (``python app.py``) and the CLI read it at start-up and turn a :class:`SettingError` into that
-line and a non-zero exit.
-
-Homes: model settings (``LLM_*``, ``HF_TOKEN``) in :mod:`agents.llm.settings`; the app's
-(``APP_*``, ``BENCH_*``) in :mod:`ui.core.settings`; the per-run defaults below, which the CLI, the
-UI's sliders, the API's defaults and :class:`agents.modes.RunConfig` all use.
+The environment variables are declared, read and checked in the root module :mod:`settings`.
 """
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import Mapping
 from typing import Any
 
 PROTOCOLS = {"text": "Text ReAct (Thought / Action / Observation)", "tools": "Native tool calls"}  # id → label
@@ -54,86 +42,3 @@ def shown(value: Any) -> str:
     """A short, safe rendering of a bad value for a message."""
     text = repr(value)
     return text if len(text) <= 40 else text[:39] + "…"
-
-
-class SettingError(ValueError):
-    """An environment variable with a value the app cannot use; ``str(exc)`` is one line naming it."""
-
-
-def _raw(name: str, environ: Mapping[str, str] | None) -> str | None:
-    value = (os.environ if environ is None else environ).get(name)
-    return value.strip() if value is not None and value.strip() else None
-
-
-def _shown(value: str) -> str:
-    """The bad value as the message quotes it: never a long one in full (it may be a pasted secret)."""
-    return repr(value if len(value) <= 40 else value[:37] + "...")
-
-
-def _number(value: float) -> str:
-    return f"{value:g}"
-
-
-def env_int(name: str, default: int, low: int, high: int, environ: Mapping[str, str] | None = None) -> int:
-    """An integer from ``low`` to ``high`` (inclusive), or ``default`` when unset."""
-    raw = _raw(name, environ)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = None
-    if value is None or not low <= value <= high:
-        raise SettingError(f"{name} must be an integer from {low} to {high}, got {_shown(raw)}")
-    return value
-
-
-def env_float(name: str, default: float, low: float, high: float, environ: Mapping[str, str] | None = None,
-              *, unit: str = "") -> float:
-    """A finite number from ``low`` to ``high`` (inclusive), or ``default`` when unset."""
-    raw = _raw(name, environ)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and low <= value <= high):
-        what = f"a number of {unit}" if unit else "a number"
-        raise SettingError(f"{name} must be {what} from {_number(low)} to {_number(high)}, got {_shown(raw)}")
-    return value
-
-
-_BOOLS = {"1": True, "0": False, "true": True, "false": False, "on": True, "off": False, "yes": True, "no": False}
-
-
-def env_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
-    """A switch: 1/0, true/false, on/off or yes/no (any case), or ``default`` when unset.
-
-    Anything else is refused rather than read as "off": ``APP_MCP=disabled`` must not leave a server on.
-    """
-    raw = _raw(name, environ)
-    if raw is None:
-        return default
-    value = _BOOLS.get(raw.lower())
-    if value is None:
-        raise SettingError(f"{name} must be one of 1/0, true/false, on/off, yes/no, got {_shown(raw)}")
-    return value
-
-
-def env_text(name: str, default: str | None = None, environ: Mapping[str, str] | None = None, *,
-             prefixes: tuple[str, ...] = (), secret: bool = False) -> str | None:
-    """A stripped string, or ``default`` when unset; with ``prefixes`` it must start with one of them.
-
-    A ``secret`` value is never quoted in the message.
-    """
-    raw = _raw(name, environ)
-    if raw is None:
-        return default
-    if any(ch in raw for ch in "\r\n\x00"):
-        got = "" if secret else f", got {_shown(raw)}"
-        raise SettingError(f"{name} must be one line without control characters{got}")
-    if prefixes and not raw.lower().startswith(prefixes):
-        got = "" if secret else f", got {_shown(raw)}"
-        raise SettingError(f"{name} must start with {' or '.join(prefixes)}{got}")
-    return raw

@@ -1,30 +1,10 @@
 """Class poll benchmark (issue 32's scale goal): a class's phones on the poll while the teacher's run streams.
 
-For each layout (``--layouts 1x200 5x40``: rooms × phones in each), ``--repeats`` rounds of:
-
-1. the teacher's run alone (one REST visitor, mode All; long replies by default), no phone anywhere;
-2. the app idle for ``--window-s`` (its CPU: the base the phones' cost is measured from);
-3. each room's teacher presses **Start a class poll** (a fresh room each round, ending the round before's): the
-   Start button's own Gradio event, posted to ``/gradio_api/run/predict`` with its ``fn_index`` in the teacher's
-   session, as the page does, so the room is made by the app's own handler and the teacher's screen then ticks
-   in that session (``bench/phones.py``). ``APP_POLL_ROOMS`` is raised to the rooms' count: on loopback every
-   teacher is one address;
-4. the phones join (the phone page, then the room's JSON; spread over a second) and refresh once a second;
-5. votes start (``--vote-rate`` a second over all the rooms, each from a phone that has not voted) and the
-   teacher's run streams again: its wall against step 1's is the ratio. The room stays open through the run
-   (the REST visitor does not press the page's Run, which would lock it), so votes keep arriving and most
-   refreshes are fresh ``200``s, not ``304``s: the heavier case;
-6. ``--window-s`` more of phones and votes, then votes stop and, after the last is seen, ``--window-s`` of phones
-   only (mostly ``304``): the app's CPU (app + run workers, from ``/proc``) in each window, beyond idle, per phone
-   per second;
-7. during step 5's run a browser loads the teacher's page (``GET /`` + JS + CSS) and a late phone the phone page
-   and its first JSON, over and over, each on a new connection (stopped before step 6: the CPU windows hold the
-   phones and the teachers' screens only).
-
-A new vote's delay is, per vote and per *other* phone of its room, from the vote's send to that phone's first
-answer counting it. The phones are one process at a lowered priority (``bench/phones.py``); the app and the
-stand-in model are the processes of ``bench.bench_app.Stack``. Usage: ``python bench/bench_poll.py [--layouts
-1x200 5x40] [--repeats 3] [--json]``; the goals are in bench/report_poll.py.
+For each layout (``--layouts 1x200 5x40``: rooms × phones), ``--repeats`` rounds: the run alone; the app idle;
+polls started (``APP_POLL_ROOMS`` raised to the rooms' count); phones join, refresh and vote while the run streams
+again; phones alone. Measured: the run's wall against the first, the app's CPU per phone per second, a vote's
+delay to the room's other phones. Usage: ``python bench/bench_poll.py [--layouts 1x200 5x40] [--repeats 3]
+[--json]``; goals: bench/report_poll.py.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Fair shares benchmark (issue 48): one address's flood does not take the room, and a class behind one address fits.
 
-Both scenarios run the app with its own bounds (``APP_RUNS_PER_ADDRESS`` 40, ``APP_POLL_VOTERS_PER_ADDRESS`` 60),
-not the lecture hall the other benches give it (``bench.bench_app.LECTURE_HALL``):
-
-* ``flood``: one script on 127.0.0.1, without cookies, submits ``--flood`` runs at once (300: about what the
-  defaults' slots and line held before any bound per visitor), while another visitor on 127.0.0.2 asks one run;
-  every reply starts after ``--latency`` (4 s), so no run of the flood ends before all of it has arrived.
-  ``--repeats`` rounds, each that visitor's run alone and then beside the flood, alternated: how many of the
-  flood's runs started or waited (at most the address's 40), how many got the one line, and whether the other
-  visitor's first frame was its run starting (not a place in the queue), and when.
-* ``class``: ``--phones`` (40) phones behind one address, each on its own connection as a browser is (the phone
-  page and its cookie, then, all at the same instant, join and vote): how many votes the room counted, and the
-  slowest phone from its tap to its vote's answer, beside one phone's tap alone just before.
-
-Usage: ``python bench/bench_shares.py [--scenario flood class] [--flood 300] [--phones 40] [--json]``.
+The app keeps its own bounds (``APP_RUNS_PER_ADDRESS`` 40, ``APP_POLL_VOTERS_PER_ADDRESS`` 60). ``flood``: a
+cookieless script submits ``--flood`` runs at once beside another visitor's one: how many started, how many got
+the one line, when the other's began. ``class``: ``--phones`` phones behind one address join and vote at once:
+votes counted, the slowest answer. Usage: ``python bench/bench_shares.py [--scenario flood class] [--flood 300]
+[--phones 40] [--json]``.
 """
 
 from __future__ import annotations

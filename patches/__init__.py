@@ -10,10 +10,11 @@ patches off, so ``python bench/bench_app.py --patches-off NAME`` can measure wha
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+
+from settings import SettingError, read
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ OLD_NAMES: dict[str, str | None] = {
 
 
 def _listed(environ: Mapping[str, str] | None = None) -> list[str]:
-    return [n for n in (n.strip() for n in (os.environ if environ is None else environ).get(ENV, "").split(",")) if n]
+    return [n for n in (n.strip() for n in (read(ENV, environ) or "").split(",")) if n]
 
 
 def turned_off(environ: Mapping[str, str] | None = None) -> set[str]:
@@ -44,6 +45,12 @@ def env_problem(environ: Mapping[str, str] | None = None) -> str | None:
     if unknown:
         return f"{ENV} must name patches among {', '.join(NAMES)} (or all), got {', '.join(unknown)}"
     return None
+
+
+def check_env(environ: Mapping[str, str] | None = None) -> None:
+    """:func:`env_problem` as a :class:`~settings.SettingError`, for the start-up check."""
+    if (problem := env_problem(environ)) is not None:
+        raise SettingError(problem, ENV)
 
 
 _decisions: dict[str, bool] = {}  # patch name → usable, for the patches checked on first use (Patch.decided)

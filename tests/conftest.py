@@ -43,7 +43,8 @@ def app_copy(tmp_path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
     for name in ("agents", "tools", "ui", "patches", "prompts", "data"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    shutil.copy2(ROOT / "app.py", dest / "app.py")
+    for name in ("app.py", "settings.py"):
+        shutil.copy2(ROOT / name, dest / name)
     return dest
 
 

@@ -1,5 +1,6 @@
 """Imports point one way: ``app.py`` → ``ui/tabs`` → features → ``ui/recordings`` → ``ui/core`` →
-``agents`` → ``tools``, and they make no circle.
+``agents`` → ``tools`` → ``settings.py`` (the environment's variables, which every layer may import), and they make
+no circle.
 
 Every module is parsed (``ast``, nothing imported), so an import inside a function counts too; one under
 ``if TYPE_CHECKING:`` does not (it never runs). A feature (``ui/compare``, ``ui/fork``, ``ui/share``, ``ui/benchmark``,
@@ -77,12 +78,18 @@ def test_the_tools_never_import_the_engine(package: str):
 
 def project_modules() -> dict[str, Path]:
     """Every module of the project by its dotted name (``agents.fork``; a package by its own name)."""
-    found = {"app": ROOT / "app.py"}
+    found = {"app": ROOT / "app.py", "settings": ROOT / "settings.py"}
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
+
+
+def test_the_settings_module_imports_nothing_of_the_project():
+    """``settings.py`` (every environment variable, declared once) is the bottom layer: every layer may import it."""
+    modules = project_modules()
+    assert imports_of("settings", modules["settings"], modules) == set()
 
 
 def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
@@ -183,7 +190,7 @@ def test_an_import_inside_a_function_says_why():
 def _ours(node: ast.Import | ast.ImportFrom) -> bool:
     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or "."]
     relative = isinstance(node, ast.ImportFrom) and node.level > 0
-    return relative or any(n.split(".")[0] in (*PACKAGES, "app") for n in names)
+    return relative or any(n.split(".")[0] in (*PACKAGES, "app", "settings") for n in names)
 
 
 def _explained(lines: list[str], at: int) -> bool:

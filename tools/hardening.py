@@ -1,17 +1,10 @@
 """Keeping secrets from other processes of the same user: non-dumpable processes, secret-free environments.
 
-On a Space the app runs as a plain user with the owner's ``HF_TOKEN``; so does every process it starts. Any
-process of that user may read another's ``/proc/<pid>/environ``, its memory and its open pipes, or attach a
-debugger to it, unless that process is *non-dumpable* (``prctl(PR_SET_DUMPABLE, 0)``): the kernel then
-allows those only to a holder of ``CAP_SYS_PTRACE`` (root, e.g. ``sudo py-spy``). A process that holds a
-secret calls :func:`make_non_dumpable` as the first thing it does: the app (``app.main``) and each run worker.
-
-A process that needs no secret is started without any (:mod:`tools.children` builds every child's environment from
-an allow-list, and drops any variable :func:`is_secret` names). Only the standard library is imported here, so a
-process can be hardened before it imports anything else.
-
-``APP_NON_DUMPABLE=off`` leaves every process dumpable, so that a test can read each child's environment with that
-layer removed (or ``py-spy`` run as the same user); it is ignored on a Space (``SPACE_ID`` set).
+A process of the same user may read another's environment and memory unless that one is *non-dumpable*
+(``prctl(PR_SET_DUMPABLE, 0)``); a process holding a secret calls :func:`make_non_dumpable` first. A child that
+needs no secret gets none (:mod:`tools.children` drops every name :func:`is_secret` matches). Only the standard
+library is imported, so a process is hardened before anything else. ``APP_NON_DUMPABLE=off`` leaves processes
+dumpable (a test), never on a Space.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ PR_SET_DUMPABLE = 4
 SECRET_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN"})
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 LINUX = sys.platform.startswith("linux")  # prctl and /proc are Linux's
-DUMPABLE_VAR = "APP_NON_DUMPABLE"  # a switch, on by default; ui/core/settings.py checks its value at start-up
+DUMPABLE_VAR = "APP_NON_DUMPABLE"  # declared in settings.py, checked at start; read here alone, failing closed
 _OFF = frozenset({"0", "false", "off", "no"})
 
 _lock = threading.Lock()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from settings import SettingError, read
 from tools.hardening import is_secret
 
 ENV = "APP_MCP_SERVERS"
@@ -70,7 +71,7 @@ class McpServer:
 def servers_from_env(environ: Mapping[str, str] | None = None) -> list[McpServer]:
     """The servers ``APP_MCP_SERVERS`` names (unset or blank: none). :class:`McpConfigError` for a bad value."""
     env = os.environ if environ is None else environ
-    raw = (env.get(ENV) or "").strip()
+    raw = (read(ENV, env) or "").strip()
     if not raw:
         return []
     try:
@@ -99,6 +100,12 @@ def env_problem(environ: Mapping[str, str] | None = None) -> str | None:
     except McpConfigError as exc:
         return str(exc)
     return None
+
+
+def check_env(environ: Mapping[str, str] | None = None) -> None:
+    """:func:`env_problem` as a :class:`~settings.SettingError`, for the start-up check."""
+    if (problem := env_problem(environ)) is not None:
+        raise SettingError(problem, ENV)
 
 
 def _server(item: Any, index: int, env: Mapping[str, str]) -> McpServer:

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from settings import read
 from tools.hardening import make_non_dumpable
 from tools.registry import STOP
 from tools.sandbox_policy import ALLOWED_MODULES, ALLOWED_SUBMODULES, BLOCKED_ATTRS, BLOCKED_NAMES, check_code
@@ -66,26 +67,21 @@ class RunResult:
 
 
 _said_kept = False
-_SWITCH = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 
 
 def filters_enabled() -> bool:
     """Whether the policy and the restricted builtins run (``APP_SANDBOX_FILTERS``, a switch, on by default).
 
     Off only off a Space: with ``SPACE_ID`` set the filters stay on and one log line says so. A value that is
-    not a switch is a ``ValueError`` naming the variable (the app refuses it at start-up)."""
+    not a switch is a :class:`~settings.SettingError` (a ``ValueError``; the app refuses it at start-up)."""
     global _said_kept
-    raw = os.environ.get(FILTERS_VAR, "").strip().lower()
-    if not raw:
-        return True
-    if raw not in _SWITCH:
-        raise ValueError(f"{FILTERS_VAR} must be one of 1/0, true/false, on/off, yes/no, not {raw[:40]!r}.")
-    if not _SWITCH[raw] and os.environ.get("SPACE_ID"):
+    on = read(FILTERS_VAR)
+    if not on and os.environ.get("SPACE_ID"):
         if not _said_kept:
             _said_kept = True
             log.warning("%s=off is ignored on a Space (SPACE_ID is set): the sandbox keeps its filters.", FILTERS_VAR)
         return True
-    return _SWITCH[raw]
+    return on
 
 
 def filters(check_policy: bool | None, restrict: bool | None) -> tuple[bool, bool]:

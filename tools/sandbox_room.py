@@ -1,19 +1,10 @@
 """The room the app's sandboxes share: their guests' memory, and each run's scratch folder.
 
-**Memory** (``APP_SANDBOX_MB``). A host process asks for its guest's memory limit before it starts and gives it
-back when it ends, so the guests' limits together never pass the budget: the limits, since a guest may fill its
-own. The budget defaults to half the memory the app may use (a container's cgroup limit, else the machine's). The
-app and its run workers share one :class:`Pool`: a folder holding a lease file per guest, each locked (``flock``)
-by the process holding it for as long as it does, so a lease whose process died counts for nothing and is swept
-at the next look. Who waits writes a locked *want* file too: room goes to the oldest want, and a newcomer never
-takes it past one. The app names its pool in the environment its run workers inherit (:func:`own_pool`, at
-launch); any other process (the CLI, a test) has a pool of its own.
-
-**Scratch folders** (``APP_SANDBOX_SCRATCH_MB``, ``APP_SANDBOX_SCRATCH_FILES``): the host process watches its
-folder and stops its guest at the bound (``tools/_sandbox_host.py``); :func:`scratch_bounds` gives it the bounds.
-
-The variables are declared and checked at start-up with the app's settings (``ui/core/settings.py``); the
-defaults live here, and every process (the app, a run worker, the CLI) reads them from its environment.
+**Memory** (``APP_SANDBOX_MB``): a host asks for its guest's limit before it starts and gives it back at its end,
+so the limits together never pass the budget. The app and its run workers share one :class:`Pool`: lease files,
+each locked (``flock``) by its holder; the oldest waiter goes first. **Scratch folders**
+(``APP_SANDBOX_SCRATCH_MB``, ``APP_SANDBOX_SCRATCH_FILES``): :func:`scratch_bounds` gives the host its bounds.
+Declared in :mod:`settings`; every process reads them itself.
 """
 
 from __future__ import annotations
@@ -30,6 +21,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 
+from settings import SETTINGS, read
 from tools._sandbox_host import scratch_usage
 
 log = logging.getLogger(__name__)
@@ -39,9 +31,8 @@ SCRATCH_MB_VAR, SCRATCH_FILES_VAR = "APP_SANDBOX_SCRATCH_MB", "APP_SANDBOX_SCRAT
 POOL_VAR = "THINK_ACT_REACT_SANDBOX_POOL"  # the app's pool, inherited by its run workers (not a setting)
 GUEST_MB = 512  # one guest's memory limit (tools.sandbox.Limits, tools.sandbox_step.SessionLimits)
 BUDGET_SHARE = 0.5  # of the memory the app may use, when APP_SANDBOX_MB is unset
-BUDGET_RANGE = (GUEST_MB, 1 << 20)  # MB: at least one guest
-SCRATCH_MB, SCRATCH_FILES = 64, 256  # a run's scratch folder: bytes in all, and files and folders
-SCRATCH_MB_RANGE, SCRATCH_FILES_RANGE = (8, 4096), (16, 100_000)
+BUDGET_RANGE = SETTINGS[BUDGET_VAR].bounds  # MB: at least one guest (GUEST_MB)
+SCRATCH_MB, SCRATCH_FILES = SETTINGS[SCRATCH_MB_VAR].default, SETTINGS[SCRATCH_FILES_VAR].default
 CGROUP = Path("/sys/fs/cgroup")
 UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a huge number of bytes
 POLL_S = 0.2  # a waiter looks again this often (sooner when a guest of this process ends)
@@ -81,33 +72,16 @@ def default_budget_mb(root: Path = CGROUP) -> int:
     return max(low, min(high, int(usable * BUDGET_SHARE) >> 20))
 
 
-def _env_int(name: str, default: int, bounds: tuple[int, int], environ: Mapping[str, str] | None) -> int:
-    """An integer setting from the environment (its default when unset); a ``ValueError`` naming it when bad (the
-    app refuses it at start-up, with the same line)."""
-    raw = (os.environ if environ is None else environ).get(name, "").strip()
-    if not raw:
-        return default
-    low, high = bounds
-    try:
-        value = int(raw)
-    except ValueError:
-        value = low - 1
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, got {raw[:40]!r}")
-    return value
-
-
 def budget_mb(environ: Mapping[str, str] | None = None) -> int:
-    """The guests' memory budget in MB: ``APP_SANDBOX_MB``, else :func:`default_budget_mb`."""
-    raw = (os.environ if environ is None else environ).get(BUDGET_VAR, "").strip()
-    return _env_int(BUDGET_VAR, 0, BUDGET_RANGE, environ) if raw else default_budget_mb()
+    """The guests' memory budget in MB: ``APP_SANDBOX_MB``, else :func:`default_budget_mb`; a bad value is a
+    one-line :class:`~settings.SettingError` (a ``ValueError``)."""
+    return read(BUDGET_VAR, environ) or default_budget_mb()
 
 
 def scratch_bounds(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
     """(bytes, files) a run's scratch folder may hold: ``APP_SANDBOX_SCRATCH_MB`` and ``APP_SANDBOX_SCRATCH_FILES``
     (files and folders count alike)."""
-    mb = _env_int(SCRATCH_MB_VAR, SCRATCH_MB, SCRATCH_MB_RANGE, environ)
-    return mb << 20, _env_int(SCRATCH_FILES_VAR, SCRATCH_FILES, SCRATCH_FILES_RANGE, environ)
+    return read(SCRATCH_MB_VAR, environ) << 20, read(SCRATCH_FILES_VAR, environ)
 
 
 def scratch_over(folder: str, environ: Mapping[str, str] | None = None) -> str | None:

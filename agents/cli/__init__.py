@@ -15,6 +15,7 @@ import sys
 from typing import Any, NoReturn, TextIO
 
 from agents.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
+from settings import SettingError, check_environment
 
 __all__ = ["COMMANDS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "UsageError", "ask_main", "build_parser",
            "eval_main", "main"]
@@ -71,6 +72,10 @@ def main(argv: list[str] | None = None, **context: Any) -> int:
             raise UsageError("no command given", parser)
         if extra:  # reported by the command's parser, with its usage (argparse would blame the top one)
             raise UsageError(f"unrecognized arguments: {' '.join(extra)}", args.command_parser)
+        try:  # every variable once, before the command reads any; an unknown APP_ name is one warning
+            check_environment()
+        except SettingError as exc:
+            raise UsageError(str(exc), show_usage=False) from None
         return importlib.import_module(COMMANDS[args.command]).run(args, **context)
     except UsageError as exc:
         if exc.parser is None:

@@ -50,9 +50,9 @@ from agents.settings import (
     MAX_STEPS_RANGE,
     PROTOCOLS,
     TEMPERATURE_RANGE,
-    SettingError,
 )
 from agents.trace import Trace, metrics_line
+from settings import SettingError
 from tools import default_registry
 from tools.registry import ToolRegistry
 

@@ -12,7 +12,8 @@ import math
 
 from agents.llm.discovery import resolve_model
 from agents.llm.settings import MAX_TOKENS_RANGE, LLMSettings
-from agents.settings import TEMPERATURE_RANGE, SettingError, model_problem
+from agents.settings import TEMPERATURE_RANGE, model_problem
+from settings import SettingError
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for a bad command line

@@ -28,7 +28,7 @@ from agents.llm.settings import LLMSettings
 from agents.modes import RunConfig
 from agents.modes.registry import get_mode, mode_of
 from agents.request import RunRequest
-from agents.settings import env_int
+from settings import SETTINGS, read
 from tools.page_tools import spec_of
 from tools.registry import ToolRegistry, tool_ref
 
@@ -38,14 +38,13 @@ __all__ = ["WORKER_DIED", "HostedRun", "default_host", "local_host", "make_fork"
 ENV = "APP_RUN_WORKERS"
 # On 2 vCPUs, more processes than cores: every stream's chunks are parsed under its process's interpreter lock, and
 # when a crowd's streams deliver at once, fewer threads per process wait less for it (docs/performance.md).
-DEFAULT_WORKERS = 4
-MAX_WORKERS = 8
+DEFAULT_WORKERS = SETTINGS[ENV].default
 
 
 def workers_from_env(environ: dict[str, str] | None = None) -> int:
     """``APP_RUN_WORKERS``: worker processes for live runs (0: run them in the app's process); a bad
-    value is a one-line :class:`~agents.settings.SettingError` (``app.main`` checks it at start-up)."""
-    return env_int(ENV, DEFAULT_WORKERS, 0, MAX_WORKERS, environ)
+    value is a one-line :class:`~settings.SettingError` (``app.main`` checks it at start-up)."""
+    return read(ENV, environ)
 
 
 def make_run(request: RunRequest, settings: LLMSettings, registry: ToolRegistry,

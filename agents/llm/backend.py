@@ -20,14 +20,14 @@ from agents.llm.discovery import resolve_model
 from agents.llm.settings import TOY, TOY_LIMITS, LLMSettings
 from agents.llm.stub_server import StubLLMServer
 from agents.llm.toy_model import toy_policy
-from agents.settings import env_bool
+from settings import SETTINGS, read
 
 log = logging.getLogger(__name__)
 
 TOY_MODEL = "toy"  # the id the toy lists and is asked for (it answers any)
 TOY_TOKEN_DELAY_S = 0.02  # its replies stream visibly, as a real model's do
-TOY_SWITCH = "APP_TOY_MODEL"  # the app's switch (ui/core/settings.py declares it with the app's other settings)
-TOY_DEFAULT = True  # on: with nothing configured the page and the CLI answer with the toy
+TOY_SWITCH = "APP_TOY_MODEL"  # the app's switch, declared in settings.py
+TOY_DEFAULT = SETTINGS[TOY_SWITCH].default  # on: with nothing configured the page and the CLI answer with the toy
 TOY_NOTICE = (f"No model is configured, so {TOY} answers ({TOY_LIMITS}). For a real model set HF_TOKEN "
               "(the Hugging Face router) or LLM_BASE_URL (an OpenAI-compatible server, e.g. "
               f"http://localhost:11434/v1); {TOY_SWITCH}=0 turns the toy off.")
@@ -47,9 +47,9 @@ def choose_backend(settings: LLMSettings, *, on_space: bool, toy: bool) -> LLMSe
 def wants_toy(settings: LLMSettings, environ: Mapping[str, str] | None = None) -> bool:
     """Whether the toy answers for ``settings``: nothing configured, not on a Space, ``APP_TOY_MODEL`` on.
 
-    An invalid ``APP_TOY_MODEL`` raises :class:`~agents.settings.SettingError` (one line), as the app does."""
+    An invalid ``APP_TOY_MODEL`` raises :class:`~settings.SettingError` (one line), as the app does."""
     environ = os.environ if environ is None else environ
-    return not settings.configured and not environ.get("SPACE_ID") and env_bool(TOY_SWITCH, TOY_DEFAULT, environ)
+    return not settings.configured and not environ.get("SPACE_ID") and read(TOY_SWITCH, environ)
 
 
 def start_toy(settings: LLMSettings) -> LLMSettings:

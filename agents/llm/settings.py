@@ -1,33 +1,27 @@
 """Where the model lives, read once from the environment.
 
-Three ways to get a model, in this order: ``LLM_BASE_URL`` (any OpenAI-compatible server:
-Ollama, vLLM, llama.cpp, TGI), a visitor's own token from *Sign in with Hugging Face*, or
-``HF_TOKEN`` (the HF router). A ``base_url`` server without ``LLM_MODEL`` is asked which models it
-serves (:func:`agents.llm.discovery.resolve_model`, once at start); until then ``model`` is empty.
-The token is kept out of ``repr`` and of every message, so settings can be logged or shown in the UI safely.
-Every variable goes through the validating reader of :mod:`agents.settings`: a value out of range is a
-:class:`~agents.settings.SettingError` naming the variable and the accepted range, never a silent default.
+Three ways to get a model, in this order: ``LLM_BASE_URL`` (any OpenAI-compatible server), a visitor's own token
+from *Sign in with Hugging Face*, or ``HF_TOKEN`` (the HF router). A server without ``LLM_MODEL`` is asked which
+models it serves (:func:`agents.llm.discovery.resolve_model`); until then ``model`` is empty. The token stays out
+of ``repr`` and of every message. Each variable is declared in :mod:`settings` and read through
+:func:`settings.read`, so a bad value is one :class:`~settings.SettingError` line.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from agents.llm.pricing import OWNER_SOURCE, PRICE_RANGE, Price
-from agents.settings import SettingError, env_float, env_int, env_text
+from agents.llm.pricing import OWNER_SOURCE, Price
+from settings import SETTINGS, SettingError, read
 
 DEFAULT_MODEL = "openai/gpt-oss-20b"
-DEFAULT_TIMEOUT_S = 60.0  # LLM_TIMEOUT: longest wait for the first token, or between two chunks
-DEFAULT_MAX_DURATION_S = 600.0  # LLM_MAX_DURATION: longest one call may stream
-DEFAULT_MAX_TOKENS = 2048  # LLM_MAX_TOKENS: reasoning models spend part of it on hidden reasoning
+DEFAULT_TIMEOUT_S = SETTINGS["LLM_TIMEOUT"].default  # longest wait for the first token, or between two chunks
+DEFAULT_MAX_DURATION_S = SETTINGS["LLM_MAX_DURATION"].default  # longest one call may stream
+DEFAULT_MAX_TOKENS = SETTINGS["LLM_MAX_TOKENS"].default  # reasoning models spend part of it on hidden reasoning
 ROUTER = "Hugging Face router"
-SECONDS_RANGE = (0.1, 86400.0)  # LLM_TIMEOUT and LLM_MAX_DURATION: a tenth of a second to a day
-MAX_TOKENS_RANGE = (1, 1_000_000)
-MAX_CONCURRENT_RANGE = (0, 1000)  # 0: unlimited, by the owner's choice; unset: automatic (agents/llm/gate.py)
-AUTOMATIC = -1  # LLM_MAX_CONCURRENT unset, as env_int reads it
+MAX_TOKENS_RANGE = SETTINGS["LLM_MAX_TOKENS"].bounds
 
 THREE_WAYS = (
     "Three ways to connect a real model: set HF_TOKEN (a Hugging Face token with Inference Providers "
@@ -45,16 +39,15 @@ TRY_THE_TOY = (f"No model at hand? `python -m agents stub` serves {TOY} ({TOY_LI
 def owner_price(environ: Mapping[str, str] | None = None) -> Price | None:
     """``APP_PRICE_INPUT`` and ``APP_PRICE_OUTPUT``: USD per million input and output tokens, both or neither.
 
-    An LLM-side setting despite its ``APP_`` name (the CLI prices its runs too), so it is declared here."""
-    low, high = PRICE_RANGE
-    cost_in = env_float("APP_PRICE_INPUT", math.nan, low, high, environ, unit="US dollars per million tokens")
-    cost_out = env_float("APP_PRICE_OUTPUT", math.nan, low, high, environ, unit="US dollars per million tokens")
-    if math.isnan(cost_in) and math.isnan(cost_out):
+    An LLM-side setting despite its ``APP_`` name (the CLI prices its runs too), so it is read here."""
+    cost_in, cost_out = read("APP_PRICE_INPUT", environ), read("APP_PRICE_OUTPUT", environ)
+    if cost_in is None and cost_out is None:
         return None
-    if math.isnan(cost_in) or math.isnan(cost_out):
-        missing = "APP_PRICE_INPUT" if math.isnan(cost_in) else "APP_PRICE_OUTPUT"
+    if cost_in is None or cost_out is None:
+        missing, given = ("APP_PRICE_INPUT", "APP_PRICE_OUTPUT") if cost_in is None else ("APP_PRICE_OUTPUT",
+                                                                                           "APP_PRICE_INPUT")
         raise SettingError(f"{missing} must be set too: APP_PRICE_INPUT and APP_PRICE_OUTPUT go together "
-                           "(US dollars per million input and output tokens)")
+                           "(US dollars per million input and output tokens)", given)
     return Price(cost_in, cost_out, OWNER_SOURCE)
 
 
@@ -83,23 +76,22 @@ class LLMSettings:
         ``LLM_MAX_DURATION``, ``LLM_MAX_TOKENS``, ``LLM_MAX_CONCURRENT`` (unset or empty: the default) and the
         owner's price, ``APP_PRICE_INPUT`` and ``APP_PRICE_OUTPUT`` (:func:`owner_price`).
 
-        Raises :class:`~agents.settings.SettingError` (one line, never the token) for a value out of range.
+        Raises :class:`~settings.SettingError` (one line, never the token) for a value out of range.
         """
-        base_url = env_text("LLM_BASE_URL", None, environ, prefixes=("http://", "https://"))
+        base_url = read("LLM_BASE_URL", environ)
         # A Hugging Face token goes to Hugging Face only: a base_url server gets LLM_API_KEY or nothing.
-        token = env_text("LLM_API_KEY" if base_url else "HF_TOKEN", None, environ, secret=True)
-        concurrent = env_int("LLM_MAX_CONCURRENT", AUTOMATIC, *MAX_CONCURRENT_RANGE, environ)
-        model = env_text("LLM_MODEL", None, environ)
+        token = read("LLM_API_KEY" if base_url else "HF_TOKEN", environ)
+        concurrent = read("LLM_MAX_CONCURRENT", environ)  # None (unset): automatic (agents/llm/gate.py)
+        model = read("LLM_MODEL", environ)
         return cls(
             model=model or ("" if base_url else DEFAULT_MODEL),  # "": ask the server (discovery.resolve_model)
             base_url=base_url.rstrip("/") if base_url else None,
             token=token,
-            provider=None if base_url else env_text("LLM_PROVIDER", "auto", environ),
-            timeout_s=env_float("LLM_TIMEOUT", DEFAULT_TIMEOUT_S, *SECONDS_RANGE, environ, unit="seconds"),
-            max_duration_s=env_float("LLM_MAX_DURATION", DEFAULT_MAX_DURATION_S, *SECONDS_RANGE, environ,
-                                     unit="seconds"),
-            max_tokens=env_int("LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, *MAX_TOKENS_RANGE, environ),
-            max_concurrent=None if concurrent == AUTOMATIC else concurrent,
+            provider=None if base_url else read("LLM_PROVIDER", environ),
+            timeout_s=read("LLM_TIMEOUT", environ),
+            max_duration_s=read("LLM_MAX_DURATION", environ),
+            max_tokens=read("LLM_MAX_TOKENS", environ),
+            max_concurrent=concurrent,
             price=owner_price(environ),
         )
 

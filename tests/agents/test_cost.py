@@ -18,8 +18,8 @@ from agents.llm.settings import LLMSettings
 from agents.llm.stub_server import StubLLMServer
 from agents.llm.toy_model import toy_policy
 from agents.request import RunRequest
-from agents.settings import SettingError
 from agents.trace import Trace, metrics_line
+from settings import SettingError
 from ui.core.table import comparison_markdown, comparison_rows
 from ui.recordings.export import export_dict, export_markdown, settings_block, to_json
 

@@ -32,8 +32,8 @@ from agents.llm.stub_server import StubLLMServer, StubReply, toy_policy
 from agents.modes import RunConfig
 from agents.prompts import system_prompt
 from agents.request import RunRequest
-from agents.settings import SettingError
 from agents.trace import Trace
+from settings import SettingError
 from tools.calculator import calculate
 from tools.registry import ToolRegistry, tool
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.llm.settings import DEFAULT_MODEL, LLMSettings
-from agents.settings import SettingError, env_bool, env_float, env_int, env_text
+from settings import SettingError, env_bool, env_float, env_int, env_text
 
 
 def test_router_from_hf_token():

@@ -1,9 +1,10 @@
-"""The app's own settings (``APP_*``, ``BENCH_*``): declared once, read once, validated at start-up.
+"""The app's own settings (``APP_*``, ``BENCH_*``) as one value, :class:`AppSettings`, read once.
 
-Each field's default and accepted range live here and nowhere else; the values are read through
-:mod:`agents.settings`' reader, so ``APP_CONCURRENCY=abc`` stops ``python app.py`` with the one line
-``APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'`` instead of a traceback at import.
-Nothing reads them at import time: :func:`app_settings` reads them the first time it is called.
+Each variable's type, default and range are declared in the root module :mod:`settings` and read through
+:func:`settings.read`, so ``APP_CONCURRENCY=abc`` stops ``python app.py`` with the one line
+``APP_CONCURRENCY must be an integer from 1 to 1000, got 'abc'`` instead of a traceback at import. Here: the
+defaults worked out at start (cores, memory) and the checks that span variables. :func:`app_settings` reads
+them the first time it is called.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agents.llm.backend import TOY_DEFAULT, TOY_SWITCH
-from agents.settings import SettingError, env_bool, env_float, env_int, env_text
+from agents.llm.backend import TOY_SWITCH
+from settings import SETTINGS, SettingError, read
 from tools import sandbox_room
 from tools.sandbox import filters_enabled
 
@@ -56,60 +58,28 @@ def default_concurrency(cores: int | None = None) -> int:
     return max(1, min(1000, RUNS_PER_CORE * (cores if cores is not None else usable_cores())))
 
 
-# variable → (field, default, low, high); floats are seconds
-_INTS = {
-    "APP_CONCURRENCY": ("concurrency", 0, 1, 1000),  # Compare runs at once; unset (0 here): default_concurrency()
-    "APP_QUEUE_SIZE": ("queue_size", 200, 0, 10_000),  # runs waiting in line; past it: "full, try again"
-    "BENCH_MAX_N": ("bench_max_n", 200, 1, 100_000),  # items per benchmark run
-    "BENCH_VISITOR_MAX_N": ("bench_visitor_max_n", 20, 1, 100_000),  # for Space visitors not signed in
-    "BENCH_CONCURRENCY": ("bench_concurrency", 4, 1, 64),  # benchmarks at once, each with up to 8 pairs
-    "APP_SHARE_MAX_MB": ("share_max_mb", 200, 1, 100_000),  # on disk; past it the biggest holder's oldest links go
-    "APP_SHARE_PER_HOUR": ("share_per_hour", 20, 1, 100_000),  # new Share links per visitor (address) per hour
-    "APP_SHARE_RUN_MB": ("share_run_mb", 5, 1, 20),  # the largest run a link may hold (the upload limit is 20 MB)
-    "APP_PAUSED_PER_VISITOR": ("paused_per_visitor", 3, 1, 1000),  # stepping runs one visitor may hold at once
-    "APP_FOLLOWUP_TURNS": ("followup_turns", 5, 1, 50),  # turns in one conversation: a question and its follow-ups
-    "APP_CONTEXT_BUDGET": ("context_budget", 6000, 200, 1_000_000),  # tokens of earlier turns a follow-up carries
-    "APP_POLL_PHONES": ("poll_phones", 300, 1, 5000),  # phones (voters) one class poll room holds (ui/poll/)
-    "APP_POLL_ROOMS": ("poll_rooms", 3, 1, 100),  # class poll rooms one teacher (address) may hold at once
-    # what one visitor may hold (docs/serving.md, "One visitor cannot take the room"): browsers first, addresses
-    # (every client behind one, with or without the browser cookie) as a ceiling a school's class fits under
-    "APP_RUNS_PER_VISITOR": ("runs_per_visitor", 3, 1, 1000),  # live runs of one browser (ui/core/admission.py)
-    "APP_RUNS_PER_ADDRESS": ("runs_per_address", 40, 1, 10_000),  # live runs from one address, waiting included
-    "APP_UPLOAD_MB_PER_VISITOR": ("upload_mb_per_visitor", 100, 1, 100_000),  # uploads of one browser an hour
-    "APP_UPLOAD_MB_PER_ADDRESS": ("upload_mb_per_address", 1000, 1, 1_000_000),  # from one address an hour
-    "APP_BODY_MB": ("body_mb", 2, 1, 20),  # the largest request body but an upload (ui/core/bodies.py)
-    "APP_POLL_VOTERS_PER_ADDRESS": ("poll_voters_per_address", 60, 1, 5000),  # one poll's phones from one address
-    # the sandboxes (tools/sandbox_room.py, which reads them in every process): their guests' memory in all, and
-    # what one run's scratch folder may hold
-    sandbox_room.BUDGET_VAR: ("sandbox_mb", 0, *sandbox_room.BUDGET_RANGE),  # unset (0 here): default_budget_mb()
-    sandbox_room.SCRATCH_MB_VAR: ("sandbox_scratch_mb", sandbox_room.SCRATCH_MB, *sandbox_room.SCRATCH_MB_RANGE),
-    sandbox_room.SCRATCH_FILES_VAR: ("sandbox_scratch_files", sandbox_room.SCRATCH_FILES,
-                                     *sandbox_room.SCRATCH_FILES_RANGE),
+# variable → AppSettings field; each variable's type, default and range: the root module settings.py
+_FIELDS = {
+    "APP_CONCURRENCY": "concurrency", "APP_QUEUE_SIZE": "queue_size", "APP_SESSION_TTL": "session_ttl_s",
+    "BENCH_MAX_N": "bench_max_n", "BENCH_VISITOR_MAX_N": "bench_visitor_max_n",
+    "BENCH_CONCURRENCY": "bench_concurrency", "APP_MCP": "mcp", TOY_SWITCH: "toy_model",
+    "APP_SANDBOX_FILTERS": "sandbox_filters", "APP_NON_DUMPABLE": "non_dumpable",
+    "APP_SHARE_MAX_MB": "share_max_mb", "APP_SHARE_DAYS": "share_days", "APP_SHARE_PER_HOUR": "share_per_hour",
+    "APP_SHARE_DIR": "share_dir", "APP_SHARE_RUN_MB": "share_run_mb", "APP_PAUSE_TTL": "pause_ttl_s",
+    "APP_PAUSED_PER_VISITOR": "paused_per_visitor", "APP_PAUSED_SHARE": "paused_share",
+    "APP_FOLLOWUP_TURNS": "followup_turns", "APP_CONTEXT_BUDGET": "context_budget",
+    "APP_POLL_PHONES": "poll_phones", "APP_POLL_ROOMS": "poll_rooms", "APP_POLL_IDLE": "poll_idle_s",
+    "APP_POLL_VOTERS_PER_ADDRESS": "poll_voters_per_address", "APP_POLL_GRACE_S": "poll_grace_s",
+    "APP_RUNS_PER_VISITOR": "runs_per_visitor", "APP_RUNS_PER_ADDRESS": "runs_per_address",
+    "APP_UPLOAD_MB_PER_VISITOR": "upload_mb_per_visitor", "APP_UPLOAD_MB_PER_ADDRESS": "upload_mb_per_address",
+    "APP_BODY_MB": "body_mb", sandbox_room.BUDGET_VAR: "sandbox_mb",
+    sandbox_room.SCRATCH_MB_VAR: "sandbox_scratch_mb", sandbox_room.SCRATCH_FILES_VAR: "sandbox_scratch_files",
 }
-_SHARE_MB_PER_HOUR = (1, 100_000)  # megabytes of new links per visitor per hour; unset: a tenth of the store
-_SHARES = {
-    "APP_PAUSED_SHARE": ("paused_share", 0.5, 0.05, 0.9),  # of APP_CONCURRENCY: stepping runs together, at most
-}
-_SECONDS = {
-    "APP_SESSION_TTL": ("session_ttl_s", 900.0, 1.0, 7 * 86400.0),  # an idle visitor's session state is kept
-    "APP_PAUSE_TTL": ("pause_ttl_s", 300.0, 1.0, 86400.0),  # a paused run ends after this long without Next/Continue
-    "APP_POLL_IDLE": ("poll_idle_s", 7200.0, 10.0, 7 * 86400.0),  # a class poll room ends after this long idle
-    "APP_POLL_GRACE_S": ("poll_grace_s", 300.0, 1.0, 86400.0),  # a room ends this long after its teacher's page closed
-}
-_DAYS = {
-    "APP_SHARE_DAYS": ("share_days", 30.0, 0.001, 3650.0),  # a share link works this many days
-}
-_SWITCHES = {
-    "APP_MCP": ("mcp", True),  # serve the one MCP tool (ui/mcp.py) when the mcp package is there
-    # off a Space with no model configured, start the toy one (ui/core/backend.py)
-    TOY_SWITCH: ("toy_model", TOY_DEFAULT),
-    # the sandbox's policy and restricted builtins; off lets a local copy attack the boundary alone. tools/sandbox.py
-    # reads it at each call (run workers and the CLI follow it too) and keeps it on when SPACE_ID is set
-    "APP_SANDBOX_FILTERS": ("sandbox_filters", True),
-    # every process makes itself non-dumpable; off (never on a Space: tools/hardening.py reads it in each process)
-    # leaves them readable to their own user, so a test can read each child's environment with that layer removed
-    "APP_NON_DUMPABLE": ("non_dumpable", True),
-}
+
+
+def _default(name: str) -> Any:
+    """A variable's declared default."""
+    return SETTINGS[name].default
 
 
 @dataclass(frozen=True)
@@ -117,38 +87,38 @@ class AppSettings:
     """The app's limits; the defaults are the ones documented in the README."""
 
     concurrency: int = dataclasses.field(default_factory=default_concurrency)
-    queue_size: int = _INTS["APP_QUEUE_SIZE"][1]
-    session_ttl_s: float = _SECONDS["APP_SESSION_TTL"][1]
-    bench_max_n: int = _INTS["BENCH_MAX_N"][1]
-    bench_visitor_max_n: int = _INTS["BENCH_VISITOR_MAX_N"][1]
-    bench_concurrency: int = _INTS["BENCH_CONCURRENCY"][1]
-    mcp: bool = _SWITCHES["APP_MCP"][1]
-    toy_model: bool = _SWITCHES[TOY_SWITCH][1]
-    sandbox_filters: bool = _SWITCHES["APP_SANDBOX_FILTERS"][1]
-    non_dumpable: bool = _SWITCHES["APP_NON_DUMPABLE"][1]
-    share_max_mb: int = _INTS["APP_SHARE_MAX_MB"][1]
-    share_days: float = _DAYS["APP_SHARE_DAYS"][1]
-    share_per_hour: int = _INTS["APP_SHARE_PER_HOUR"][1]
+    queue_size: int = _default("APP_QUEUE_SIZE")
+    session_ttl_s: float = _default("APP_SESSION_TTL")
+    bench_max_n: int = _default("BENCH_MAX_N")
+    bench_visitor_max_n: int = _default("BENCH_VISITOR_MAX_N")
+    bench_concurrency: int = _default("BENCH_CONCURRENCY")
+    mcp: bool = _default("APP_MCP")
+    toy_model: bool = _default(TOY_SWITCH)
+    sandbox_filters: bool = _default("APP_SANDBOX_FILTERS")
+    non_dumpable: bool = _default("APP_NON_DUMPABLE")
+    share_max_mb: int = _default("APP_SHARE_MAX_MB")
+    share_days: float = _default("APP_SHARE_DAYS")
+    share_per_hour: int = _default("APP_SHARE_PER_HOUR")
     share_dir: str | None = None  # APP_SHARE_DIR; None: a folder in the system's temp dir (ui/share/store.py)
     share_mb_per_hour: int = 0  # APP_SHARE_MB_PER_HOUR; 0 (unset): a tenth of the store (share_hourly_mb)
-    share_run_mb: int = _INTS["APP_SHARE_RUN_MB"][1]
-    pause_ttl_s: float = _SECONDS["APP_PAUSE_TTL"][1]
-    paused_per_visitor: int = _INTS["APP_PAUSED_PER_VISITOR"][1]
-    paused_share: float = _SHARES["APP_PAUSED_SHARE"][1]
-    followup_turns: int = _INTS["APP_FOLLOWUP_TURNS"][1]
-    context_budget: int = _INTS["APP_CONTEXT_BUDGET"][1]
-    poll_phones: int = _INTS["APP_POLL_PHONES"][1]
-    poll_rooms: int = _INTS["APP_POLL_ROOMS"][1]
-    poll_idle_s: float = _SECONDS["APP_POLL_IDLE"][1]
-    poll_voters_per_address: int = _INTS["APP_POLL_VOTERS_PER_ADDRESS"][1]
-    poll_grace_s: float = _SECONDS["APP_POLL_GRACE_S"][1]
+    share_run_mb: int = _default("APP_SHARE_RUN_MB")
+    pause_ttl_s: float = _default("APP_PAUSE_TTL")
+    paused_per_visitor: int = _default("APP_PAUSED_PER_VISITOR")
+    paused_share: float = _default("APP_PAUSED_SHARE")
+    followup_turns: int = _default("APP_FOLLOWUP_TURNS")
+    context_budget: int = _default("APP_CONTEXT_BUDGET")
+    poll_phones: int = _default("APP_POLL_PHONES")
+    poll_rooms: int = _default("APP_POLL_ROOMS")
+    poll_idle_s: float = _default("APP_POLL_IDLE")
+    poll_voters_per_address: int = _default("APP_POLL_VOTERS_PER_ADDRESS")
+    poll_grace_s: float = _default("APP_POLL_GRACE_S")
     trusted_proxies: tuple[str, ...] = ()  # APP_TRUSTED_PROXIES (ui/core/visitors.py); on a Space: its proxy
     public_url: str | None = None  # APP_PUBLIC_URL: the app's address as phones reach it (join and share links)
-    runs_per_visitor: int = _INTS["APP_RUNS_PER_VISITOR"][1]
-    runs_per_address: int = _INTS["APP_RUNS_PER_ADDRESS"][1]
-    upload_mb_per_visitor: int = _INTS["APP_UPLOAD_MB_PER_VISITOR"][1]
-    upload_mb_per_address: int = _INTS["APP_UPLOAD_MB_PER_ADDRESS"][1]
-    body_mb: int = _INTS["APP_BODY_MB"][1]
+    runs_per_visitor: int = _default("APP_RUNS_PER_VISITOR")
+    runs_per_address: int = _default("APP_RUNS_PER_ADDRESS")
+    upload_mb_per_visitor: int = _default("APP_UPLOAD_MB_PER_VISITOR")
+    upload_mb_per_address: int = _default("APP_UPLOAD_MB_PER_ADDRESS")
+    body_mb: int = _default("APP_BODY_MB")
     sandbox_mb: int = dataclasses.field(default_factory=sandbox_room.default_budget_mb)
     sandbox_scratch_mb: int = sandbox_room.SCRATCH_MB
     sandbox_scratch_files: int = sandbox_room.SCRATCH_FILES
@@ -166,27 +136,16 @@ class AppSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AppSettings:
-        """Read every ``APP_*``/``BENCH_*`` variable; raises :class:`~agents.settings.SettingError` (one line)."""
-        values: dict[str, float | bool | str | None] = {}
-        for name, (field, default, low, high) in _INTS.items():
-            values[field] = env_int(name, default, low, high, environ)
+        """Read every ``APP_*``/``BENCH_*`` variable; raises :class:`~settings.SettingError` (one line)."""
+        values = {field: read(name, environ) for name, field in _FIELDS.items()}
         values["concurrency"] = values["concurrency"] or default_concurrency()
         values["sandbox_mb"] = values["sandbox_mb"] or sandbox_room.default_budget_mb()
-        for name, (field, default, low, high) in _SECONDS.items():
-            values[field] = env_float(name, default, low, high, environ, unit="seconds")
-        for name, (field, on) in _SWITCHES.items():
-            values[field] = env_bool(name, on, environ)
-        for name, (field, default, low, high) in _DAYS.items():
-            values[field] = env_float(name, default, low, high, environ, unit="days")
-        for name, (field, default, low, high) in _SHARES.items():
-            values[field] = env_float(name, default, low, high, environ)
-        values["share_dir"] = env_text("APP_SHARE_DIR", None, environ)
-        values["share_mb_per_hour"] = _share_mb_per_hour(int(values["share_max_mb"]), environ)  # type: ignore[arg-type]
-        values["trusted_proxies"] = trusted_proxies(env_text("APP_TRUSTED_PROXIES", None, environ))
-        values["public_url"] = public_url(env_text("APP_PUBLIC_URL", None, environ))
+        values["share_mb_per_hour"] = _share_mb_per_hour(int(values["share_max_mb"]), environ)
+        values["trusted_proxies"] = trusted_proxies(read("APP_TRUSTED_PROXIES", environ))
+        values["public_url"] = public_url(read("APP_PUBLIC_URL", environ))
         if environ is None and not values["sandbox_filters"]:
             _say_filters()
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)
 
 
 def _say_filters() -> None:
@@ -200,11 +159,11 @@ def _say_filters() -> None:
 def _share_mb_per_hour(store_mb: int, environ: Mapping[str, str] | None) -> int:
     """``APP_SHARE_MB_PER_HOUR`` (0: unset, a tenth of the store); never more than half of the store, or one visitor
     could push every other visitor's link out of it within the hour."""
-    name, (low, high) = "APP_SHARE_MB_PER_HOUR", _SHARE_MB_PER_HOUR
-    value = env_int(name, 0, low, high, environ)
+    name = "APP_SHARE_MB_PER_HOUR"
+    value = read(name, environ) or 0
     if value and 2 * value > store_mb:
         raise SettingError(f"{name} must be at most half of APP_SHARE_MAX_MB ({store_mb}), got '{value}': one "
-                           "visitor could otherwise push everyone else's links out of the store within an hour")
+                           "visitor could otherwise push everyone else's links out of the store within an hour", name)
     return value
 
 
@@ -220,7 +179,7 @@ def trusted_proxies(raw: str | None) -> tuple[str, ...]:
         except ValueError:
             shown = item if len(item) <= 40 else item[:37] + "..."
             raise SettingError("APP_TRUSTED_PROXIES must be addresses or networks (e.g. 10.0.0.5, 10.0.0.0/8) or *, "
-                               f"comma-separated, got {shown!r}") from None
+                               f"comma-separated, got {shown!r}", "APP_TRUSTED_PROXIES") from None
     return items
 
 
@@ -240,7 +199,7 @@ def public_url(raw: str | None) -> str | None:
             or parts.username or parts.password:
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise SettingError("APP_PUBLIC_URL must be the address phones open the app at, such as "
-                           f"http://192.168.1.20:7860 or https://owner-space.hf.space, got {shown!r}")
+                           f"http://192.168.1.20:7860 or https://owner-space.hf.space, got {shown!r}", "APP_PUBLIC_URL")
     path = parts.path if parts.path.endswith("/") else parts.path + "/"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.settings import SettingError
+from settings import SettingError
 from ui.core.settings import RUNS_PER_CORE, AppSettings, cpu_quota, default_concurrency, usable_cores
 
 

@@ -101,7 +101,7 @@ def test_a_window_counts_per_visitor_and_forgets(monkeypatch):
 
 @pytest.mark.parametrize("bad", ["10.0.0", "example.org", "10.0.0.0/33"])
 def test_a_bad_trusted_proxy_is_one_line(bad):
-    from agents.settings import SettingError
+    from settings import SettingError
     from ui.core.settings import AppSettings
 
     with pytest.raises(SettingError, match="APP_TRUSTED_PROXIES must be addresses or networks"):
