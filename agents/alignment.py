@@ -1,14 +1,11 @@
 """The step-aligned map: where the modes of one run did the same thing, and where they first parted ways.
 
 One column per mode, one row per aligned step (:func:`step_map`). Each trace becomes its mode's *moves*
-(``agents/moves.py``: actions, reasoning steps, CoT-SC votes, Reflexion's verdicts and trials). Moves align where
-modes do the same thing, the same tool with the same folded input (:func:`agents.grounding.folded`): each mode
-is aligned against the rows so far (ReAct's first) by a longest common subsequence, a move only one mode made
-gets a row of its own, and every mode keeps its order. A fork's column branches from the row of the observation
-the teacher edited; a follow-up's earlier turns are bands above this one. Each answer's claims carry grounding
-marks (``agents/grounding.py``) whose sources are placed on their rows.
+(``agents/moves.py``); moves align where modes use the same tool with the same folded input
+(:func:`agents.grounding.folded`), by a longest common subsequence against the rows so far, and every mode keeps
+its order. Grounding marks (``agents/grounding.py``) place each claim's sources on their rows.
 
-Pure functions of traces: a run exported before the map existed gets it too.
+Pure functions of traces, so any exported run gets a map too.
 """
 
 from __future__ import annotations

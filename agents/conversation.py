@@ -1,15 +1,10 @@
-"""Follow-up questions: each mode continues the conversation it had (the engine's part of issue 29).
+"""Follow-up questions: each mode continues the conversation it had.
 
-A mode's conversation is what its model saw after the system prompt: the question, its replies, the
-observations as it saw them, and its final reply. It is not stored as events: :func:`conversation_of` rebuilds
-it from a finished trace by running the mode's own loop again over the recorded replies and observations (the
-way a fork does, ``agents/fork.py``), so it is byte for byte what the model was sent. A follow-up run gives each
-mode its earlier turns through :class:`Continuing`, which puts them between the system prompt and the new
-question of every request the mode makes; the modes' loops do not change.
-
-The earlier turns are plain data (a list of chat messages per mode) so they travel in a
-:class:`~agents.request.RunRequest`, to a worker process, in an API call. :func:`fit` keeps them under a token
-budget by cutting the oldest observations to their first line.
+A mode's conversation is what its model saw after the system prompt. :func:`conversation_of` rebuilds it from a
+finished trace by running the mode's own loop again over the recorded replies and observations (as a fork does),
+so it is byte for byte what the model was sent. :class:`Continuing` puts those earlier turns before the new
+question of every request; the modes' loops do not change. The turns are plain chat messages, so they travel in a
+:class:`~agents.request.RunRequest`; :func:`fit` keeps them under a token budget.
 """
 
 from __future__ import annotations

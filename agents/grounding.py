@@ -1,14 +1,11 @@
 """Grounding marks: where each claim of a mode's final answer came from, for that mode.
 
-A claim is a number, a year or a date, a capitalised name of one or more words, or a quoted phrase
-(:func:`claims_in`). Each is *given* (it appears in the question: this wins), *backed* (it appears, normalised,
-in an observation that mode received before it answered; :class:`Source` names that observation) or *unbacked*
-(in neither: reasoning, a calculation, or a guess). Normalised means case, whitespace and punctuation folded and
-numbers compared by value ("396" is backed by "396.0"). It is string matching, not understanding: a paraphrase
-is not matched, and a backed claim can still be wrong (docs/modes.md, "Grounding marks").
+A claim (:func:`claims_in`: a number, a date, a name, a quoted phrase) is *given* (in the question: this wins),
+*backed* (in an observation the mode received before it answered, normalised; :class:`Source` names it) or
+*unbacked*. It is string matching, not understanding: a paraphrase is not matched, and a backed claim can still
+be wrong (docs/modes.md, "Grounding marks").
 
-Pure functions over text and traces. The step-aligned map (``agents/alignment.py``) puts each source on its
-row; an evidence test can read a :class:`Claim` and its :class:`Source` as they are.
+Pure functions over text and traces, read by the step-aligned map (``agents/alignment.py``) and the evidence test.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Turn one model reply into the step it asks for: an Action, a Final Answer, or a ParseError.
 
-Why so lenient: small open models rarely follow the ReAct format to the letter. They bold or
-number the labels, write ``Search[x]`` like the paper, ``calculate(2+2)`` like code or a JSON
-blob like a function-calling model, fence and quote their inputs, and run past the stop
-sequence into an invented Observation. Each of those is a step the model plainly meant, so
-rejecting it would only burn a turn. What is really missing (a tool, its input, the answer)
-becomes a :class:`ParseError` whose message can be sent back verbatim so the model can fix it.
-
-Everything here is linear in the input: the regexes use bounded quantifiers next to each other
-and JSON repair only ever sees a capped slice, so a 100 KB reply parses in milliseconds.
+Lenient, because small open models rarely follow the ReAct format to the letter: they bold or number the labels,
+write ``Search[x]`` or ``calculate(2+2)`` or a JSON blob, fence and quote their inputs, and run past the stop
+sequence. Each is a step the model plainly meant. What is really missing becomes a :class:`ParseError` whose
+message can be sent back verbatim. Everything here is linear in the input (bounded regexes, JSON repair on a
+capped slice), so a 100 KB reply parses in milliseconds.
 """
 
 from __future__ import annotations

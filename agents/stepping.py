@@ -1,15 +1,10 @@
 """Step gating: a mode that runs one step at a time, waiting between steps with nothing in flight.
 
 A step is one model reply and, where there is one, its observations. The wait happens in
-:func:`agents.modes.base.complete` *before* the next call starts, so while a mode waits its
-previous reply is complete, its stream is closed, no ``LLM_MAX_CONCURRENT`` slot is held and
-no watchdog clock runs (those bound only calls in flight). A class can talk for ten minutes.
-
-A :class:`StepGate` counts the calls a mode has started and how many it may start; the
-controller (``ComparisonRun.step``/``resume``/``close``) changes the allowance from any
-thread. The first call is always allowed, so a mode that ends in one step (Think-only) never
-pauses, and a mode that has ended is never "paused". Both run handles read who waits from the events
-(:class:`StepState`) and offer the same step controls on top (:class:`StepControls`).
+:func:`agents.modes.base.complete` *before* the next call starts, so while a mode waits its stream is closed, no
+``LLM_MAX_CONCURRENT`` slot is held and no watchdog clock runs: a class can talk for ten minutes. A
+:class:`StepGate` counts the calls a mode may start; both run handles read who waits from the events
+(:class:`StepState`) and offer the same step controls (:class:`StepControls`).
 """
 
 from __future__ import annotations
@@ -26,7 +21,12 @@ class Stopped(Exception):
 
 
 class StepGate:
-    """One mode's permission to start model calls: ``allowed`` of them (None: no limit)."""
+    """One mode's permission to start model calls: ``allowed`` of them (None: no limit).
+
+    The controller (``ComparisonRun.step``/``resume``/``close``) changes the allowance from any thread. The first
+    call is always allowed, so a mode that ends in one step (Think-only) never pauses, and a mode that has ended is
+    never "paused".
+    """
 
     def __init__(self, cancel: threading.Event, *, stepping: bool = True) -> None:
         self.cancel = cancel

@@ -1,16 +1,11 @@
 """Replay benchmark: does one huge recording stall everyone else?
 
-The app runs in this process; a second process uploads a recording of many tiny token events
-(by default 320,000 — about 19 MB, under the 20 MB cap), starts ``/replay`` on it through the
-REST API, and meanwhile asks the app a trivial question (``GET /gradio_api/queue/status``)
-every 20 ms. What it prints, per speed:
-
-- ``stall``: the longest and the 95th-percentile latency of that trivial request while the replay
-  runs (an idle app answers in a few ms) — goal: max < 0.25 s;
-- ``replay``: how long the replay took ("instant") or how many frames it sent in the window (1×).
+The app runs in this process; a second process uploads a recording of many tiny token events (by default
+320,000, about 19 MB, under the 20 MB cap), starts ``/replay`` on it, and meanwhile asks the app a trivial
+question (``GET /gradio_api/queue/status``) every 20 ms. Per speed it prints ``stall``, the max and p95 latency
+of that request (goal: max < 0.25 s), and ``replay``, its time ("instant") or frames sent in the window (1×).
 
 Usage: ``python bench/bench_replay.py [--events 320000] [--seconds 15] [--speeds instant,1x]``.
-At 1× the replay is cut after ``--seconds`` (closing the connection, as a visitor who leaves).
 """
 
 from __future__ import annotations
@@ -53,7 +48,8 @@ def make_recording(path: Path, events: int, step_s: float = 0.0005) -> int:
 
 
 def probe(url: str, path: str, speed: str, seconds: float, out: mp.Queue) -> None:
-    """The other process: start the replay, poll a trivial endpoint, report latencies."""
+    """The other process: start the replay, poll a trivial endpoint, report latencies. At 1× the replay is cut
+    after ``seconds`` (closing the connection, as a visitor who leaves)."""
     import httpx
 
     with httpx.Client(timeout=120) as client:

@@ -1,13 +1,8 @@
 """Route matching per request in the app's own FastAPI app: what ``patches/fastapi_route_match.py`` saves.
 
-FastAPI 0.165 matches a request to an included router twice: the app's router asks the included router
-``matches`` (a scan of its routes), then its handling scans again (``_handle_selected``). For the four requests a
-click makes (``/call/{api_name}`` POST and its stream, ``/queue/join``, ``/queue/data``), this times both steps,
-in one process, CPU time, with FastAPI's own ``_match`` and with the patch's, and prints the ratio.
-
-Beside it, what the login check's override costs per request: with any override set, FastAPI builds every
-dependency's dependant again on every request (``get_dependant``). ``patches/gradio_login_check.py``'s override
-takes the request alone; the one it replaced took the user through a sub-dependency.
+FastAPI matches a request to an included router twice (docs/upstream.md, "fastapi_route_match"). For the four
+requests a click makes, this times both scans in CPU time, with FastAPI's own ``_match`` and with the patch's,
+and prints the ratio; beside it, what the login check's override costs per request (:func:`login_overrides`).
 
 Usage: ``python bench/bench_routes.py [--n 3000] [--json]``
 """
@@ -50,8 +45,9 @@ def _dependant_us(call: Any, n: int) -> float:
 
 
 def login_overrides(app: Any) -> dict[str, float]:
-    """CPU µs FastAPI spends per request rebuilding the login check's override: the patch's, and one taking the
-    user through a sub-dependency (the shape it had before)."""
+    """CPU µs FastAPI spends per request rebuilding the login check's override: the patch's, which takes the
+    request alone, and one taking the user through a sub-dependency. With any override set, FastAPI builds every
+    dependency's dependant again on every request (``get_dependant``), so the override's shape is paid per request."""
     import inspect
 
     from fastapi import Depends

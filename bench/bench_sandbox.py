@@ -1,24 +1,9 @@
 """The Python sandbox's cost: a ``python_repl`` call, a CodeAct step, a session's start, paused sessions' memory.
 
-Every program runs in CPython for WASI under Wasmtime, in a host process of its own (tools/sandbox_wasm.py).
-
-1. ``python_repl`` through the tool registry, a trivial program (``print(1 + 1)``), ``--repl-calls`` calls twice:
-   back to back (each call waits for the booted spare that the previous call started, tools/sandbox.py) and
-   ``--repl-gap`` seconds apart (the spare is ready, as between an agent's model calls). Goal: median ≤ 150 ms,
-   both ways.
-2. A CodeAct step's overhead, in one :class:`~tools.sandbox_session.SandboxSession`: the step's wall time as the
-   caller sees it (``run(code)`` to its StepResult) minus the program's own time. ``x = 1`` ``--steps`` times
-   (its own time taken as 0), and a busy loop of ``--busy-ms`` ``--busy-steps`` times, timed inside the guest
-   with ``time.perf_counter`` and printed. Goal: median ≤ 100 ms, both programs. The session's start is left
-   out (row 3).
-3. A session's start: the wall time of its first step (``x = 1``): the host process, Wasmtime, the guest's boot
-   and one trivial step. One figure per session started (``--sessions`` + 1), no goal.
-4. ``--sessions`` sessions paused: each has run ``x = 1`` and a step that leaves a few variables (a list of 1,000
-   dicts, its JSON), then waits for its next step. Their host processes' memory together (and any process in their
-   process groups): the sum of ``Pss`` from ``/proc/<pid>/smaps_rollup`` (pages shared between them counted once,
-   split between those that map them), and the RSS sum beside it. The hosts are non-dumpable, so only root reads
-   their ``smaps_rollup``; as another user the RSS sum (from ``/proc/<pid>/status``, an upper bound) is what the
-   goal is checked on, and the figure says so. Goal: ≤ 1 GB (1,024 MiB) for 32 sessions.
+Every program runs in CPython for WASI under Wasmtime, in a host process of its own (tools/sandbox_wasm.py). Rows:
+``python_repl`` back to back and ``--repl-gap`` apart (goal: median ≤ 150 ms); a CodeAct step's overhead, its wall
+time less the program's own (goal: median ≤ 100 ms); a session's start; ``--sessions`` paused sessions' memory,
+PSS as root, else the RSS sum (goal: ≤ 1 GB for 32). What each row times: docs/performance.md, "The sandbox".
 
 Usage: ``python bench/bench_sandbox.py [--repl-calls 50] [--repl-gap 0.5] [--steps 50] [--busy-steps 10]
 [--busy-ms 200] [--sessions 32] [--json]``

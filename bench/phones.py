@@ -1,16 +1,10 @@
 """A class's phones on the poll, in one process: each phone does what ``ui/poll/phone.html`` does, over HTTP.
 
-A phone opens the join link (``GET /?room=CODE``, the page), reads the room (``GET /poll/CODE``), then asks again
-one second after each answer with the ``ETag`` it has (``If-None-Match``: a ``304`` until what phones show
-changed) and ``?boot=`` once it knows the app's start, on a keep-alive connection of its own, as a browser does.
-Some phones vote (``POST /poll/CODE/vote``, once each: a new voter is what every phone of the room sees). Beside
-them each room's teacher screen ticks once a second (the ``gr.Timer`` event of ``ui/poll/teacher.py``, posted to
-Gradio's ``/gradio_api/run/predict`` as the page does, in the teacher's session).
-
-Every phone is a coroutine on one asyncio loop with a hand-rolled HTTP/1.1 client: ~200 requests a second cost
-this process a few percent of a core, and it runs at a lowered priority (``nice``), so the app's cores stay the
-app's. Driven from bench_poll.py through a pipe: ``go`` (join, reply when every phone read its room), ``vote``
-(votes start), ``hush`` (votes stop), ``stop`` (reply with what the phones saw, :func:`summary`).
+A phone opens the join link, reads the room (``GET /poll/CODE``), then asks again one second after each answer with
+the ``ETag`` it has, on a keep-alive connection of its own; some phones vote once. Each room's teacher screen ticks
+once a second as the page's ``gr.Timer`` does. Every phone is a coroutine on one asyncio loop with a hand-rolled
+HTTP/1.1 client, at a lowered priority (``nice``), so the app's cores stay the app's. Driven from bench_poll.py
+through a pipe (:class:`Class`).
 """
 
 from __future__ import annotations
@@ -111,7 +105,14 @@ class Phone:
 
 
 class Class:
-    """The phones of every room of one round, the rooms' teacher screens, and the votes; see the module docstring."""
+    """The phones of every room of one round, the rooms' teacher screens, and the votes.
+
+    A phone asks with ``If-None-Match`` (a ``304`` until what phones show changed) and ``?boot=`` once it knows the
+    app's start; a vote is ``POST /poll/CODE/vote``, once per phone. The teacher's tick is the ``gr.Timer`` event of
+    ``ui/poll/teacher.py``, posted to ``/gradio_api/run/predict`` in the teacher's session. Commands from
+    bench_poll.py: ``go`` (join, reply when every phone read its room), ``vote`` (votes start), ``hush`` (votes
+    stop), ``stop`` (reply with what the phones saw, :func:`summary`).
+    """
 
     def __init__(self, url: str, plan: dict[str, Any], conn: Any) -> None:
         parts = urlsplit(url)

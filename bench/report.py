@@ -1,21 +1,13 @@
 """One performance report: every benchmark, one table of figures with their goals beside them.
 
-    python -m bench            # full run, ~16 minutes on 2 cores; its results file goes to bench/results/
+    python -m bench            # full run, ~16 minutes on 2 cores; writes a results file to bench/results/
     python -m bench --quick    # smaller runs for development, ~2 minutes
-    python -m bench --json     # the raw figures of every benchmark, as one JSON object
-    python -m bench --smoke    # the smallest runs, ~30 s: does every benchmark still run? (figures mean little)
+    python -m bench --smoke    # the smallest runs, ~30 s: does every benchmark still run?
     python -m bench --write    # no benchmark: docs/performance.md and the README's figures, from bench/results/
 
-Each benchmark runs in its own process (``bench/bench_*.py --json``), so one's threads, memory
-and imports cannot colour another's figures. On a machine that is busy with other work every
-figure is pessimistic; the machine's load average is printed with the table, and its speed (a fixed Python
-workload's time, :func:`speed_ms`) at the start and the end of the run.
-
-A full run writes its record (bench/run_record.py) to ``bench/results/``; ``--record [PATH]`` writes one for any
-run (a quick or smoke one is marked with its plan), ``--no-record`` none. The table is bench/report_table.py's.
-
-Exit status: 0 when every goal is met, 1 when a figure misses its goal, 2 when a benchmark did not run
-(its rows show "—" and the table's foot names it) or ``--write`` found a results file it cannot read.
+Each benchmark runs in its own process (``bench/bench_*.py --json``), so none colours another's figures; the
+machine's load and speed (:func:`speed_ms`) are printed with the table. ``--json``, ``--record`` and the exit
+status: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -141,6 +133,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """0 when every goal is met, 1 when a figure misses its goal, 2 when a benchmark did not run (its rows show "—"
+    and the table's foot names it) or ``--write`` found a results file it cannot read."""
     args = arguments(argv)
     if args.write:
         try:

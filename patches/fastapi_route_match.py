@@ -1,11 +1,9 @@
 """A request to an included router's route is matched against that router's routes once, not twice.
 
-FastAPI 0.165 keeps an included router whole (``routing._IncludedRouter``). Its ``matches`` (asked by the app's
-router) scans the router's routes through ``_match``, and then its ``_handle_selected`` (reached through
-``handle``) runs the same ``_match`` again, on the same scope. Gradio puts its ~60 routes in such a router, and
-the hot ones (``/call/{api_name}``, ``/queue/join``, the streams) come ~40th: each request paid two scans. Here
-``_match`` keeps its answer in the request's scope, and the second call with the same inputs (path, root path,
-method, type, path parameters) takes it instead of scanning again. Any other call scans as before.
+FastAPI 0.165's included router scans its routes through ``_match`` in ``matches`` and again in
+``_handle_selected``, on the same scope; Gradio's hot routes come ~40th of ~60. Here ``_match`` keeps its answer
+in the request's scope, and the second call with the same inputs (path, root path, method, type, path
+parameters) takes it instead of scanning again. Any other call scans as it always does.
 
 Upstream write-up: docs/upstream.md#fastapi_route_match.
 """

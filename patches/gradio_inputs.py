@@ -1,15 +1,10 @@
-"""A REST call may leave out an endpoint's last, optional inputs (``/compare``'s ``expected``, added later).
+"""A REST call may leave out an endpoint's last, optional inputs (``/compare``'s ``expected``).
 
-Gradio refuses a call with fewer inputs than the endpoint has ("didn't receive enough input values"), so
-appending an optional input would break every REST client written before it (gradio_client callers fill
-it from the endpoint's defaults anyway). :class:`OptionalTrailingInputs` pads the missing ones with None in
-``Blocks.validate_inputs`` (6.31: ``validate_inputs(block_fn, inputs)``, called before the inputs are
-processed). Without the patch such a call is refused, as Gradio does by itself: nothing is widened.
-
-:func:`lenient` lets a value no slider could send (``"lots"``, ``NaN``, infinity) past ``Slider.preprocess`` (6.31:
-``preprocess(self, payload)``) to the handler, whose own check names the setting and its range in one line
-(``ui/core/inputs.py``); a finite number is still checked by Gradio. Off, Gradio refuses such a value itself
-(``gradio_refusals`` words it): the line is vaguer, nothing is widened.
+Gradio refuses a call with fewer inputs than the endpoint has, so appending an optional input would break every
+existing REST client. :class:`OptionalTrailingInputs` pads the missing ones with None in
+``Blocks.validate_inputs``. :func:`lenient` lets a value no slider could send (``"lots"``, ``NaN``) past
+``Slider.preprocess`` to the handler, whose own check names the setting and its range (``ui/core/inputs.py``); a
+finite number is still checked by Gradio. Off, Gradio refuses both itself: nothing is widened.
 
 Upstream write-up: docs/upstream.md#gradio_inputs.
 """

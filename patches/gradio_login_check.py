@@ -1,15 +1,10 @@
 """Gradio's login check runs inline on the event loop, not on the thread pool.
 
-Gradio (6.31, ``routes.App.create_app``) guards ``/call``, ``/queue/join``, ``/queue/data`` and others with
-``Depends(login_check)``, a plain ``def``, so FastAPI hops to the thread pool for it: two hops per REST run
-(the POST and its stream), which a burst of clicks queues behind the thread pool's limiter. FastAPI's public
-``dependency_overrides`` puts an ``async def`` in its place that calls Gradio's own functions inline (its user
-lookup, then its check): the same answer from the same code (a cookie and a dict lookup, no I/O), without the hop.
-The override takes only the request: with overrides set, FastAPI analyses every dependency again on every request
-(``solve_dependencies``), and a dependency with a sub-dependency costs five times what this one does.
-
-Finding the function walks the app's routes, into the routers FastAPI 0.165 includes whole
-(``original_router``). If the route or its shape is not found, the patch stays off and Gradio's own check runs.
+Gradio guards ``/call``, ``/queue/join``, ``/queue/data`` and others with ``Depends(login_check)``, a plain
+``def``, so FastAPI hops to the thread pool for it. FastAPI's public ``dependency_overrides`` puts an
+``async def`` in its place that calls Gradio's own user lookup and check inline: the same answer from the same
+code, without the hop. The override takes only the request (a sub-dependency would cost five times as much per
+request). If the route or its shape is not found, the patch stays off and Gradio's own check runs.
 
 Upstream write-up: docs/upstream.md#gradio_login_check.
 """

@@ -1,17 +1,10 @@
 """The MCP server offers exactly one tool, behind the app's login when Gradio's auth is on, or no MCP at all.
 
-Gradio's MCP server (6.31: ``gradio.mcp.GradioMCPServer``) makes every public API endpoint a tool. This app's
-endpoints are API contracts, not tools, and its own tools (search, the sandbox) must never be reachable
-through MCP. So when Gradio creates its server, :class:`OneTool` narrows its maps to one endpoint and checks
-the result; when it cannot (another Gradio layout, the endpoint missing, the patch off) the server is refused
-with one log line: failing open would list every endpoint.
-
-Gradio mounts the server's routes (``/gradio_api/mcp/``: the streamable-HTTP transport, ``/schema``, SSE) with no
-login check: with ``launch(auth=...)`` on, ``tools/list`` and the schema answered a stranger. So the same hook
-hands Gradio's ``launch_mcp_on_sse`` an app whose ``mount`` puts :class:`LoginRequired` in front of what it
-mounts: a request without Gradio's login is a 401, decided by Gradio's own user lookup and check (found as
-``patches/gradio_login_check.py`` finds them). Where that cannot be done as expected, it fails closed: the
-server is refused, the mount raises, or the request is refused.
+Gradio's MCP server makes every public API endpoint a tool; this app's own tools (search, the sandbox) must never
+be reachable through MCP. So :class:`OneTool` narrows the server's maps to one endpoint and checks the result,
+and the server's mounted routes (``/gradio_api/mcp/``) get :class:`LoginRequired`, Gradio's own login check, in
+front. Where either cannot be done as expected it fails closed: the server is refused (one log line), the mount
+raises, or the request is refused; failing open would list every endpoint.
 
 Upstream write-up: docs/upstream.md#gradio_mcp.
 """
@@ -54,7 +47,12 @@ REFUSED = {"detail": "Not authenticated: log in to the app first (Gradio's auth 
 
 class LoginRequired:
     """ASGI app in front of Gradio's MCP routes: with Gradio's auth on (``auth`` or ``auth_dependency``), a
-    request whose user Gradio's own lookup does not find is refused with a 401; with it off, it passes."""
+    request whose user Gradio's own lookup does not find is refused with a 401; with it off, it passes.
+
+    Gradio mounts the MCP routes (the streamable-HTTP transport, ``/schema``, SSE) with no login check, so without
+    this ``tools/list`` and the schema would answer a stranger. The lookup and check are found as
+    ``patches/gradio_login_check.py`` finds them; the hook hands ``launch_mcp_on_sse`` an app whose ``mount`` puts
+    this in front of what it mounts."""
 
     def __init__(self, inner: Any, gradio_app: Any) -> None:
         self.inner, self.gradio_app = inner, gradio_app

@@ -1,15 +1,10 @@
 """Gradio's queue sleeps while it has nothing to do, and a new event wakes it at once.
 
-``gradio.queueing.Queue`` (6.31) polls for new events every 1 ms (``sleep_when_free``) and for progress
-updates every 10 ms (``progress_update_sleep_when_free``), forever, whether or not anyone is there. Here its
-loop (``start_processing``) sleeps up to :data:`EVENT_POLL_S` between looks, but a sleep of that loop ends as
-soon as an event is pushed or a job ends (a slot frees for a waiting event), so a click still starts at once.
-Progress is polled every :data:`PROGRESS_POLL_S` (this app sends no ``gr.Progress`` updates).
-
-How: ``sleep_when_free`` becomes a :class:`WakeableDelay` (a float, so any other reader sees seconds), and
-``gradio.queueing`` sees an ``asyncio`` whose ``sleep`` waits on that delay's wake-up for such a value (every
-other name, and every other sleep, is asyncio's own). The queue's ``push`` and ``process_events`` are wrapped on
-the instance to wake it. A missed wake-up costs at most one poll (:data:`EVENT_POLL_S`), never an event.
+``gradio.queueing.Queue`` polls for new events every 1 ms and for progress every 10 ms, forever. Here its loop
+sleeps up to :data:`EVENT_POLL_S` between looks, but the sleep ends as soon as an event is pushed or a job ends,
+so a click still starts at once; progress is polled every :data:`PROGRESS_POLL_S`. ``sleep_when_free`` becomes a
+:class:`WakeableDelay` (a float to any other reader) that ``gradio.queueing``'s ``asyncio.sleep`` waits on. A
+missed wake-up costs at most one poll, never an event.
 
 Upstream write-up: docs/upstream.md#gradio_queue.
 """

@@ -1,14 +1,10 @@
 """huggingface_hub's streamed chunks, parsed into the very same typed objects at about a fifth of the CPU.
 
-``InferenceClient.chat_completion(stream=True)`` turns every SSE chunk into a ``ChatCompletionStreamOutput``
-(huggingface_hub 2.4.0, ``BaseInferenceType.parse_obj``). Each nested object's ``__post_init__`` runs a
-``dataclasses.asdict`` of itself (a ``copy.deepcopy`` per value) and each field assignment re-syncs its dict
-view: ~170 µs of CPU per chunk on the 2-core machine, most of a streamed token's cost. Here the parse
-builds the same objects (same attributes, same dict view in the same key order, same extra keys) directly.
-
-Checked before use: the source of every library function whose behaviour this copies must hash as written
-for, every class reached must be a plain ``BaseInferenceType`` dataclass, and sample chunks parsed both
-ways must come out identical. Otherwise the patch is off (one log line) and the library parses as before.
+``InferenceClient.chat_completion(stream=True)`` builds a ``ChatCompletionStreamOutput`` per SSE chunk through
+``dataclasses.asdict`` and deep copies: most of a streamed token's cost. Here the parse builds the same objects
+(same attributes, same dict view and key order, same extra keys) directly. Checked before use: the library
+functions it copies must hash as written for, every class reached must be a plain dataclass, and sample chunks
+parsed both ways must come out identical; otherwise the patch is off (one log line).
 
 Upstream write-up: docs/upstream.md#hf_stream_parse.
 """

@@ -1,26 +1,12 @@
 """The sandbox host: a small process that runs one CPython-for-WASI guest under Wasmtime; the app imports only its
 scratch walk (``scratch_usage``).
 
-:mod:`tools.sandbox_wasm` starts ``python -I -B -c <this file's text> <json>`` with an empty environment, in a
-new process group, in a scratch folder. This process holds no secret and is itself limited (CPU, descriptors,
-file size, no core files; non-dumpable; as root it drops to ``nobody``). The boundary is the guest's: it sees
-its scratch folder as ``/``, the standard library built into the ``.wasm`` image, three standard streams, a
-memory cap, and nothing else of the host (no other files, sockets, ``/proc``, signals or processes).
-
-Descriptors: the guest's stdin, stdout and stderr are this process's 0, 1 and 2. A CodeAct session passes its
-channel as ``chan_in``/``chan_out``: they become the guest's 0 and 1, and its prints go to its stderr (this
-process's stdout).
-
-How it ended is said on its **status channel** (``status_fd``), one JSON line the guest cannot write: ``{"kind":
-"exit", "code": N}`` (the guest's own exit status, whatever number it chose), ``{"kind": "setup", "message": …}``
-(the guest could not be started), ``{"kind": "trap", "message": …}`` (the runtime stopped it: stack exhausted, a
-fault) or ``{"kind": "scratch", "message": …}`` (the guest filled its scratch folder past its bound). Its exit status
-is the guest's, or ``EXIT_SETUP`` (4) / ``EXIT_TRAP`` (5) / ``EXIT_SCRATCH`` (6), which the app does not trust on
-their own. Before it exits it removes its scratch folder (the app does too, having killed it or not).
-
-The scratch folder's bound (``scratch_bytes`` in all, ``scratch_files`` files and folders) is kept by a thread that
-sleeps on inotify until something in the folder is made or written, then measures it: a guest is stopped within a
-write or two of its bound, and an idle one costs nothing (without inotify, the thread looks every 50 ms).
+:mod:`tools.sandbox_wasm` starts it with an empty environment, in a new process group, in a scratch folder. It
+holds no secret and is itself limited (CPU, descriptors, file size, no core files; non-dumpable; as root it drops
+to ``nobody``). The boundary is the guest's: its scratch folder as ``/``, the standard library built into the
+``.wasm`` image, three standard streams, a memory cap, and nothing else of the host (no other files, sockets,
+``/proc``, signals or processes). How it ended is one JSON line on a status channel the guest cannot write
+(:func:`_end`).
 """
 
 import json
@@ -39,7 +25,13 @@ WATCHED = IN_MODIFY | IN_MOVED_TO | IN_CREATE
 
 def _end(cfg, record, code, *, clean=True):
     """Say how this process ends on the status channel, remove the scratch folder (``clean``: not while a guest
-    that overfilled it may still be writing; the app removes it), exit with ``code``."""
+    that overfilled it may still be writing; the app removes it), exit with ``code``.
+
+    The line is ``{"kind": "exit", "code": N}`` (the guest's own exit status, whatever number it chose),
+    ``"setup"`` (the guest could not be started), ``"trap"`` (the runtime stopped it: stack exhausted, a fault) or
+    ``"scratch"`` (it filled its scratch folder past its bound), the last three with a ``message``. The exit status
+    is the guest's, or ``EXIT_SETUP`` (4) / ``EXIT_TRAP`` (5) / ``EXIT_SCRATCH`` (6), which the app does not trust
+    on their own."""
     try:
         fd = cfg.get("status_fd")
         if fd is not None:
@@ -115,8 +107,9 @@ def _limits(cfg):
 
 
 def _channel(cfg):
-    """A session's channel becomes the guest's stdin and stdout, and this process's stdout (the program's prints,
-    read by the app) its stderr, where the C library's own messages land too."""
+    """A session's channel (``chan_in``/``chan_out``) becomes the guest's stdin and stdout, and this process's
+    stdout (the program's prints, read by the app) its stderr, where the C library's own messages land too.
+    Without a channel the guest's stdin, stdout and stderr are this process's 0, 1 and 2."""
     chan_in, chan_out = cfg.get("chan_in"), cfg.get("chan_out")
     if chan_in is None:
         return
@@ -160,7 +153,11 @@ def scratch_usage(root, max_entries):
 
 def _watch_scratch(cfg):
     """Start the thread that ends this process (its guest) once the scratch folder holds more than
-    ``scratch_bytes`` or ``scratch_files`` (see the module's docstring); returns the same check, for the end."""
+    ``scratch_bytes`` or ``scratch_files`` (files and folders); returns the same check, for the end.
+
+    The thread sleeps on inotify until something in the folder is made or written, then measures it: a guest is
+    stopped within a write or two of its bound, and an idle one costs nothing (without inotify it looks every
+    50 ms)."""
     root, max_bytes, max_files = cfg["scratch"], cfg.get("scratch_bytes"), cfg.get("scratch_files")
     if not max_bytes or not max_files:
         return lambda: None

@@ -1,12 +1,10 @@
 """Every process the app starts is started by :func:`start`, with an environment built from an allow-list.
 
-A child never gets a copy of the app's environment, where the owner's secrets are (``HF_TOKEN``, ``LLM_API_KEY``,
-``APP_SECRET``, the MCP servers' header secrets). It gets only the variables its kind of work needs: the sandbox's
-host none at all (:data:`NOTHING`), the recording reader those any Python needs (:data:`PLAIN`), a run worker those
-and the engine's settings (:data:`ENGINE`); and even an allowed name is dropped when it reads as a secret
-(:func:`tools.hardening.is_secret`). A child that must hold a secret (a run worker) makes itself non-dumpable first
-and is sent it over its pipe (``agents/hosting/processes.py``). docs/serving.md, "Secrets", states the lists;
-``tests/tools/test_children.py`` checks that no other module of the app starts a process.
+A child never gets a copy of the app's environment, where the owner's secrets are. It gets only the variables its
+kind of work needs: the sandbox's host none (:data:`NOTHING`), the recording reader those any Python needs
+(:data:`PLAIN`), a run worker those and the engine's settings (:data:`ENGINE`); an allowed name that reads as a
+secret (:func:`tools.hardening.is_secret`) is dropped too. A child that must hold a secret makes itself
+non-dumpable first and is sent it over its pipe. docs/serving.md, "Secrets", states the lists.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The ``mcp`` package's streamable-HTTP client, called from the registry's threads (:mod:`tools.mcp_servers`).
 
-The client is async and the registry's tools are sync functions called from threads: each request runs
-``anyio.run`` in a thread of its own, bounded by the server's timeout, never on the page's event loop. It opens a
-session per request (connect, initialize, the request, close), so a server restarted between two calls costs
-nothing and no connection outlives its thread. Every failure (server down, slow, an HTTP error, a protocol error,
-the tool's own error) is a one-line :class:`ToolFailure`, which the registry makes an observation. Header secrets
-are read from the environment only here, as a request is made, and scrubbed from every message this module writes:
-replaced by ``[secret]`` where they appear as they are; an answer that holds one encoded (base64 at any alignment,
-hex, URL-encoding, HTML entities) is withheld with one line (:func:`holds_secret`), and so is a log line of the
-client's libraries that holds one (:func:`watch_logs`).
+Each request runs ``anyio.run`` in a thread of its own, bounded by the server's timeout, never on the page's event
+loop, with a session of its own (connect, initialize, the request, close). Every failure is a one-line
+:class:`ToolFailure`. Header secrets are read from the environment only here, as a request is made, and scrubbed
+from every message this module writes (``[secret]``); an answer that holds one encoded is withheld
+(:func:`holds_secret`), and so is a log line of the client's libraries that holds one (:func:`watch_logs`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Tools from the MCP servers the owner names (``APP_MCP_SERVERS``, :mod:`tools.mcp_config`), as registry tools.
 
-Each server's tools are listed with the ``mcp`` package's streamable-HTTP client at start and on
-:meth:`McpTools.refresh`, and join the registry as ``server_tool`` (so none can shadow a built-in tool), with the
-server's JSON schema (native protocol) and a one-line rendering of its arguments (text protocol). A call is a
-function like any other tool's, so ReAct, Act and CodeAct's sandboxed programs reach it through
-:meth:`ToolRegistry.call` alike.
-
-The requests themselves, bounded in time and failing as one line each, are :mod:`tools.mcp_client`'s.
-
-The tools are closures, not module-level names: a run using one stays in the app's process (``agents.hosting``),
-the only one holding the secrets.
+Each server's tools are listed at start and on :meth:`McpTools.refresh`, and join the registry as ``server_tool``
+(so none can shadow a built-in tool), with the server's JSON schema and a one-line rendering of its arguments. A
+call is a function like any other tool's; the requests themselves are :mod:`tools.mcp_client`'s. The tools are
+closures, not module-level names: a run using one stays in the app's process, the only one holding the secrets.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The parent's side of the CodeAct sandbox's tool channel: frames in, checked calls out.
 
-A frame is a 4-byte big-endian length, then that many bytes of JSON. The child is untrusted (it runs
-model-written code; if that code ever got past the sandbox's Python layers it could write any bytes
-to its end of the pipe), so everything it sends is checked here before the parent acts on it:
-
-* a frame longer than the cap, bytes that are not JSON, an unknown ``op`` or a field of the wrong
-  type is a :class:`ProtocolError`: the session stops the process (nothing of it is acted on);
-* a well-formed call is refused with a reason, and never reaches the tool registry, when its tool is
-  not one of the run's enabled tools, its arguments nest too deeply, or the step has made too many calls.
-
-Only what passes reaches :meth:`tools.registry.ToolRegistry.call`.
+A frame is a 4-byte big-endian length, then that many bytes of JSON. The child is untrusted (it runs model-written
+code), so everything it sends is checked here before the parent acts on it: a frame over the cap, bytes that are
+not JSON, an unknown ``op`` or a field of the wrong type is a :class:`ProtocolError` and the session stops the
+process; a well-formed call is refused with a reason when its tool is not one of the run's enabled tools, its
+arguments nest too deeply, or the step has made too many calls. Only what passes reaches
+:meth:`tools.registry.ToolRegistry.call`.
 """
 
 from __future__ import annotations

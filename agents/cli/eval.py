@@ -2,13 +2,10 @@
 
     python -m agents eval --dataset hotpotqa --n 50 --modes think,act,react --concurrency 8
     python -m agents eval --dataset my_questions.csv --json
-    python -m agents eval --dataset hotpotqa --n 20 --modes react,react_worked,react_placebo --k 5 --temperature 0.7
 
-Results are appended to ``<out>/results.jsonl`` as pairs finish (traces in ``<out>/traces/``),
-so Ctrl-C loses nothing finished and rerunning with the same ``--out`` continues where it
-stopped. Progress goes to stderr; stdout gets the table, or with ``--json`` only the summary
-object ``{"modes": {mode: {"em", "f1", "n", ...}}, ...}`` (fractions 0–1; for FEVER and
-GSM8K ``em`` and ``f1`` both equal the accuracy, also given as ``accuracy``).
+Results are appended to ``<out>/results.jsonl`` as pairs finish, so Ctrl-C loses nothing finished and rerunning
+with the same ``--out`` continues. Progress goes to stderr; stdout gets the table, or with ``--json`` only the
+summary object (fractions 0–1; docs/benchmark.md).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Where live runs run: a :class:`RunWorker` starts runs from their specs and sends their events in batches.
 
-The app's runs are hosted (:mod:`agents.hosting`): in a worker process (``python -m agents.hosting CMD_FD
-EVENT_FD``, so the modes' HTTP streams use another core than the app's event loop), or, with the same code,
-in the app's own process. Commands come in by run id (``start``, ``close``, ``step``, ``resume``, ``pause``);
-each run is an ordinary :class:`~agents.comparison.ComparisonRun` whose sink is the worker's :class:`Outbox`.
+Runs are hosted (:mod:`agents.hosting`) in a worker process (``python -m agents.hosting CMD_FD EVENT_FD``, so the
+modes' HTTP streams use another core than the app's event loop) or, with the same code, in the app's process.
+Commands come by run id; each run is a :class:`~agents.comparison.ComparisonRun` whose sink is the :class:`Outbox`.
 
-A worker process holds secrets (the app's Hugging Face token, the runs' tokens) but none in its environment: it is
-non-dumpable from its first statement, and takes the token variables from the app's first message (``SECRETS``).
-
-The outbox sends what its runs produced every :data:`FLUSH_S` while anything arrives: one message for all
-runs, consecutive token deltas of a mode merged into one. So a token costs a list append where it is made,
-and the hop to the app costs per batch, not per token.
+A worker process holds secrets but none in its environment: it is non-dumpable from its first statement, and
+takes the token variables from the app's first message (``SECRETS``).
 """
 
 from __future__ import annotations
@@ -86,7 +81,12 @@ def coalesce(items: list[Item]) -> list[Item]:
 
 
 class Outbox:
-    """Items of every run of one worker, handed to ``send`` in batches (see the module docstring)."""
+    """Items of every run of one worker, handed to ``send`` in batches.
+
+    It sends what its runs produced every :data:`FLUSH_S` while anything arrives: one message for all runs,
+    consecutive token deltas of a mode merged into one. So a token costs a list append where it is made, and the
+    hop to the app costs per batch, not per token.
+    """
 
     def __init__(self, send: Callable[[list[Item]], None], interval: float = FLUSH_S) -> None:
         self._send, self.interval = send, interval

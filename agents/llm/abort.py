@@ -1,17 +1,11 @@
 """Let a run interrupt its own blocked HTTP read from another thread.
 
 A request still waiting for the server's headers sits in ``recv()``, which closing its client does not wake;
-``shutdown()`` of its socket does. So huggingface_hub's shared httpx client gets a network backend that notes,
-per thread, the socket that thread blocks on, and :func:`abort_thread` shuts down exactly that one: Stop ends a
-waiting request at once, and no other visitor's connection is touched. Why it is process-wide: docs/design.md,
-"Stop that really stops", and docs/serving.md, "Limits we know of"; the backend is attached by
-``patches/httpx_backend.py``.
-
-In a run worker the same backend reads a flowing stream in batches (:func:`batch_reads`): a thread woken for
-every token costs 3-5x the work of the token itself on a small VM, so a read that comes soon after the last one
-first lets the socket gather what the server sends meanwhile. Frames go out every 0.1 s at most, so the screen
-loses nothing, but a call ends up to :data:`READ_EVERY_S` after its last token: the engine used directly (the
-CLI, the Benchmark tab, bench_engine.py's per-call overhead) reads each chunk as it comes.
+``shutdown()`` of its socket does. So huggingface_hub's shared httpx client gets a network backend (attached by
+``patches/httpx_backend.py``) that notes, per thread, the socket that thread blocks on, and :func:`abort_thread`
+shuts down exactly that one: Stop ends a waiting request at once, and no other visitor's connection is touched.
+Why it is process-wide: docs/design.md, "Stop that really stops". In a run worker the same backend reads a
+flowing stream in batches (:func:`batch_reads`).
 """
 
 from __future__ import annotations
@@ -166,7 +160,13 @@ def install() -> None:
 
 def batch_reads(seconds: float = READ_EVERY_S) -> None:
     """Read flowing streams at most every ``seconds`` in this process (a run worker calls it before any client is
-    made: the shared client's backend takes the value when it is built)."""
+    made: the shared client's backend takes the value when it is built).
+
+    A thread woken for every token costs 3-5x the work of the token itself on a small VM, so a read that comes soon
+    after the last one first lets the socket gather what the server sends meanwhile. Frames go out every 0.1 s at
+    most, so the screen loses nothing, but a call ends up to ``seconds`` after its last token: the engine used
+    directly (the CLI, the Benchmark tab, bench_engine.py's per-call overhead) reads each chunk as it comes.
+    """
     global _read_every
     _read_every = seconds
 

@@ -1,13 +1,10 @@
 """Which models an OpenAI-compatible server serves: ``GET {base_url}/models``.
 
-Ollama, vLLM, llama.cpp's ``llama-server``, llama-cpp-python, TGI and LM Studio all answer it with
-``{"object": "list", "data": [{"id": ...}, ...]}``. With ``LLM_BASE_URL`` set and ``LLM_MODEL`` not,
-the app and the CLI ask once at start (:func:`resolve_model`) and use the first model listed, so
-pointing the app at a server is one variable. A model the server does not have ends a call with a line
-naming the ones it has (``hf.py`` asks :func:`list_models` then). Nothing here raises: a server that
-cannot be asked is a :class:`ModelList` with ``error`` set. The same listing carries a model's price when the
-server lists one (the Hugging Face router, OpenRouter): :func:`resolve_model` publishes it with the owner's
-(``APP_PRICE_*``) as the process's :class:`~agents.llm.pricing.PriceBook`, so costs need no request of their own.
+Ollama, vLLM, llama.cpp, TGI and LM Studio all answer it. With ``LLM_BASE_URL`` set and ``LLM_MODEL`` not, the app
+and the CLI ask once at start (:func:`resolve_model`) and use the first model listed, so pointing the app at a
+server is one variable. Nothing here raises: a server that cannot be asked is a :class:`ModelList` with ``error``
+set. A price in the listing (the Hugging Face router, OpenRouter) becomes the process's
+:class:`~agents.llm.pricing.PriceBook`, so costs need no request of their own.
 """
 
 from __future__ import annotations

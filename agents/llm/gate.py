@@ -1,15 +1,10 @@
 """Process-wide bookkeeping of model calls per server: a fair gate for calls, and who else is streaming.
 
 Some local servers serve one request at a time and *close* the reply in flight when another arrives
-(llama-cpp-python's server with its default ``interrupt_requests=True``). Two things help with them, both per
-process and per server:
-
-- :class:`Gate` — the calls in flight to a server, and the line of those waiting their turn, first come first
-  served (a waiting call can be cancelled at once: the Stop button). Its limit is the owner's
-  ``LLM_MAX_CONCURRENT``, or, when that is unset, none until the server shows it serves one request at a time
-  (:meth:`Gate.learn`), then one; a server left idle for :data:`FORGET_AFTER_S` is trusted again.
-- :class:`OpenStreams` — which of our streams to a server are open, so a reply the server cut off while another
-  of ours was open can be reported for what it probably was.
+(llama-cpp-python's server by default). Two things help with them, per process and per server:
+:class:`Gate`, the calls in flight and a first-come-first-served line of those waiting (limit
+``LLM_MAX_CONCURRENT``, or one once the server shows it serves one at a time), and :class:`OpenStreams`, which
+of our streams are open, so a reply cut off while another was open is reported for what it probably was.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ FORGET_AFTER_S = 600.0  # a one-at-a-time server idle this long may have been re
 
 class Gate:
     """A fair counting semaphore with a limit (None: no limit until :meth:`learn`), whose waiters can be woken to
-    re-check a cancel flag."""
+    re-check a cancel flag (the Stop button). A server left idle for :data:`FORGET_AFTER_S` is trusted again."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit  # the owner's LLM_MAX_CONCURRENT; None: automatic

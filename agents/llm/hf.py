@@ -1,14 +1,10 @@
 """The real model client: ``huggingface_hub.InferenceClient``, streamed, with honest failure messages.
 
-``InferenceClient`` already speaks both the HF router and any OpenAI-compatible
-``base_url``; what it leaves to us is what this module adds:
-retries with backoff for 429/5xx and dropped connections, a retry without ``stop`` for
-servers that reject it, a reply trusted only when the server says it is finished, limits on
-silence (``LLM_TIMEOUT``) and on a whole call (``LLM_MAX_DURATION``) — its own ``timeout`` is
-per socket operation —, a gate on calls in flight (``LLM_MAX_CONCURRENT``, or one at a time once a
-server shows it serves one request at a time: ``agents/llm/gate.py``), every wait said as it begins and
-ends (``Chunk.news``), and turning every failure into one human line. One instance per run: closing it
-ends that run's in-flight stream and nobody else's.
+``InferenceClient`` speaks both the HF router and any OpenAI-compatible ``base_url``; this module adds retries for
+429/5xx and dropped connections, a reply trusted only when the server says it is finished, limits on silence
+(``LLM_TIMEOUT``) and on a whole call (``LLM_MAX_DURATION``), the gate on calls in flight
+(``agents/llm/gate.py``), every wait said as it begins and ends (``Chunk.news``), and every failure as one human
+line. One instance per run: closing it ends that run's in-flight stream and nobody else's.
 """
 
 from __future__ import annotations
@@ -45,7 +41,11 @@ LEARNED = ("the model server closed this reply when another request arrived: it 
 
 
 class HFInferenceModel:
-    """:class:`~agents.llm.base.ChatModel` over ``InferenceClient`` (router or ``base_url``)."""
+    """:class:`~agents.llm.base.ChatModel` over ``InferenceClient`` (router or ``base_url``).
+
+    ``InferenceClient``'s own ``timeout`` is per socket operation, hence the limits on silence and on a whole call;
+    a server that rejects ``stop`` is asked again without it.
+    """
 
     def __init__(self, settings: LLMSettings, *, client: InferenceClient | None = None) -> None:
         problem = settings.problem()

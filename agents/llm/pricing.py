@@ -1,20 +1,10 @@
 """What a run's tokens cost, in US dollars: a price per million input and output tokens, never a made-up one.
 
-Where a price comes from, in this order (docs/configuration.md, "Cost"):
-
-1. the model listing of the server in use (``GET {base_url}/models``), which discovery already reads at start
-   (:func:`agents.llm.discovery.resolve_model`) — the Hugging Face router's shape, a price per provider
-   (``providers[].pricing = {"input": USD/1M, "output": USD/1M}``), or OpenRouter's, one price per model
-   (``pricing = {"prompt": "USD per token", "completion": "USD per token"}``);
-2. the owner's ``APP_PRICE_INPUT`` and ``APP_PRICE_OUTPUT`` (USD per million tokens, ``LLMSettings.price``);
-3. otherwise none: metrics show tokens only.
-
-The process's prices are one :class:`PriceBook`, published once at start (:func:`publish`); each
-:class:`~agents.trace.Trace` keeps the book current when it is made, and an export keeps the price it used.
-
-A price is a finite number from 0 to :data:`MAX_PRICE` dollars per million tokens, or no price: a listing's price
-past that is refused with one log line, and a :class:`Price` cannot hold one, so no cost is ever NaN or infinite
-(a server's listing is as untrusted as its replies).
+A price comes from the model listing of the server in use (read at start by
+:func:`agents.llm.discovery.resolve_model`), else the owner's ``APP_PRICE_INPUT`` and ``APP_PRICE_OUTPUT``, else
+none: metrics show tokens only (docs/configuration.md, "Cost"). The process's prices are one :class:`PriceBook`,
+published once at start (:func:`publish`). A price is a finite number from 0 to :data:`MAX_PRICE`, or none: a
+listing's price past that is refused, so no cost is ever NaN or infinite (a server's listing is untrusted).
 """
 
 from __future__ import annotations
@@ -144,7 +134,12 @@ def pick(offers: Offers, provider: str | None, where: str) -> Price | None:
 
 @dataclass(frozen=True)
 class PriceBook:
-    """The prices a process knows: the listing's, per model id, and the owner's; ``model`` is the one it starts with."""
+    """The prices a process knows: the listing's, per model id, and the owner's; ``model`` is the one it starts with.
+
+    Listings come in the Hugging Face router's shape (a price per provider, USD per million tokens) or OpenRouter's
+    (one price per model, USD per token). Each :class:`~agents.trace.Trace` keeps the book current when it is made,
+    and an export keeps the price it used.
+    """
 
     model: str = ""
     provider: str | None = None

@@ -1,20 +1,9 @@
 """The one table of modes: every CLI choice, panel, checkbox, title and prompt view reads it.
 
-A mode is one module of the ``agents.modes`` package that calls :func:`register` with a
-:class:`ModeSpec` (and, if it has its own system prompt, a template in ``prompts/``). The
-registry imports every module of the package on first use (:mod:`pkgutil`), so adding a
-mode needs no edit anywhere else: ``python -m agents ask --mode``, the Compare tab's panels,
-the Prompts view, the Benchmark tab, ``eval --modes``, the MCP tool and the reports all list it.
-
-A mode's ``placement`` says where it appears:
-
-- ``"base"``: a Compare panel on screen by default (``/compare``'s outputs list them first);
-- ``"more"``: a Compare panel the mode picker offers beside them (the paper's hybrids, CodeAct, Reflexion, …);
-- ``"benchmark"``: the benchmark only (CoT-SC alone is a row of the paper's table, not a panel).
-
-Every placement is a CLI and ``eval --modes`` choice and a Benchmark checkbox. A number a visitor may set for a
-mode (Reflexion's trials) is a :class:`RunOption` in its spec: the page, ``/compare``, ``ask``, the export and
-the replay all take it from :func:`run_options`.
+A mode is one module of the ``agents.modes`` package that calls :func:`register` with a :class:`ModeSpec` (and,
+with a system prompt of its own, a template in ``prompts/``). The registry imports every module of the package on
+first use (:mod:`pkgutil`), so adding a mode needs no edit anywhere else: the CLI, the Compare tab, the Prompts
+view, the Benchmark tab, ``eval --modes``, the MCP tool and the reports all list it.
 
 This module imports nothing of the modes themselves, so any module may import it.
 """
@@ -86,12 +75,19 @@ class ModeSpec:
     ``vote_key`` to every mode). ``prompt`` is the mode's own template in ``prompts/``
     (``<prompt>_tools.md``, when present, is its native-tool-call variant); a mode that only
     combines others has none and is left out of the Prompts view.
+
+    ``placement`` says where the mode appears: ``"base"``, a Compare panel on screen by default (``/compare``'s
+    outputs list them first); ``"more"``, a panel the mode picker offers beside them (the hybrids, CodeAct,
+    Reflexion, …); ``"benchmark"``, the benchmark only (CoT-SC alone is a row of the paper's table, not a panel).
+    Every placement is a CLI and ``eval --modes`` choice and a Benchmark checkbox. A number a visitor may set for a
+    mode (Reflexion's trials) is a :class:`RunOption`: the page, ``/compare``, ``ask``, the export and the replay
+    all take it from :func:`run_options`.
     """
 
     id: str  # CLI choice, JSON key, export key: lower-case, stable
     title: str  # panel titles, traces, the CLI and the answers table ("Think-only")
     run: ModeFn = field(repr=False)
-    placement: Placement = "more"  # where it appears (module docstring)
+    placement: Placement = "more"  # where it appears (class docstring)
     label: str = ""  # short name for buttons and choices ("Think"); default: the title
     table_title: str = ""  # name in benchmark tables and checkboxes ("Think-only (CoT)"); default: the title
     paper_row: str | None = None  # its row in the ReAct paper's Table 1, if any

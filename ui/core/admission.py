@@ -1,15 +1,10 @@
 """A line of runs waiting for a slot, where each visitor knows its place.
 
-Gradio's own queue tells the browser a place only through the progress overlay (hidden on our
-panels) and tells REST clients nothing at all: a visitor who submits into a busy app sees a
-frozen page. So the Compare event starts at once in Gradio (no concurrency limit of its own)
-and waits here instead, yielding "you are number N" frames while it waits; past
-``max_waiting`` it is refused with a clear "full, try again". Everything runs on the event
-loop, so no lock is needed; a cancelled wait (Stop, a closed tab) leaves the line at once.
-
-Before a run joins the line, :class:`RunQuota` counts it against its visitor: at most ``APP_RUNS_PER_VISITOR``
-live runs per browser and ``APP_RUNS_PER_ADDRESS`` per address (waiting places included), so one visitor cannot
-fill the slots and the line; the next run past either is refused with one line, and holds nothing.
+Gradio's own queue tells a place only through the progress overlay (hidden on our panels) and REST clients
+nothing, so a visitor who submits into a busy app would see a frozen page. So the Compare event starts at once in
+Gradio and waits here instead, yielding "you are number N" frames; past ``max_waiting`` it is refused with a clear
+"full, try again". Everything runs on the event loop, so no lock is needed; a cancelled wait leaves the line at
+once. Before a run joins the line, :class:`RunQuota` counts it against its visitor.
 """
 
 from __future__ import annotations
@@ -42,7 +37,10 @@ class OverQuota(Full):
 
 class RunQuota:
     """Live runs at once per browser (``per_browser``) and per address (``per_address``: every run from it, a
-    browser's or a cookieless client's), from the moment a run asks for a slot until it ends. Thread-safe."""
+    browser's or a cookieless client's), from the moment a run asks for a slot until it ends. Thread-safe.
+
+    The limits are ``APP_RUNS_PER_VISITOR`` and ``APP_RUNS_PER_ADDRESS`` (waiting places included), so one visitor
+    cannot fill the slots and the line; the next run past either is refused with one line, and holds nothing."""
 
     def __init__(self, per_browser: int, per_address: int) -> None:
         self.per_browser, self.per_address = int(per_browser), int(per_address)

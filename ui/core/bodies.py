@@ -1,14 +1,8 @@
 """What a request may bring: a body of at most ``APP_BODY_MB``, and uploads within their visitor's hourly share.
 
-:class:`BodyLimits` is ASGI middleware in front of Gradio's routes (handed to the app Gradio builds with
-``launch(app_kwargs={"middleware": …})``, :func:`with_limits`), so a refusal happens before Gradio reads a byte:
-
-* an upload (a multipart POST to Gradio's upload routes) is charged, by its ``Content-Length``, to its browser
-  (``APP_UPLOAD_MB_PER_VISITOR`` an hour) and to its address (``APP_UPLOAD_MB_PER_ADDRESS``, every client behind it,
-  with or without the browser cookie); past either it is a 429 with one line, and an upload Gradio refuses
-  (over ``launch(max_file_size=…)``, the replay's own cap) is given back. One without a length is a 411;
-* any other request's body is at most ``APP_BODY_MB``: a larger ``Content-Length`` is a 413 at once, and a body
-  sent without one is cut off there (the app reads it as a client that went away) and answered the same.
+:class:`BodyLimits` is ASGI middleware in front of Gradio's routes (:func:`with_limits`), so a refusal happens
+before Gradio reads a byte: an upload is charged by its ``Content-Length`` to its browser and to its address
+(429 past either, 411 without a length), and any other body is at most ``APP_BODY_MB`` (413).
 """
 
 from __future__ import annotations
@@ -63,7 +57,16 @@ class Uploads:
 
 
 class BodyLimits:
-    """ASGI middleware: the body and upload limits of the module's docstring."""
+    """ASGI middleware: the body and upload limits, handed to the app Gradio builds with
+    ``launch(app_kwargs={"middleware": …})``.
+
+    * an upload (a multipart POST to Gradio's upload routes) is charged, by its ``Content-Length``, to its browser
+      (``APP_UPLOAD_MB_PER_VISITOR`` an hour) and to its address (``APP_UPLOAD_MB_PER_ADDRESS``, every client behind
+      it, with or without the browser cookie); past either it is a 429 with one line, and an upload Gradio refuses
+      (over ``launch(max_file_size=…)``, the replay's own cap) is given back. One without a length is a 411;
+    * any other request's body is at most ``APP_BODY_MB``: a larger ``Content-Length`` is a 413 at once, and a body
+      sent without one is cut off there (the app reads it as a client that went away) and answered the same.
+    """
 
     def __init__(self, app: Callable[..., Awaitable[None]], body_mb: int | None = None,
                  uploads: Uploads | None = None) -> None:

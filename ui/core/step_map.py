@@ -1,13 +1,10 @@
 """The step-aligned map as the Compare tab shows it (a ``gr.HTML``): the engine's :class:`~agents.alignment.StepMap`
 rendered, nothing computed here but words.
 
-A table: one column per mode, one row per aligned step (a follow-up's earlier turns are row groups above), each
-cell one line with the cost so far under it, the first row where the acting modes part ways marked in words, and
-a last row with each answer, its claims marked backed ✓ / given ◇ / unbacked ? (a word for screen readers, a
-symbol and a colour for the eye). Hovering over or focusing (tapping) a claim shows where it came from; a backed
-one also outlines the cell of its observation. Every text from a model, a tool or a recording is escaped: the
-map is shown, never run, and never makes the page fetch anything. On a phone the rows become cards
-(``ui/page/theme.css``).
+One column per mode, one row per aligned step (a follow-up's earlier turns above), the first row where the acting
+modes part ways marked in words, and a last row of answers whose claims are marked backed ✓ / given ◇ / unbacked ?
+(a word, a symbol and a colour). Every text from a model, a tool or a recording is escaped: the map is shown,
+never run, and never makes the page fetch anything. On a phone the rows become cards (``ui/page/theme.css``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """One stream adapter: a run → the throttled frames a tab shows, for Compare and Benchmark alike.
 
 A *run* has ``start()``, ``poll(timeout)``, ``done`` and a ``close()`` that works from any thread; a *view*
-(:class:`StreamView`) turns its items into what the tab shows. :func:`stream` yields a frame at once for a
-panel's first text, else at most every :func:`frame_interval`, and every :data:`TICK_S` while idle. A run that
-can say when it has news (``on_news``, as :class:`~agents.hosting.host.HostedRun` does) wakes the stream only
-then: when nothing waits to be shown, on any news; while a frame waits for its interval, only when a mode starts
-or ends. Other runs are polled every :data:`POLL_S`. Stop is a :class:`StopSignal` in :class:`Stops`, and wakes
-the stream; a ``watch`` stops it the same way; a closed tab cancels the generator. Either way ``finally`` closes
+(:class:`StreamView`) turns its items into what the tab shows. :func:`stream` yields a panel's first text at once,
+else at most every :func:`frame_interval`, and every :data:`TICK_S` while idle; a run with ``on_news`` wakes it
+only when there is news. Stop (a :class:`StopSignal`), a ``watch`` or a closed tab end it, and ``finally`` closes
 the run.
 """
 

@@ -1,18 +1,10 @@
 """Who a visitor is, for every per-visitor limit, and those limits' clock (:class:`Window`).
 
-:func:`visitor_of` is the one rule: the socket's address, or, only when that peer is a trusted proxy
-(``APP_TRUSTED_PROXIES``; on a Space its proxy), the hop that proxy appended to ``X-Forwarded-For`` — never a
-value the client wrote. :func:`pinned_peer_address` tells uvicorn (``FORWARDED_ALLOW_IPS``, read as Gradio makes
-its server: Gradio passes no such setting on) to believe no forwarded header, so the address a handler sees is the
-socket's. An IPv6 visitor is their /56 network: a home or small office is commonly given a /56 (or a /48), so
-counting /64s would let one line count as 256 visitors.
-
-A browser is known apart from its address by a cookie the app signs (:class:`BrowserCookie`, issued on any response
-to a request without a valid one): :func:`visitor` gives both, so a limit counts browsers and takes the address as a
-ceiling, and a school's class behind one address is not one visitor.
-
-Gradio's MCP server calls the tool over HTTP from the app itself, with the MCP request's headers: :class:`BrowserCookie`
-seals an MCP request's visitor into one (:data:`RELAY`), which :func:`visitor` believes on that call.
+:func:`visitor_of` is the one rule: the socket's address, or, only from a trusted proxy (``APP_TRUSTED_PROXIES``; on
+a Space its proxy), the hop that proxy appended to ``X-Forwarded-For`` — never a value the client wrote. An IPv6
+visitor is their /56 network. A browser is known apart from its address by a cookie the app signs
+(:class:`BrowserCookie`), so a limit counts browsers and takes the address as a ceiling: a class behind one address
+is not one visitor. Gradio's MCP calls carry their visitor sealed in that cookie (:data:`RELAY`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The phones' side of the class poll: a small page and two JSON routes, answered before Gradio sees the request.
 
 200 phones refreshing once a second would be 200 queued Gradio events a second on the loop the runs stream
-through; here a refresh is one dict lookup and, most of the time, a ``304`` (the phone sends the ``ETag`` of what
-it has). :class:`PollRoutes` sits in front of the app's ASGI stack (just inside ``patches/page_cache.py``'s) and
-takes only its own paths; everything else goes on untouched.
-
-* ``GET /?room=CODE`` and ``GET /join``: the phone page (``phone.html``: plain HTML and a little JS, no Gradio);
-* ``GET /poll/CODE``: the room's state and counts (JSON), ``304`` when unchanged;
-* ``POST /poll/CODE/join``: ``{"voter": token, "boot": …}``, the phone's voter id in that room (issued and sealed
-  by the store, one per browser, bounded per address: ``APP_POLL_VOTERS_PER_ADDRESS``);
-* ``POST /poll/CODE/vote`` with ``{"voter": token, "choice": id}``: a vote, or a change of it.
-
-A refusal is ``{"error": "one line", "boot": …}`` with its HTTP status (404 unknown code, 410 ended or expired,
-409 locked, 403 full, 429 too many, 400 bad input).
+through; here a refresh is one dict lookup and, most of the time, a ``304`` (the phone sends its ``ETag``).
+:class:`PollRoutes` sits in front of the app's ASGI stack and takes only ``/?room=CODE``, ``/join`` (the phone
+page, ``phone.html``), ``GET /poll/CODE`` (the room's state), ``POST /poll/CODE/join`` and ``POST /poll/CODE/vote``.
+A refusal is ``{"error": "one line", "boot": …}`` with its HTTP status (404 unknown, 410 ended, 409 locked,
+403 full, 429 too many, 400 bad input).
 """
 
 from __future__ import annotations

@@ -2,14 +2,11 @@
 the controls of ``ui/poll/controls.py``.
 
 Start opens a room for the question and the modes on screen; the page's lesson holds it (``ui/core/lesson.Seat``).
-A ``gr.Timer`` reads the shared store about once a second and redraws only when the room changed: while a round is
-open it shows how many voted, not the split (unless the teacher turns that on). The page's own events drive the
-room: Run locks it, Step, Stop, Fork and Replay give the phones one line, and the run's export reveals each
-mode's answer and ✓/✗. A teacher is their browser: their open rooms are listed on any of their pages, to show
-there or to end, and a closed page's room ends after ``APP_POLL_GRACE_S``. Every event is private and unqueued.
+A ``gr.Timer`` redraws only when the room changed, and the page's own events drive it: Run locks it, and the
+run's export reveals each mode's answer and ✓/✗. Every event is private and unqueued.
 
-No ``from __future__ import annotations`` here: Gradio reads a handler's type hints at every event, and string
-annotations would be evaluated again each time (``tests/app/test_serving.py``).
+No ``from __future__ import annotations`` here: Gradio reads a handler's type hints at every event
+(``tests/app/test_serving.py``).
 """
 
 import asyncio

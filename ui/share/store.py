@@ -1,12 +1,9 @@
 """Share links: a run's JSON export kept under an unguessable id, beside its *view*, reopened by ``/?run=<id>``.
 
 The view is what the page receives, ready to send, so opening a link parses no recording. Ids come from
-``secrets.token_urlsafe``, never a path. The store is capped in bytes (oldest first) and links expire
-(``APP_SHARE_DIR``, ``APP_SHARE_MAX_MB``, ``APP_SHARE_DAYS``); one visitor may add ``APP_SHARE_PER_HOUR`` links
-and ``APP_SHARE_MB_PER_HOUR`` an hour, export and view together, a run over ``APP_SHARE_RUN_MB`` is refused, and
-the same run shared again gets its existing link. Past the cap the links of whoever holds the most go first
-(oldest first), so a few visitors filling their quotas push out their own links, not everyone's. Without
-persistent storage (``/data``) links end with a restart.
+``secrets.token_urlsafe``, never a path. The store is capped in bytes, links expire, and each visitor has an hourly
+quota of links and bytes (``APP_SHARE_*``, docs/configuration.md); past the cap the links of whoever holds the most
+go first, so a few visitors filling their quotas push out their own links, not everyone's.
 """
 
 from __future__ import annotations
