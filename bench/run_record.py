@@ -4,7 +4,7 @@ A record holds what the run was (its command, plan and each benchmark's command,
 it measured (the commit, and whether tracked files differed from it), when and where (the date in UTC, the
 machine's cores, its speed probe and load average at the start and the end) and every benchmark's raw figures,
 exactly as ``python -m bench --json`` prints them. A file is named ``DATE-COMMIT-PLAN.json``
-(``2026-11-28-aeeee05-full.json``; ``-2``, ``-3`` for the same commit measured again that day), so the folder
+(the UTC day, the short commit, the plan; ``-2``, ``-3`` for the same commit measured again that day), so the folder
 lists in the order the runs were made. A run of part of a plan (``--only``) is marked ``-partial``: it is never
 "a full run" of the page.
 """

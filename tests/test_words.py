@@ -20,11 +20,6 @@ MODULES = sorted(
 )
 MAX_MODULE_DOC = 800
 DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
-# Shortened by their owners' change (bench/run_record.py: a dated file name in its docstring).
-OWNED_ELSEWHERE = frozenset({
-    "agents/settings.py", "bench/bench_poll.py", "bench/bench_shares.py", "bench/run_record.py",
-    "tools/hardening.py", "tools/sandbox_room.py", "ui/poll/rooms.py",
-})
 
 
 def docstrings(tree: ast.Module) -> list[str]:
@@ -39,16 +34,12 @@ def comments(source: str) -> list[str]:
 
 @pytest.mark.parametrize("name", MODULES)
 def test_module_docstring_is_short(name):
-    if name in OWNED_ELSEWHERE:
-        pytest.skip("shortened by its owner's change")
     doc = ast.get_docstring(ast.parse((ROOT / name).read_text(encoding="utf-8")), clean=False) or ""
     assert len(doc) <= MAX_MODULE_DOC, f"{name}: module docstring of {len(doc)} characters (at most {MAX_MODULE_DOC})"
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_no_dates_in_words(name):
-    if name in OWNED_ELSEWHERE:
-        pytest.skip("undated by its owner's change")
     source = (ROOT / name).read_text(encoding="utf-8")
     dated = [text for text in docstrings(ast.parse(source)) + comments(source) if DATE.search(text)]
     assert not dated, f"{name}: a date in a comment or docstring: {dated[0][:120]!r}"

@@ -1,14 +1,10 @@
 """The class poll's rooms: an in-memory, thread-safe store shared by the teacher's page and the phones' routes.
 
-A room holds the question, the modes on screen, its rounds of votes and what the phones show (open, locked,
-running, revealed, ended, and one notice line). A vote is kept as *voter id → choice* only, so a phone can change
-it and is never counted twice; only counts leave the store. The voter id is the store's, not the phone's: a phone
-joins a room (:meth:`RoomStore.join`) and gets a random id sealed with the app's key for that room and this start
-of the app, nothing personal, and a vote with any other id counts nothing. Everything a phone may do is bounded:
-phones per room, voters one address may bring into a room and how fast new ones join, rooms per teacher, guesses
-of codes and votes per address (:class:`Rate`); a room ends after ``idle_s`` without activity, and ``grace_s``
-after its teacher's page closed. Rooms live in this process: a restart ends them, and :data:`BOOT` (new each
-start) lets a phone tell that from an expiry. A room itself is ``ui/poll/room.py``.
+A vote is kept as *voter id → choice* only, so a phone can change it and is never counted twice; only counts leave
+the store. The voter id is the store's, sealed with the app's key for that room and this start of the app, so a
+vote with any other id counts nothing. Everything a phone may do is bounded (:class:`RoomLimits`). Rooms live in
+this process: a restart ends them, and :data:`BOOT` (new each start) lets a phone tell that from an expiry. A room
+itself is ``ui/poll/room.py``.
 """
 
 from __future__ import annotations
